@@ -1,0 +1,28 @@
+# The two commands of the README: `make reproduce` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: reproduce test figures bench clean-venv
+
+# torch==2.13.0 is installed before anything that depends on torch: an unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(VENV)/bin/mlmclm reproduce
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+	@if ls notebooks/*.ipynb >/dev/null 2>&1; then $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider; fi
+
+figures: $(STAMP)
+	$(VENV)/bin/mlmclm figures
+
+clean-venv:
+	rm -rf $(VENV)
