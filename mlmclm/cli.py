@@ -1,0 +1,135 @@
+"""`mlmclm <verb>`: the command line.
+
+    mlmclm model info SIZE       architecture, parameter counts and FLOPs a token (no weights are allocated)
+    mlmclm attention check       every attention backend on this machine against the eager reference
+    mlmclm figures               execute the five notebooks: every figure and table from results/
+    mlmclm reproduce             the main job (see `reproduce --help`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _millions(n: int) -> str:
+    return f"{n:,} ({n / 1e6:,.1f}M)"
+
+
+def model_info(size: str, seq_len: int | None = None) -> str:
+    from .configuration import MlmClmConfig
+
+    c = MlmClmConfig.from_size(size)
+    p = c.num_parameters_by_part()
+    t = seq_len or c.max_position_embeddings
+    rows = [
+        ("size", size),
+        ("layers", c.num_hidden_layers),
+        ("hidden", c.hidden_size),
+        ("FFN (SwiGLU)", c.intermediate_size),
+        ("attention heads / KV heads", f"{c.num_attention_heads} / {c.num_key_value_heads}"),
+        ("head dim", c.head_dim),
+        ("vocabulary", f"{c.vocab_size:,}"),
+        ("context", f"{c.max_position_embeddings:,}"),
+        ("RMSNorm eps / RoPE theta", f"{c.rms_norm_eps:g} / {c.rope_theta:,.0f}"),
+        ("output layer", "tied" if c.tie_word_embeddings else "untied"),
+        ("params: embeddings", _millions(p["embeddings"])),
+        ("params: body", _millions(p["body"])),
+        ("params: embeddings + body", _millions(p["embeddings"] + p["body"])),
+        ("params: output layer", _millions(p["output_layer"])),
+        ("params: total", _millions(p["total"])),
+        (f"FLOPs/token forward (seq {t:,})", f"{c.flops_per_token(t, training=False) / 1e9:,.2f} GFLOP"),
+        (f"FLOPs/token training (seq {t:,})", f"{c.flops_per_token(t, training=True) / 1e9:,.2f} GFLOP"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
+def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
+    """Max |difference| to `eager` of every backend runnable on `device`, forward and gradients, on a batch with
+    padding, document boundaries and GQA, causal and bidirectional. Returns (backend, mode, fwd, grad) rows."""
+    import torch
+
+    from .attention import attention
+    from .configuration import ATTENTION_BACKENDS
+
+    g = torch.Generator().manual_seed(0)
+    b, h, hkv, t, d = 2, 4, 2, 24, 16
+    q0, k0, v0 = (torch.randn(b, n, t, d, generator=g).to(device) for n in (h, hkv, hkv))
+    mask = torch.ones(b, t, dtype=torch.long, device=device)
+    mask[1, 17:] = 0
+    docs = torch.tensor([[0] * 9 + [1] * 15, [0] * 5 + [1] * 7 + [2] * 12], device=device)
+
+    def run(backend, causal):
+        q, k, v = (x.clone().requires_grad_() for x in (q0, k0, v0))
+        out = attention(q, k, v, is_causal=causal, attention_mask=mask, document_ids=docs, backend=backend)
+        (out * mask[:, None, :, None]).square().sum().backward()
+        return (out * mask[:, None, :, None]).detach(), [x.grad for x in (q, k, v)]
+
+    backends = [x for x in ATTENTION_BACKENDS if x != "eager" and not (x == "flex" and device == "cpu")]
+    rows = []
+    for causal in (False, True):
+        ref, ref_grads = run("eager", causal)
+        for backend in backends:
+            out, grads = run(backend, causal)
+            rows.append((backend, "causal" if causal else "bidirectional", float((out - ref).abs().max()),
+                         max(float((a - r).abs().max()) for a, r in zip(grads, ref_grads))))
+    return rows
+
+
+def reproduce(args) -> int:
+    print("mlmclm reproduce: the study runner (pretraining, fine-tuning, the five studies) is not built yet.\n"
+          "Running what exists: the model's shapes, the attention backends' agreement, and the paper's\n"
+          "figures and tables from stored results.\n")
+    for size in ("210m", "610m", "1b"):
+        print(model_info(size), "\n")
+    _print_attention_check()
+    try:
+        from . import notebooks
+    except ImportError:
+        print("figures: the notebooks runner is not built yet; nothing to regenerate.")
+        return 0
+    return notebooks.main([])
+
+
+def _print_attention_check(device: str = "cpu") -> None:
+    print(f"attention backends vs eager on {device} (max |diff|, padding + documents + GQA):")
+    for backend, mode, fwd, grad in attention_check(device):
+        print(f"  {backend:<8} {mode:<13} forward {fwd:.1e}  gradients {grad:.1e}")
+    print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mlmclm", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="verb", required=True)
+    model = sub.add_parser("model", help="model introspection").add_subparsers(dest="action", required=True)
+    info = model.add_parser("info", help="architecture, parameter counts, FLOPs a token")
+    info.add_argument("size", help="210m, 610m, 1b or a scale size (tiny, mini-s, ...)")
+    info.add_argument("--seq-len", type=int, default=None, help="context for the attention FLOPs (default: max)")
+    att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
+    chk = att.add_parser("check", help="every backend against the eager reference")
+    chk.add_argument("--device", default="cpu")
+    sub.add_parser("figures", help="execute the five notebooks (figures/ and results/tables/)",
+                   add_help=False)
+    sub.add_parser("reproduce", help="the main job")
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.verb != "figures":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        if args.verb == "model":
+            print(model_info(args.size, args.seq_len))
+        elif args.verb == "attention":
+            _print_attention_check(args.device)
+        elif args.verb == "figures":
+            from . import notebooks
+            return notebooks.main(rest)
+        elif args.verb == "reproduce":
+            return reproduce(args)
+    except ValueError as e:  # bad input: one clear line, no traceback
+        print(f"mlmclm: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""One Llama/EuroBERT-style transformer, causal or bidirectional per forward call, and its task heads.
+
+The body (`MlmClmModel`) is RMSNorm pre-norm blocks with grouped-query attention, RoPE and a SwiGLU MLP, no biases.
+Every forward takes `is_causal` (None: `config.is_causal`); the same weights train with CLM, then MLM. Masked-LM and
+causal-LM models have the same weight layout (and the same as transformers' `LlamaForCausalLM`/`EuroBertForMaskedLM`).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import (
+    BaseModelOutput, CausalLMOutput, MaskedLMOutput, QuestionAnsweringModelOutput, SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+from .attention import attention, check_backend
+from .configuration import MlmClmConfig
+
+
+class MlmClmRMSNorm(nn.Module):
+    def __init__(self, hidden_size: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotary_cos_sin(position_ids, head_dim: int, theta: float, dtype):
+    """cos and sin of RoPE for (B, T) positions: (B, 1, T, head_dim) each."""
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=position_ids.device, dtype=torch.float32) / head_dim)
+    freqs = position_ids[..., None].float() * inv_freq
+    emb = torch.cat([freqs, freqs], dim=-1)[:, None]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def apply_rotary(x, cos, sin):
+    return x * cos + _rotate_half(x) * sin
+
+
+class MlmClmAttention(nn.Module):
+    def __init__(self, config: MlmClmConfig):
+        super().__init__()
+        self.config = config
+        self.n_heads, self.n_kv, self.head_dim = config.num_attention_heads, config.num_key_value_heads, config.head_dim
+        d = config.hidden_size
+        self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, d, bias=False)
+
+    def forward(self, x, cos, sin, is_causal, attention_mask, document_ids):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        out = attention(q, k, v, is_causal=is_causal, attention_mask=attention_mask, document_ids=document_ids,
+                        backend=self.config.attention_backend)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class MlmClmMLP(nn.Module):
+    def __init__(self, config: MlmClmConfig):
+        super().__init__()
+        d, f = config.hidden_size, config.intermediate_size
+        self.gate_proj = nn.Linear(d, f, bias=False)
+        self.up_proj = nn.Linear(d, f, bias=False)
+        self.down_proj = nn.Linear(f, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class MlmClmDecoderLayer(GradientCheckpointingLayer):
+    def __init__(self, config: MlmClmConfig):
+        super().__init__()
+        self.self_attn = MlmClmAttention(config)
+        self.mlp = MlmClmMLP(config)
+        self.input_layernorm = MlmClmRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = MlmClmRMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(self, x, cos, sin, is_causal, attention_mask, document_ids):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, is_causal, attention_mask, document_ids)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class MlmClmPreTrainedModel(PreTrainedModel):
+    config_class = MlmClmConfig
+    config: MlmClmConfig
+    base_model_prefix = "model"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["MlmClmDecoderLayer"]
+
+    def set_attention_backend(self, backend: str) -> None:
+        """Switch the attention backend of the whole model (recorded in `config.attention_backend`)."""
+        check_backend(backend, self.device)
+        self.config.attention_backend = backend
+
+    def _is_causal(self, is_causal: bool | None) -> bool:
+        return self.config.is_causal if is_causal is None else bool(is_causal)
+
+
+def document_position_ids(document_ids):
+    """Positions that restart at 0 at every document start of each row."""
+    b, t = document_ids.shape
+    ar = torch.arange(t, device=document_ids.device).expand(b, t)
+    starts = torch.ones_like(document_ids, dtype=torch.bool)
+    starts[:, 1:] = document_ids[:, 1:] != document_ids[:, :-1]
+    return ar - torch.cummax(torch.where(starts, ar, 0), dim=1).values
+
+
+def mean_pool(hidden, attention_mask=None):
+    """Mean of the hidden states over real (non-padding) tokens: (B, T, D) -> (B, D)."""
+    if attention_mask is None:
+        return hidden.mean(1)
+    m = attention_mask.to(hidden.dtype)[..., None]
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+class MlmClmModel(MlmClmPreTrainedModel):
+    """The transformer body. Packed sequences: pass `document_ids` (B, T) and attention stays within each document
+    and positions restart per document (off unless given, as in the paper's code)."""
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(MlmClmDecoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.norm = MlmClmRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                is_causal: bool | None = None, output_hidden_states: bool = False, **kwargs) -> BaseModelOutput:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        b, t = x.shape[:2]
+        if position_ids is None:
+            position_ids = (document_position_ids(document_ids) if document_ids is not None
+                            else torch.arange(t, device=x.device).expand(b, t))
+        cos, sin = rotary_cos_sin(position_ids, self.config.head_dim, self.config.rope_theta, x.dtype)
+        causal = self._is_causal(is_causal)
+        hidden_states = [x] if output_hidden_states else None
+        for layer in self.layers:
+            x = layer(x, cos, sin, causal, attention_mask, document_ids)
+            if output_hidden_states:
+                hidden_states.append(x)
+        x = self.norm(x)
+        if output_hidden_states:
+            hidden_states[-1] = x
+        return BaseModelOutput(last_hidden_state=x, hidden_states=tuple(hidden_states) if hidden_states else None)
+
+
+class _MlmClmLanguageModel(MlmClmPreTrainedModel):
+    """Body + output layer; MLM and CLM differ only in which positions the loss reads."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.model = MlmClmModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def _sparse_loss(self, hidden, labels, num_items_in_batch):
+        """Cross-entropy over labelled positions only: only they reach the output layer. The sum is divided by
+        `num_items_in_batch` when given (the global label count under gradient accumulation), else by the local
+        count. Returns (loss, logits of the labelled positions)."""
+        selected = labels != -100
+        logits = self.lm_head(hidden[selected])
+        total = F.cross_entropy(logits.float(), labels[selected], reduction="sum")
+        denom = selected.sum() if num_items_in_batch is None else num_items_in_batch
+        return total / torch.as_tensor(denom, device=total.device).clamp_min(1), logits
+
+
+class MlmClmForMaskedLM(_MlmClmLanguageModel):
+    """Masked LM: `labels` hold the original token at masked positions and -100 elsewhere. With labels, `logits`
+    are those of the labelled positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                labels=None, is_causal: bool | None = None, num_items_in_batch=None, output_hidden_states=False,
+                **kwargs) -> MaskedLMOutput:
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
+                         output_hidden_states=output_hidden_states)
+        if labels is None:
+            return MaskedLMOutput(logits=self.lm_head(out.last_hidden_state), hidden_states=out.hidden_states)
+        loss, logits = self._sparse_loss(out.last_hidden_state, labels, num_items_in_batch)
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class MlmClmForCausalLM(_MlmClmLanguageModel):
+    """Causal LM: `labels` are aligned with `input_ids` (the shift happens here; -100 is ignored). With labels,
+    `logits` are those of the predicted positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                labels=None, is_causal: bool | None = None, num_items_in_batch=None, output_hidden_states=False,
+                **kwargs) -> CausalLMOutput:
+        causal = self._is_causal(is_causal)
+        if labels is not None and not causal:
+            raise ValueError("a causal-LM loss with bidirectional attention sees its own targets; "
+                             "pass is_causal=True (or set config.is_causal=True)")
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=causal,
+                         output_hidden_states=output_hidden_states)
+        if labels is None:
+            return CausalLMOutput(logits=self.lm_head(out.last_hidden_state), hidden_states=out.hidden_states)
+        shifted = labels[:, 1:]
+        if document_ids is not None:  # never predict the first token of a document from the previous document
+            shifted = shifted.masked_fill(document_ids[:, 1:] != document_ids[:, :-1], -100)
+        loss, logits = self._sparse_loss(out.last_hidden_state[:, :-1], shifted, num_items_in_batch)
+        return CausalLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class MlmClmForSequenceClassification(MlmClmPreTrainedModel):
+    """Mean pooling over real tokens, then a linear layer. One label: regression (MSE); more: cross-entropy."""
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.model = MlmClmModel(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                labels=None, is_causal: bool | None = None, output_hidden_states=False,
+                **kwargs) -> SequenceClassifierOutput:
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
+                         output_hidden_states=output_hidden_states)
+        logits = self.classifier(mean_pool(out.last_hidden_state, attention_mask))
+        loss = None
+        if labels is not None:
+            loss = (F.mse_loss(logits.squeeze(-1).float(), labels.float()) if self.config.num_labels == 1
+                    else F.cross_entropy(logits.float(), labels))
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class MlmClmForTokenClassification(MlmClmPreTrainedModel):
+    """A linear layer on every token; labels of -100 (padding, non-first sub-words) are ignored."""
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.model = MlmClmModel(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                labels=None, is_causal: bool | None = None, output_hidden_states=False,
+                **kwargs) -> TokenClassifierOutput:
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
+                         output_hidden_states=output_hidden_states)
+        logits = self.classifier(out.last_hidden_state)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class MlmClmForQuestionAnswering(MlmClmPreTrainedModel):
+    """Extractive QA: start and end logits per token; the loss is the mean of the two cross-entropies (positions
+    outside the sequence are ignored)."""
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.model = MlmClmModel(config)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                start_positions=None, end_positions=None, is_causal: bool | None = None, output_hidden_states=False,
+                **kwargs) -> QuestionAnsweringModelOutput:
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
+                         output_hidden_states=output_hidden_states)
+        logits = self.qa_outputs(out.last_hidden_state)
+        if attention_mask is not None:  # padding is never an answer
+            logits = logits.masked_fill(~attention_mask.bool()[..., None], torch.finfo(logits.dtype).min)
+        start_logits, end_logits = logits[..., 0], logits[..., 1]
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            t = start_logits.shape[1]
+            start, end = start_positions.clamp(0, t), end_positions.clamp(0, t)
+            loss = (F.cross_entropy(start_logits.float(), start, ignore_index=t)
+                    + F.cross_entropy(end_logits.float(), end, ignore_index=t)) / 2
+        return QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
+                                            hidden_states=out.hidden_states)
