@@ -1,0 +1,542 @@
+"""Results as one tidy table: the paper's Tables 1-17, this repository's runs and EncodEval-format folders.
+
+Two levels of data, both pandas DataFrames with a ``source`` column:
+
+- **scores** (table level): one row per source x model x dataset, ``score`` and ``ci`` (the 95% half-width) in
+  points, with one extra row per task group, ``dataset == "Avg"``, for the group average.
+- **runs** (run level): one row per fine-tuning run (model x dataset x learning rate x seed), ``validation`` and
+  ``test`` scores in points.
+
+``aggregate`` turns runs into scores with the paper's rule ("How the tables aggregate" in paper.md): for each seed,
+the learning rate with the best validation score; the mean test score over seeds; +- 1.96 x s / sqrt(n), s the sample
+standard deviation. No torch import here: this module must stay cheap to import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+GROUPS = ("SC", "TC", "QA", "IR")
+METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
+# EncodEval folder name -> the paper's column label, in the paper's column order.
+DATASETS = {
+    "sst2": "SST-2", "qqp": "QQP", "mnli_m": "MNLI",
+    "ontonotes": "OntoNotes", "conll2003_en": "CoNLL", "uner_en": "UNER",
+    "squad": "SQuAD", "squad_v2": "SQuAD-v2", "record": "ReCoRD",
+    "nq": "NQ", "msmarco": "MS MARCO", "mldr_en": "MLDR",
+}
+AVG = "Avg"
+Z95 = 1.96
+STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in [1e-5, 1e-4]
+PAPER_SIZES = ("210M", "610M", "1B")
+
+ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
+SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n"]
+RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "lr", "seed", "validation", "test",
+               "path"]
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be read: the message names the file and what is wrong."""
+
+
+# ----------------------------------------------------------------------------------------------- model ids
+
+_MODEL_ID = re.compile(
+    r"^(?P<size>[a-z0-9][a-z0-9-]*?)-(?P<obj>clm|mlm(?P<ratio1>\d+))-(?P<dec>dec)?(?P<steps1>\d+k?)"
+    r"(?:-mlm(?P<ratio2>\d+)-(?P<total>\d+k?))?(?:-(?P<ckpt>\d+))?$"
+)
+
+
+def _steps(token: str) -> int:
+    return int(token[:-1]) * 1000 if token.endswith("k") else int(token)
+
+
+def _size_label(size: str) -> str:
+    return size.upper() if re.fullmatch(r"\d+[mb]", size) else size
+
+
+def parse_model_id(model: str) -> dict:
+    """Size, objective, masking ratio and step counts from a run id (design.md, "Names").
+
+    ``{size}-{clm|mlmR}-{steps}``, ``{size}-clm-{k1}-mlmR-{total}`` (two phases from scratch),
+    ``{size}-{clm|mlmR}-dec{steps}-mlmR-{total}`` (MLM continued pretraining from a decayed checkpoint), each with an
+    optional ``-{step}`` suffix for an intermediate checkpoint. ``steps`` is what the evaluated checkpoint was trained
+    for; ``clm_steps + mlm_steps == steps``; ``cpt_steps`` counts the continued-pretraining part;
+    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present).
+    """
+    m = _MODEL_ID.match(model)
+    if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
+        raise ValueError(f"model id {model!r} does not follow {{size}}-{{clm|mlmR}}-{{steps}}[-mlmR-{{total}}][-{{step}}]")
+    first = _steps(m["steps1"])
+    total = _steps(m["total"]) if m["total"] else first
+    if total < first:
+        raise ValueError(f"model id {model!r}: total {total} steps is less than its first phase ({first})")
+    steps = int(m["ckpt"]) if m["ckpt"] else total
+    clm = min(first, steps) if m["obj"] == "clm" else 0
+    mlm = steps - clm
+    ratio = m["ratio2"] or m["ratio1"]
+    return {
+        "size": _size_label(m["size"]),
+        "objective": "clm+mlm" if clm and mlm else ("clm" if clm else "mlm"),
+        "mask_ratio": int(ratio) if ratio and mlm else pd.NA,
+        "steps": steps,
+        "clm_steps": clm,
+        "mlm_steps": mlm,
+        "cpt_steps": steps - first if m["dec"] else 0,
+        "intermediate": m["ckpt"] is not None,
+    }
+
+
+def _with_attributes(df: pd.DataFrame) -> pd.DataFrame:
+    """Add the parsed model-id columns; ids that do not follow the naming get missing values."""
+    models = df["model"].unique()
+    rows = []
+    for model in models:
+        try:
+            rows.append({"model": model, **parse_model_id(model)})
+        except ValueError:
+            rows.append({"model": model})
+    attrs = pd.DataFrame(rows, columns=["model", *ATTRIBUTES])
+    for col in ("mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps"):
+        attrs[col] = attrs[col].astype("Int64")
+    attrs["intermediate"] = attrs["intermediate"].astype("boolean")
+    return df.drop(columns=[c for c in ATTRIBUTES if c in df], errors="ignore").merge(attrs, on="model", how="left")
+
+
+def size_key(size: str) -> tuple:
+    """Sort key for sizes: the paper's by parameter count, a scale's own (``mini-s``, ``mini-m`` ...) by suffix."""
+    m = re.fullmatch(r"(\d+)([MB])", str(size))
+    if m:
+        return (0, int(m[1]) * (1000 if m[2] == "B" else 1), "")
+    suffixes = ("xxs", "xs", "s", "m", "l", "xl", "xxl")
+    head, _, tail = str(size).rpartition("-")
+    return (1, suffixes.index(tail) if tail in suffixes else len(suffixes), head + tail)
+
+
+def ordered_sizes(sizes) -> list:
+    return sorted(set(sizes), key=size_key)
+
+
+def dataset_order(datasets) -> list:
+    """The paper's column order, then any other dataset (this repository's offline stand-ins) by name."""
+    known = list(DATASETS.values())
+    return sorted(set(datasets) - {AVG}, key=lambda d: (known.index(d) if d in known else len(known), d))
+
+
+# ----------------------------------------------------------------------------------------------- the paper
+
+
+def load_paper(paper_dir: str | Path) -> pd.DataFrame:
+    """Tables 2-17 (results/paper/table02.csv ... table17.csv) as scores, with a ``table`` column."""
+    files = sorted(Path(paper_dir).glob("table[0-9][0-9].csv"))
+    frames = [pd.read_csv(f) for f in files if f.name != "table01.csv"]
+    if not frames:
+        raise FileNotFoundError(f"{paper_dir}: no table02.csv ... table17.csv")
+    df = pd.concat(frames, ignore_index=True)
+    df = _with_attributes(df[["table", "model", "task_group", "dataset", "score", "ci"]])
+    df["source"], df["scale"], df["n"] = "paper", "paper", pd.NA
+    return df[["table", *SCORE_COLUMNS]]
+
+
+def load_architecture(paper_dir: str | Path) -> pd.DataFrame:
+    """Table 1 as printed (tidy: setting, size, value; ``size == "all"`` for settings shared by the three sizes)."""
+    return pd.read_csv(Path(paper_dir) / "table01.csv", dtype={"value": str})
+
+
+def architecture(paper_dir: str | Path) -> dict:
+    """Table 1's numbers per size, for the FLOPs count: {size: {layers, d_model, ffn, heads, kv_heads, vocab, ...}}."""
+    t1 = load_architecture(paper_dir)
+    shared = dict(zip(t1[t1["size"] == "all"]["setting"], t1[t1["size"] == "all"]["value"]))
+    names = {"Layers": "layers", "Embedding dim": "d_model", "FFN dim": "ffn", "Attention heads": "heads",
+             "Key/Value heads": "kv_heads"}
+    out = {}
+    for size, part in t1[t1["size"] != "all"].groupby("size", sort=False):
+        arch = {names[s]: int(v) for s, v in zip(part["setting"], part["value"])}
+        arch.update(vocab=int(shared["Vocabulary"]), seq_len=int(shared["Maximum context"]),
+                    tokens_per_step=int(shared["Tokens/Step"]))
+        out[size] = arch
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- per-run files
+
+_RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
+
+
+def read_result(path: str | Path) -> tuple[float, float]:
+    """(validation, test) scores of one ``results.json``, in points; ResultFileError names the file and the fault."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"{path}: cannot be read ({e})") from None
+    if not isinstance(doc, dict):
+        raise ResultFileError(f"{path}: expected a JSON object with 'validation' and 'test', got {type(doc).__name__}")
+    if "meta" in doc and not isinstance(doc["meta"], dict):
+        raise ResultFileError(f"{path}: 'meta' must be an object, got {type(doc['meta']).__name__}")
+    scores = []
+    for split in ("validation", "test"):
+        block = doc.get(split)
+        if not isinstance(block, dict):
+            raise ResultFileError(f"{path}: no '{split}' object")
+        if "score" not in block:
+            raise ResultFileError(f"{path}: '{split}' has no 'score'")
+        score = block["score"]
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
+        scores.append(100 * float(score))
+    return scores[0], scores[1]
+
+
+def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
+                  relative_to: str | Path | None = None) -> pd.DataFrame:
+    """Runs from ``<root>/<model>/<group>/<dataset>/[<train set>_]lr{LR}_sd{seed}/results.json``.
+
+    The layout of this repository's ``results/runs/<scale>/`` and of EncodEval's ``results/``. Dataset folders named
+    as in EncodEval get the paper's labels (``mnli_m`` -> ``MNLI``); ``paper_datasets_only`` drops the others (EncodEval
+    also holds QED runs, which the paper does not use). Paths are kept relative to ``relative_to`` (default: root).
+    """
+    root = Path(root)
+    rows = []
+    for path in sorted(root.glob("*/*/*/*/results.json")):
+        run_dir, dataset, group, model = path.parts[-2], path.parts[-3], path.parts[-4], path.parts[-5]
+        if paper_datasets_only and dataset not in DATASETS:
+            continue
+        m = _RUN_DIR.match(run_dir)
+        if m is None:
+            raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
+        if group not in GROUPS:
+            raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
+        validation, test = read_result(path)
+        rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
+                     "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
+                     "path": path.relative_to(relative_to or root).as_posix()})
+    return _runs_frame(rows, source, scale)
+
+
+def load_run_csv(path: str | Path, source: str, scale: str = "paper") -> pd.DataFrame:
+    """Runs from a CSV with columns model, group, dataset, lr, seed, validation_score, test_score (fractions).
+
+    The format of the authors' sample (results/samples/encodeval-610m-sst2.csv); a score that was not read is kept
+    as missing.
+    """
+    df = pd.read_csv(path)
+    missing = {"model", "group", "dataset", "lr", "seed", "validation_score", "test_score"} - set(df.columns)
+    if missing:
+        raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    rows = [{"model": r.model, "task_group": r.group, "dataset": DATASETS.get(r.dataset, r.dataset),
+             "lr": float(r.lr), "seed": int(r.seed),
+             "validation": 100 * pd.to_numeric(r.validation_score, errors="coerce"),
+             "test": 100 * pd.to_numeric(r.test_score, errors="coerce"), "path": Path(path).name}
+            for r in df.itertuples()]
+    return _runs_frame(rows, source, scale)
+
+
+def _runs_frame(rows: list[dict], source: str, scale: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "path"])
+    df = _with_attributes(df)
+    df["source"], df["scale"] = source, scale
+    df["seed"] = df["seed"].astype("int64")
+    df[["lr", "validation", "test"]] = df[["lr", "validation", "test"]].astype("float64")
+    return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
+
+
+# ----------------------------------------------------------------------------------------------- aggregation
+
+_KEYS = ["source", "scale", "model", "task_group", "dataset"]
+
+
+def mean_ci(values) -> tuple[float, float, int]:
+    """(mean, 1.96 x s / sqrt(n), n) of the non-missing values; s with ddof 1, the half-width missing when n < 2."""
+    x = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce").dropna(), dtype=float)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, 0
+    return float(x.mean()), (Z95 * float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan), n
+
+
+def select_lr(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """One run per source x model x dataset x seed: the run at the chosen learning rate.
+
+    ``per_seed`` (the paper's rule): for each seed, the learning rate with the best validation score of that seed.
+    ``seed_average``: one learning rate per model and dataset, the best on the seed-averaged validation score.
+    Ties go to the smaller learning rate.
+    """
+    runs = runs.dropna(subset=["validation"]).sort_values([*_KEYS, "lr", "seed"], ignore_index=True)
+    if rule == "per_seed":
+        return runs.loc[runs.groupby([*_KEYS, "seed"], sort=False)["validation"].idxmax()].reset_index(drop=True)
+    if rule == "seed_average":
+        mean_val = runs.groupby([*_KEYS, "lr"], sort=False, as_index=False)["validation"].mean()
+        best = mean_val.loc[mean_val.groupby(_KEYS, sort=False)["validation"].idxmax(), [*_KEYS, "lr"]]
+        return runs.merge(best, on=[*_KEYS, "lr"])
+    raise ValueError(f"unknown learning-rate rule {rule!r}: use 'per_seed' or 'seed_average'")
+
+
+def summarize(selected: pd.DataFrame) -> pd.DataFrame:
+    """Scores from selected runs: mean test score over seeds +- the 95% half-width, and group averages.
+
+    A group average (``dataset == "Avg"``) is the mean of the group's dataset scores (as the paper's printed averages
+    are); its half-width comes from the per-seed group means, over the seeds that have every dataset. A model
+    missing one of the group's datasets (those its source has for that group) gets no average.
+    """
+    if selected.empty:
+        return pd.DataFrame(columns=SCORE_COLUMNS)
+    attrs = selected.drop_duplicates("model").set_index("model")[ATTRIBUTES]
+    rows = []
+    for key, part in selected.groupby(_KEYS, sort=False):
+        score, ci, n = mean_ci(part["test"])
+        rows.append({**dict(zip(_KEYS, key)), "score": score, "ci": ci, "n": n})
+    scores = pd.DataFrame(rows)
+    group_sets = scores.groupby(["source", "task_group"])["dataset"].agg(frozenset)
+    for (source, scale, model, group), part in scores.groupby(_KEYS[:4], sort=False):
+        if frozenset(part["dataset"]) != group_sets[(source, group)]:
+            continue
+        runs = selected[(selected["model"] == model) & (selected["task_group"] == group)
+                        & (selected["source"] == source)]
+        per_seed = runs.pivot_table(index="seed", columns="dataset", values="test").dropna()
+        _, ci, n = mean_ci(per_seed.mean(axis=1))
+        rows.append({"source": source, "scale": scale, "model": model, "task_group": group, "dataset": AVG,
+                     "score": float(part["score"].mean()), "ci": ci, "n": n})
+    out = pd.DataFrame(rows).merge(attrs, left_on="model", right_index=True, how="left")
+    out["n"] = out["n"].astype("Int64")
+    return out[SCORE_COLUMNS]
+
+
+def aggregate(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """Runs -> scores with the paper's aggregation (``rule="seed_average"`` for the alternative)."""
+    return summarize(select_lr(runs, rule))
+
+
+def dedupe(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per source x model x dataset: the paper prints some models in several tables (same numbers)."""
+    return scores.drop_duplicates(["source", "scale", "model", "task_group", "dataset"]).reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------- loading all
+
+
+@dataclass
+class Results:
+    """What the notebooks read: scores (table level, all sources) and runs (run level, sources with runs)."""
+
+    scores: pd.DataFrame
+    runs: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """What was loaded: per source and scale, the number of models, datasets and fine-tuning runs."""
+        s = self.scores[self.scores["dataset"] != AVG].groupby(["source", "scale"], sort=False).agg(
+            models=("model", "nunique"), datasets=("dataset", "nunique"))
+        r = self.runs.groupby(["source", "scale"], sort=False).size().rename("runs")
+        return s.join(r, how="left").fillna({"runs": 0}).astype("int64").reset_index()
+
+
+def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodeval"), scale: str = "mini",
+         encodeval_dir: str | Path | None = None, sample_csv: str | Path | None = None,
+         rule: str = "per_seed") -> Results:
+    """The paper's tables, this repository's runs (``results/runs/<scale>/``) and an EncodEval folder, as Results.
+
+    Sources: ``paper`` (results/paper), ``ours`` (results/runs/<scale>, if present), ``encodeval`` (``encodeval_dir``,
+    if given) and ``encodeval-sample`` (``sample_csv``: the authors' per-run sample, if given).
+    """
+    results_dir = Path(results_dir)
+    unknown = set(sources) - {"paper", "ours", "encodeval", "encodeval-sample"}
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}: use paper, ours, encodeval, encodeval-sample")
+    runs = []
+    if "ours" in sources and (results_dir / "runs" / scale).is_dir():
+        runs.append(load_run_tree(results_dir / "runs" / scale, "ours", scale, relative_to=results_dir.parent))
+    if "encodeval" in sources and encodeval_dir is not None:
+        runs.append(load_run_tree(encodeval_dir, "encodeval", "paper", paper_datasets_only=True))
+    if "encodeval-sample" in sources and sample_csv is not None:
+        runs.append(load_run_csv(sample_csv, "encodeval-sample"))
+    runs = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(columns=RUN_COLUMNS)
+    scores = [dedupe(load_paper(results_dir / "paper")).drop(columns="table")] if "paper" in sources else []
+    if not runs.empty:
+        scores.append(aggregate(runs, rule))
+    scores = pd.concat(scores, ignore_index=True) if scores else pd.DataFrame(columns=SCORE_COLUMNS)
+    return Results(scores=scores, runs=runs)
+
+
+# ----------------------------------------------------------------------------------------------- study views
+
+
+def _parsed(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose model id follows the naming (the others have no attributes to select on)."""
+    df = df[df["objective"].notna()]
+    return df.assign(intermediate=df["intermediate"].astype(bool))
+
+
+def _final(df: pd.DataFrame) -> pd.DataFrame:
+    """Single-objective base models at their source's full budget (no intermediate checkpoint, no CPT)."""
+    df = _parsed(df)
+    base = df[~df["intermediate"] & (df["cpt_steps"] == 0) & df["objective"].isin(["clm", "mlm"])]
+    full = base.groupby(["source", "size"])["steps"].transform("max")
+    return base[base["steps"] == full]
+
+
+def _mlm40_or_clm(df: pd.DataFrame) -> pd.Series:
+    return ((df["objective"] == "clm") | (df["mask_ratio"] == 40)).fillna(False).astype(bool)
+
+
+def scaling_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Tables 2-5, Fig. 2-3: CLM and MLM (every masking ratio) at the full budget, for every size."""
+    return _final(scores).reset_index(drop=True)
+
+
+def data_efficiency_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Tables 6-9, Fig. 4 and 10: intermediate checkpoints of the CLM and MLM-40% runs."""
+    scores = _parsed(scores)
+    df = scores[scores["intermediate"] & scores["objective"].isin(["clm", "mlm"])]
+    return df[_mlm40_or_clm(df)].reset_index(drop=True)
+
+
+def biphasic_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Tables 10-13, Fig. 6 and 11: CLM-then-MLM splits under fixed budgets, for sizes with two-phase runs.
+
+    Adds ``budget`` (total steps) and ``clm_share`` (the nominal % of steps given to CLM: 0, 25, 50, 75, 100; the
+    paper's 22K and 42K splits round, e.g. 5K+17K is "25%"). Runs whose share is not near a quarter (the
+    masking-ratio runs, 40K CLM + 2K MLM) are left out.
+    """
+    scores = _parsed(scores)
+    df = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)]
+    df = df[_mlm40_or_clm(df)]
+    two_phase = df[df["objective"] == "clm+mlm"][["source", "size"]].drop_duplicates()
+    df = df.merge(two_phase, on=["source", "size"])
+    share = df["clm_steps"].astype(float) / df["steps"].astype(float)
+    nominal = (share * 4).round() / 4
+    df = df.assign(budget=df["steps"], clm_share=(100 * nominal).round().astype("int64"))
+    df = df[(share - nominal).abs() <= 0.04]
+    full = df["budget"].isin(df[df["objective"] == "clm+mlm"]["budget"])
+    return df[full].reset_index(drop=True)
+
+
+def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Tables 14-17, Fig. 8-9: MLM continued pretraining of the CLM and MLM-40% base models.
+
+    Adds ``base`` (``CLM`` or ``MLM``, the objective of the decayed starting point).
+    """
+    scores = _parsed(scores)
+    cpt = scores[scores["cpt_steps"] > 0]
+    starts = (cpt["steps"] - cpt["cpt_steps"]).rename("steps")
+    keys = pd.concat([cpt[["source", "size"]], starts], axis=1).drop_duplicates()
+    bases = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)
+                   & scores["objective"].isin(["clm", "mlm"])]
+    bases = bases[_mlm40_or_clm(bases)].merge(keys, on=["source", "size", "steps"])
+    df = pd.concat([bases, cpt], ignore_index=True)
+    return df.assign(base=np.where(df["clm_steps"] > 0, "CLM", "MLM"))
+
+
+def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test") -> pd.DataFrame:
+    """Fig. 5: each run's score minus its model's mean over seeds and learning rates in ``lr_range``.
+
+    Only CLM and MLM-40% base models at the full budget. Learning rates are those every model of the same source and
+    dataset has (so that a model is not judged on learning rates another one lacks).
+    """
+    models = _final(runs)
+    df = models[_mlm40_or_clm(models) & models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001)]
+    df = df.dropna(subset=[split])
+    keys = ["source", "scale", "task_group", "dataset"]
+    lr_sets = df.groupby([*keys, "model"])["lr"].agg(frozenset)
+    common = lr_sets.groupby(level=keys).agg(lambda s: frozenset.intersection(*s))
+    df = df[[lr in common[tuple(k)] for k, lr in zip(df[keys].itertuples(index=False), df["lr"])]]
+    mean = df.groupby([*keys, "model"])[split].transform("mean")
+    return df.assign(centered=df[split] - mean).reset_index(drop=True)
+
+
+def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """Fig. 7: selected test scores of MLM-only and CLM+MLM runs across masking ratios, centered per family.
+
+    MLM-only: full-budget MLM runs at every ratio. CLM+MLM: for each ratio, the two-phase run with the longest CLM
+    phase (the paper's 40K CLM + 2K MLM). ``centered`` is the score minus the family's mean over ratios and seeds.
+    """
+    sel = _parsed(select_lr(runs, rule))
+    sel = sel[~sel["intermediate"] & (sel["cpt_steps"] == 0) & sel["mask_ratio"].notna()]
+    mlm = _final(sel)
+    mlm = mlm[mlm["objective"] == "mlm"].assign(family="MLM")
+    two = sel[sel["objective"] == "clm+mlm"]
+    two = two[two["clm_steps"] == two.groupby(["source", "size", "mask_ratio"])["clm_steps"].transform("max")]
+    two = two.merge(mlm[["source", "size", "steps"]].drop_duplicates(), on=["source", "size", "steps"])
+    df = pd.concat([mlm, two.assign(family="CLM+MLM")], ignore_index=True)
+    keys = ["source", "scale", "size", "family", "task_group", "dataset"]
+    df = df[df.groupby(keys)["mask_ratio"].transform("nunique") > 1]
+    return df.assign(centered=df["test"] - df.groupby(keys)["test"].transform("mean")).reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------- FLOPs
+
+
+def flops_per_step(arch: dict, mlm_fraction: float) -> float:
+    """Training FLOPs of one step: Hoffmann et al. (2022, App. F) counting, adapted to GQA and SwiGLU.
+
+    Forward per sequence of ``seq_len``: embeddings, per layer Q/K/V projections (K and V on ``kv_heads``), attention
+    logits, softmax, reduction and output projection, a SwiGLU block (three matrices), and the output logits, which an
+    MLM step computes only at its masked positions (``mlm_fraction`` of the tokens); backward = 2 x forward.
+    """
+    s, d, v, f = arch["seq_len"], arch["d_model"], arch["vocab"], arch["ffn"]
+    head = d // arch["heads"]
+    q, kv = arch["heads"] * head, arch["kv_heads"] * head
+    attention = (2 * s * d * (q + 2 * kv) + 2 * s * s * q + 3 * arch["heads"] * s * s + 2 * s * s * q
+                 + 2 * s * q * d)
+    dense = 2 * s * 3 * d * f
+    forward = 2 * s * v * d + arch["layers"] * (attention + dense) + mlm_fraction * 2 * s * d * v
+    return 3 * forward * arch["tokens_per_step"] / s
+
+
+def with_flops(view: pd.DataFrame, arch: dict) -> pd.DataFrame:
+    """Add ``flops`` (total training FLOPs of each checkpoint) for sizes whose architecture is known."""
+    df = view[view["size"].isin(list(arch))].copy()
+
+    def total(r) -> float:
+        ratio = float(r.mask_ratio) / 100 if pd.notna(r.mask_ratio) else 1.0
+        a = arch[r.size]
+        return r.clm_steps * flops_per_step(a, 1.0) + r.mlm_steps * flops_per_step(a, ratio)
+
+    df["flops"] = [total(r) for r in df.itertuples()]
+    return df
+
+
+# ----------------------------------------------------------------------------------------------- pretraining logs
+
+
+def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
+    """Loss curves: ``<runs_dir>/<run_id>/pretrain.csv`` (columns ``step`` and ``loss`` at least), one frame."""
+    frames = []
+    for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
+        log = pd.read_csv(path)
+        missing = {"step", "loss"} - set(log.columns)
+        if missing:
+            raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        frames.append(log[["step", "loss"]].assign(model=path.parent.name))
+    if not frames:
+        return pd.DataFrame(columns=["model", "step", "loss", *ATTRIBUTES])
+    return _with_attributes(pd.concat(frames, ignore_index=True))
+
+
+def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 12: for each CPT run, its base run's curve then its own, on one step axis, with ``base`` and CPT length.
+
+    A CPT log whose steps restart from 0 is shifted by the base run's length.
+    """
+    rows = []
+    logs = _parsed(logs)
+    for model, cpt in logs[logs["cpt_steps"] > 0].groupby("model", sort=False):
+        a = cpt.iloc[0]
+        start = int(a["steps"] - a["cpt_steps"])
+        base_id = model.split("-dec")[0] + "-" + model.split("-dec")[1].split("-")[0]
+        base = logs[(logs["model"] == base_id) & (logs["step"] <= start)]
+        own = cpt.assign(step=cpt["step"] + (start if cpt["step"].min() < start else 0))
+        curve = pd.concat([base[["step", "loss"]], own[["step", "loss"]]], ignore_index=True)
+        rows.append(curve.assign(model=model, size=a["size"], cpt_steps=int(a["cpt_steps"]),
+                                 base="CLM" if a["clm_steps"] > 0 else "MLM"))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["step", "loss", "model", "size", "cpt_steps", "base"])
