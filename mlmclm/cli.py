@@ -4,12 +4,18 @@
     mlmclm attention check       every attention backend on this machine against the eager reference
     mlmclm figures               execute the five notebooks: every figure and table from results/
     mlmclm reproduce             the main job (see `reproduce --help`)
+
+Modules that own a job add their own verbs: each module in `VERB_MODULES` has `add_cli(subparsers)`, which adds its
+sub-parsers with `set_defaults(run=function_of_args)`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+
+VERB_MODULES: list[str] = []  # e.g. "mlmclm.pretrain": modules whose add_cli(subparsers) adds verbs
 
 
 def _millions(n: int) -> str:
@@ -112,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("figures", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
     sub.add_parser("reproduce", help="the main job")
+    for name in VERB_MODULES:
+        importlib.import_module(name).add_cli(sub)
     args, rest = parser.parse_known_args(argv)
     if rest and args.verb != "figures":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -125,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             return notebooks.main(rest)
         elif args.verb == "reproduce":
             return reproduce(args)
+        else:
+            return args.run(args) or 0
     except ValueError as e:  # bad input: one clear line, no traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
