@@ -32,6 +32,7 @@ DATASETS = {
     "squad": "SQuAD", "squad_v2": "SQuAD-v2", "record": "ReCoRD",
     "nq": "NQ", "msmarco": "MS MARCO", "mldr_en": "MLDR",
 }
+PAPER_DATASETS = {g: frozenset(list(DATASETS.values())[3 * i:3 * i + 3]) for i, g in enumerate(GROUPS)}
 AVG = "Avg"
 Z95 = 1.96
 STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in [1e-5, 1e-4]
@@ -109,6 +110,17 @@ def _with_attributes(df: pd.DataFrame) -> pd.DataFrame:
         attrs[col] = attrs[col].astype("Int64")
     attrs["intermediate"] = attrs["intermediate"].astype("boolean")
     return df.drop(columns=[c for c in ATTRIBUTES if c in df], errors="ignore").merge(attrs, on="model", how="left")
+
+
+def output_subdir(source: str, scale: str) -> str:
+    """Where a source's figures and tables go, under figures/ and results/tables/: the paper's at the top."""
+    return "" if source == "paper" else (f"ours-{scale}" if source == "ours" else source)
+
+
+def step_label(steps: int) -> str:
+    """Steps as the paper prints them: 42000 -> "42K" (a scale's own counts that are not thousands stay as they are)."""
+    steps = int(steps)
+    return f"{steps // 1000}K" if steps % 1000 == 0 else str(steps)
 
 
 def size_key(size: str) -> tuple:
@@ -287,7 +299,8 @@ def summarize(selected: pd.DataFrame) -> pd.DataFrame:
 
     A group average (``dataset == "Avg"``) is the mean of the group's dataset scores (as the paper's printed averages
     are); its half-width comes from the per-seed group means, over the seeds that have every dataset. A model
-    missing one of the group's datasets (those its source has for that group) gets no average.
+    missing one of the group's datasets gets no average: the paper's three when the source uses the paper's
+    datasets, else every dataset its source has in that group.
     """
     if selected.empty:
         return pd.DataFrame(columns=SCORE_COLUMNS)
@@ -299,7 +312,10 @@ def summarize(selected: pd.DataFrame) -> pd.DataFrame:
     scores = pd.DataFrame(rows)
     group_sets = scores.groupby(["source", "task_group"])["dataset"].agg(frozenset)
     for (source, scale, model, group), part in scores.groupby(_KEYS[:4], sort=False):
-        if frozenset(part["dataset"]) != group_sets[(source, group)]:
+        required = group_sets[(source, group)]
+        if required <= PAPER_DATASETS.get(group, frozenset()):
+            required = PAPER_DATASETS[group]
+        if frozenset(part["dataset"]) != required:
             continue
         runs = selected[(selected["model"] == model) & (selected["task_group"] == group)
                         & (selected["source"] == source)]
@@ -446,9 +462,10 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     df = models[_mlm40_or_clm(models) & models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001)]
     df = df.dropna(subset=[split])
     keys = ["source", "scale", "task_group", "dataset"]
-    lr_sets = df.groupby([*keys, "model"])["lr"].agg(frozenset)
-    common = lr_sets.groupby(level=keys).agg(lambda s: frozenset.intersection(*s))
-    df = df[[lr in common[tuple(k)] for k, lr in zip(df[keys].itertuples(index=False), df["lr"])]]
+    if df.empty:
+        return df.assign(centered=pd.Series(dtype=float))
+    shared = df.groupby([*keys, "lr"])["model"].transform("nunique") == df.groupby(keys)["model"].transform("nunique")
+    df = df[shared]
     mean = df.groupby([*keys, "model"])[split].transform("mean")
     return df.assign(centered=df[split] - mean).reset_index(drop=True)
 
@@ -468,6 +485,8 @@ def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataF
     two = two.merge(mlm[["source", "size", "steps"]].drop_duplicates(), on=["source", "size", "steps"])
     df = pd.concat([mlm, two.assign(family="CLM+MLM")], ignore_index=True)
     keys = ["source", "scale", "size", "family", "task_group", "dataset"]
+    if df.empty:
+        return df.assign(centered=pd.Series(dtype=float))
     df = df[df.groupby(keys)["mask_ratio"].transform("nunique") > 1]
     return df.assign(centered=df["test"] - df.groupby(keys)["test"].transform("mean")).reset_index(drop=True)
 

@@ -29,19 +29,15 @@ TITLES = {
 }
 
 
-def _k(steps: int) -> str:
-    return f"{steps // 1000}K" if steps % 1000 == 0 else str(steps)
-
-
 def _labels(r, study: str) -> list[str]:
     obj = "CLM" if r.objective == "clm" else "MLM"
     if study == "scaling":
         return [r.size, obj, "–" if pd.isna(r.mask_ratio) else f"{r.mask_ratio}%"]
     if study == "data_efficiency":
-        return [obj, _k(r.steps)]
+        return [obj, R.step_label(r.steps)]
     if study == "biphasic":
-        return [_k(r.steps), f"{_k(r.clm_steps)}+{_k(r.mlm_steps)}"]
-    return [r.base, "–" if r.cpt_steps == 0 else _k(r.cpt_steps)]
+        return [R.step_label(r.steps), f"{R.step_label(r.clm_steps)}+{R.step_label(r.mlm_steps)}"]
+    return [r.base, "–" if r.cpt_steps == 0 else R.step_label(r.cpt_steps)]
 
 
 def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
@@ -78,7 +74,8 @@ def study_table(scores: pd.DataFrame, number: int, source: str = "paper") -> pd.
         for d in [*datasets, R.AVG]:
             row[d] = cell(*cells.loc[(r.model, d), ["score", "ci"]]) if (r.model, d) in cells.index else ""
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return table.loc[:, (table != "").any()]  # no all-empty column (a source without group averages)
 
 
 def architecture_table(paper_dir: str | Path) -> pd.DataFrame:
@@ -107,16 +104,29 @@ def write(table: pd.DataFrame, out_dir: str | Path, name: str, caption: str = ""
     return [csv, tex]
 
 
-def write_study_tables(scores: pd.DataFrame, study: str, tables_dir: str | Path, source: str = "paper",
-                       prefix: str = "table") -> dict[int, pd.DataFrame]:
-    """Write the four tables of a study for ``source``; return them by number (skipping empty ones)."""
-    out = {}
-    for number, (s, group) in TABLES.items():
-        if s != study:
-            continue
-        table = study_table(scores, number, source)
-        if table.shape[1] > len(STUDIES[study][1]) and len(table):
-            caption = f"Table {number}: " + TITLES[study].format(group=group) + f" (source: {source})"
-            write(table, tables_dir, f"{prefix}{number:02d}", caption)
-            out[number] = table
-    return out
+def show(scores: pd.DataFrame, numbers, tables_dir: str | Path) -> None:
+    """Write tables ``numbers`` of every source that has them (CSV + LaTeX) and display them in a notebook."""
+    from IPython.display import Markdown, display
+
+    for (source, scale), part in scores.groupby(["source", "scale"], sort=False):
+        for number in numbers:
+            table = study_table(part, number, source)
+            if table.empty:
+                continue
+            study, group = TABLES[number]
+            where = "paper" if source == "paper" else R.output_subdir(source, scale)
+            caption = f"Table {number}: {TITLES[study].format(group=group)} ({where})"
+            write(table, Path(tables_dir) / R.output_subdir(source, scale), f"table{number:02d}", caption)
+            display(Markdown(f"**{caption}**"))
+            display(table.set_index(STUDIES[study][1]))
+
+
+def show_architecture(paper_dir: str | Path, tables_dir: str | Path) -> None:
+    """Write and display Table 1."""
+    from IPython.display import Markdown, display
+
+    caption = "Table 1: Architecture and training settings for the 3 model sizes"
+    table = architecture_table(paper_dir)
+    write(table, tables_dir, "table01", caption)
+    display(Markdown(f"**{caption}**"))
+    display(table.set_index("Setting"))

@@ -1,0 +1,263 @@
+"""The paper's headline claims (paper.md, section 7) checked on any source's results.
+
+Each claim has a check, which returns the comparison behind it (one row per source x size x task group ...), and a
+rule that turns one source's rows into evidence and a verdict. Differences between two independent means get the
+95% half-width sqrt(ci_a^2 + ci_b^2); a difference larger than it is "beyond the CI". Task-group averages
+(``dataset == "Avg"``) are compared, as in the paper's figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from . import results as R
+
+
+def _avgs(view: pd.DataFrame) -> pd.DataFrame:
+    return view[view["dataset"] == R.AVG]
+
+
+def _sorted(df: pd.DataFrame, *keys: str) -> pd.DataFrame:
+    order = df.assign(_size=df["size"].map(R.size_key))
+    return df.loc[order.sort_values(["source", "_size", *keys], kind="stable").index].reset_index(drop=True)
+
+
+def _compare(a: pd.DataFrame, b: pd.DataFrame, on: list[str], names: tuple[str, str]) -> pd.DataFrame:
+    """a - b on the ``on`` keys, with the difference's half-width and a call (ahead, or within the CI)."""
+    m = a[[*on, "score", "ci"]].merge(b[[*on, "score", "ci"]], on=on, suffixes=("_a", "_b"))
+    diff = (m["score_a"] - m["score_b"]).round(2)
+    ci = np.sqrt(m["ci_a"].astype(float) ** 2 + m["ci_b"].astype(float) ** 2).round(2)
+    calls = ["within CI" if pd.notna(c) and abs(d) <= c else f"{names[0] if d > 0 else names[1]} ahead"
+             for d, c in zip(diff, ci)]
+    return pd.DataFrame({**{k: m[k] for k in on}, names[0]: m["score_a"], names[1]: m["score_b"],
+                         "diff": diff, "diff ±": ci, "call": calls})
+
+
+# ----------------------------------------------------------------------------------------------- checks
+
+
+def check_mlm_vs_clm(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 1: MLM-40% minus CLM at the full budget, per source, size and task group."""
+    v = _avgs(R.scaling_view(scores))
+    out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "size", "task_group"],
+                   ("MLM", "CLM"))
+    return _sorted(out)
+
+
+def check_masking_ratio(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 2: the best masking ratio per source, size and task group, with the runner-up and the gap to it."""
+    v = _avgs(R.scaling_view(scores))
+    v = v[v["objective"] == "mlm"].sort_values(["score", "mask_ratio"], ascending=[False, True])
+    rows = []
+    for (source, size, group), part in v.groupby(["source", "size", "task_group"], sort=False):
+        if len(part) < 2:
+            continue
+        best, second = part.iloc[0], part.iloc[1]
+        gap, ci = round(best["score"] - second["score"], 2), round(float(np.hypot(best["ci"], second["ci"])), 2)
+        rows.append({"source": source, "size": size, "task_group": group, "best ratio": int(best["mask_ratio"]),
+                     "score": best["score"], "runner-up": int(second["mask_ratio"]), "gap": gap, "gap ±": ci,
+                     "call": "within CI" if pd.notna(ci) and gap <= ci else "beyond CI",
+                     "highest tested": int(part["mask_ratio"].max())})
+    cols = ["source", "size", "task_group", "best ratio", "score", "runner-up", "gap", "gap ±", "call",
+            "highest tested"]
+    return _sorted(pd.DataFrame(rows, columns=cols))
+
+
+def check_data_efficiency(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 3: CLM minus MLM-40% at each intermediate checkpoint, per source, size and task group."""
+    v = _avgs(R.data_efficiency_view(scores))
+    out = _compare(v[v["objective"] == "clm"], v[v["objective"] == "mlm"],
+                   ["source", "size", "task_group", "steps"], ("CLM", "MLM"))
+    return _sorted(out, "steps")
+
+
+def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    """Claim 4: sd of centered scores over seeds and learning rates in [1e-5, 1e-4], CLM vs MLM-40%, per dataset."""
+    c = R.centered_scores(runs, split=split)
+    cols = ["source", "size", "task_group", "dataset", "CLM sd", "MLM sd", "CLM runs", "MLM runs", "call"]
+    if c.empty:
+        return pd.DataFrame(columns=cols)
+    c = c.assign(obj=np.where(c["objective"] == "clm", "CLM", "MLM"))
+    g = c.groupby(["source", "size", "task_group", "dataset", "obj"])["centered"]
+    sd, n = g.std().unstack(), g.size().unstack()
+    out = pd.DataFrame({"CLM sd": sd["CLM"].round(2), "MLM sd": sd["MLM"].round(2), "CLM runs": n["CLM"],
+                        "MLM runs": n["MLM"]}).dropna().reset_index()
+    out["call"] = np.where(out["CLM sd"] < out["MLM sd"], "CLM tighter", "MLM tighter")
+    return out[cols]
+
+
+def check_biphasic(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 5: each CLM share's gain over MLM-only at the same budget, per source, size and task group."""
+    v = _avgs(R.biphasic_view(scores))
+    keys = ["source", "size", "budget", "task_group"]
+    mlm_only = v[v["clm_share"] == 0]
+    parts = [_compare(v[v["clm_share"] == share], mlm_only, keys, ("split", "MLM-only")).assign(clm_share=share)
+             for share in sorted(set(v["clm_share"]) - {0})]
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "clm_share", "split", "MLM-only", "diff", "diff ±", "call"])
+    out = pd.concat(parts, ignore_index=True)
+    out = out[[*keys, "clm_share", "split", "MLM-only", "diff", "diff ±", "call"]]
+    return _sorted(out, "budget", "clm_share")
+
+
+def check_clm_only_worst(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 5b: the lowest split on SC and QA at each budget (and whether it is CLM-only)."""
+    v = _avgs(R.biphasic_view(scores))
+    v = v[v["task_group"].isin(["SC", "QA"])]
+    rows = [{"source": s, "size": z, "budget": b, "task_group": g,
+             "lowest share": int(p.loc[p["score"].idxmin(), "clm_share"])}
+            for (s, z, b, g), p in v.groupby(["source", "size", "budget", "task_group"], sort=False)]
+    out = pd.DataFrame(rows, columns=["source", "size", "budget", "task_group", "lowest share"])
+    return _sorted(out.assign(call=np.where(out["lowest share"] == 100, "CLM-only lowest", "other split lowest")),
+                   "budget")
+
+
+def check_masking_robustness(scores, runs: pd.DataFrame) -> pd.DataFrame:
+    """Claim 6: sd over masking ratios and seeds of centered scores, CLM+MLM vs MLM-only, per dataset."""
+    c = R.masking_ratio_spread(runs)
+    cols = ["source", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
+    if c.empty:
+        return pd.DataFrame(columns=cols)
+    sd = c.groupby(["source", "size", "task_group", "dataset", "family"])["centered"].std().unstack().dropna()
+    out = pd.DataFrame({"CLM+MLM sd": sd["CLM+MLM"].round(2), "MLM sd": sd["MLM"].round(2)}).reset_index()
+    out["call"] = np.where(out["CLM+MLM sd"] < out["MLM sd"], "CLM+MLM tighter", "MLM tighter")
+    return out[cols]
+
+
+def check_cpt(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
+    """Claim 7: CLM-based minus MLM-based model after each CPT length, per source, size and task group."""
+    v = _avgs(R.cpt_view(scores))
+    out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "size", "cpt_steps", "task_group"],
+                   ("CLM-based", "MLM-based"))
+    return _sorted(out, "cpt_steps")
+
+
+# ----------------------------------------------------------------------------------------------- verdicts
+
+
+def _majority(df: pd.DataFrame, what: str) -> tuple[str, bool]:
+    """'k/n cells positive (b beyond the 95% CI)', and whether k > n/2."""
+    k, beyond = int((df["diff"] > 0).sum()), int(df["call"].str.endswith("ahead").sum())
+    return f"{what}: positive in {k}/{len(df)} cells, {beyond}/{len(df)} beyond their 95% CI", k > len(df) / 2
+
+
+def _rule_1(df):
+    return _majority(df, "MLM - CLM over size x group cells")
+
+
+def _rule_1b(df):
+    sc = df[df["task_group"] == "SC"]
+    gaps = sc["diff"].tolist()
+    path = " -> ".join(f"{s} {g:+.2f}" for s, g in zip(sc["size"], gaps))
+    return f"SC gap MLM - CLM by size: {path}", len(gaps) > 1 and all(b > a for a, b in zip(gaps, gaps[1:]))
+
+
+def _rule_2(df):
+    counts = df["best ratio"].value_counts().sort_index()
+    spread = ", ".join(f"{r}% in {n}" for r, n in counts.items())
+    close = int((df["call"] == "within CI").sum())
+    return (f"best ratio over {len(df)} size x group cells: {spread} ({close} within the CI of the runner-up)",
+            len(counts) > 1)
+
+
+def _rule_2b(df):
+    ir = df[df["task_group"] == "IR"]
+    best = ", ".join(f"{s} {r}%" for s, r in zip(ir["size"], ir["best ratio"]))
+    return f"best IR ratio by size: {best}", len(ir) > 0 and bool((ir["best ratio"] == ir["highest tested"]).all())
+
+
+def _at(df: pd.DataFrame, how: str) -> pd.DataFrame:
+    return df[df["steps"] == df.groupby(["size", "task_group"])["steps"].transform(how)]
+
+
+def _rule_3(df):
+    first = _at(df, "min")
+    return _majority(first, f"CLM - MLM at the first checkpoint ({R.step_label(first['steps'].min())})")
+
+
+def _rule_3b(df):
+    last = _at(df, "max")
+    groups = ", ".join(f"{g} {d:+.2f}" for g, d in zip(last["task_group"], last["diff"]))
+    behind = int((last["diff"] < 0).sum())
+    return (f"CLM - MLM at the last checkpoint ({R.step_label(last['steps'].max())}): {groups}",
+            behind > len(last) / 2)
+
+
+def _rule_4(df):
+    k = int((df["call"] == "CLM tighter").sum())
+    return (f"CLM spread smaller on {k}/{len(df)} datasets (median sd: CLM {df['CLM sd'].median():.2f}, "
+            f"MLM {df['MLM sd'].median():.2f})", k > len(df) / 2)
+
+
+def _rule_5(df):
+    return _majority(df[df["clm_share"] == 25], "25%-75% split minus MLM-only over budget x group cells")
+
+
+def _rule_5b(df):
+    k = int((df["lowest share"] == 100).sum())
+    return f"CLM-only is the lowest split in {k}/{len(df)} budget x group cells (SC, QA)", k == len(df)
+
+
+def _rule_6(df):
+    k = int((df["call"] == "CLM+MLM tighter").sum())
+    return f"CLM+MLM spread smaller on {k}/{len(df)} datasets", k > len(df) / 2
+
+
+def _rule_7(df):
+    last = df[df["cpt_steps"] == df["cpt_steps"].max()]
+    groups = ", ".join(f"{g} {d:+.2f}" for g, d in zip(last["task_group"], last["diff"]))
+    mean = last["CLM-based"].mean() - last["MLM-based"].mean()
+    text, ok = _majority(last, f"CLM-based - MLM-based after {R.step_label(last['cpt_steps'].max())} CPT")
+    return f"{text}; {groups}; mean over groups {mean:+.2f}", ok
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    check: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
+    rule: Callable[[pd.DataFrame], tuple[str, bool]]
+    per_run: bool = False  # needs run-level results (the paper prints no numbers for it)
+
+
+CLAIMS = {
+    "1": Claim("MLM generally outperforms CLM", check_mlm_vs_clm, _rule_1),
+    "1b": Claim("The SC gap between MLM and CLM widens with model size", check_mlm_vs_clm, _rule_1b),
+    "2": Claim("No masking ratio is best for every size and task group", check_masking_ratio, _rule_2),
+    "2b": Claim("IR prefers the highest masking ratio at every size", check_masking_ratio, _rule_2b),
+    "3": Claim("CLM is more data-efficient early in pretraining", check_data_efficiency, _rule_3),
+    "3b": Claim("MLM catches up and ends ahead of CLM", check_data_efficiency, _rule_3b),
+    "4": Claim("CLM-pretrained models are less sensitive to the fine-tuning learning rate", check_lr_sensitivity,
+               _rule_4, per_run=True),
+    "5": Claim("A 25%-75% CLM-then-MLM split beats MLM-only at a fixed budget", check_biphasic, _rule_5),
+    "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst, _rule_5b),
+    "6": Claim("CLM+MLM is less sensitive to the masking ratio than MLM-only", check_masking_robustness, _rule_6,
+               per_run=True),
+    "7": Claim("MLM continued pretraining of a CLM model beats continued MLM of an MLM model", check_cpt, _rule_7),
+}
+
+
+def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test") -> pd.DataFrame:
+    """One row per claim and source: the claim, the evidence computed from the data, and the verdict.
+
+    A claim is "not checkable" for a source without the models (or, for claims 4 and 6, the per-run results) it
+    needs. ``split`` is the split whose scores claim 4 compares.
+    """
+    rows = []
+    for key in claims:
+        claim = CLAIMS[str(key)]
+        detail = claim.check(scores, runs, split) if claim.check is check_lr_sensitivity else claim.check(scores, runs)
+        sources = list(dict.fromkeys(runs["source"] if claim.per_run else scores["source"])) or ["none loaded"]
+        for source in sources:
+            part = detail[detail["source"] == source]
+            if part.empty:
+                need = "per-run results" if claim.per_run else "the models of this study"
+                evidence, verdict = f"no data: needs {need}", "not checkable"
+            else:
+                evidence, ok = claim.rule(part)
+                verdict = "supported" if ok else "not supported"
+            rows.append({"claim": f"{key}. {claim.text}", "source": source, "evidence": evidence, "verdict": verdict})
+    return pd.DataFrame(rows, columns=["claim", "source", "evidence", "verdict"])

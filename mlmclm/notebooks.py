@@ -1,0 +1,150 @@
+"""The five notebooks: what they share at start-up, and running them all with papermill in one process.
+
+``python -m mlmclm.notebooks`` (and ``mlmclm figures``) executes notebooks/01_scaling ... 05_cpt in place, which
+rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings, absolute
+paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .results import Results
+
+NOTEBOOKS = ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
+
+
+def repo_root(start: str | Path | None = None) -> Path:
+    """The nearest folder holding pyproject.toml, from ``start`` (default: the working directory) upwards."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    raise FileNotFoundError(f"no pyproject.toml in {here} or above: run from inside the mlmclm repository")
+
+
+@dataclass
+class Context:
+    """What a notebook works with: resolved folders and the loaded results."""
+
+    root: Path
+    results: Path
+    figures: Path
+    tables: Path
+    scale: str
+    data: Results
+
+
+def _resolve(root: Path, path: str | Path | None) -> Path | None:
+    return None if path is None else (Path(path) if Path(path).is_absolute() else root / path)
+
+
+def _shown(root: Path, path: Path) -> str:
+    """A path as printed in notebook output: relative to the repository root when inside it (no machine paths)."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str, tables_dir: str,
+          encodeval_dir: str | None = None, run_study: bool = False, sample_csv: str | None = None) -> Context:
+    """Quiet warnings, set display options, say what is (and is not) there, and load the results."""
+    import pandas as pd
+
+    from . import results
+
+    warnings.filterwarnings("ignore")
+    pd.set_option("display.max_colwidth", None)
+    pd.set_option("display.max_columns", None)
+    pd.set_option("display.width", 200)
+    if run_study:
+        print("run_study=True: the study runner is not built yet (it comes in a later issue); "
+              "showing the results already stored.")
+    res_dir = _resolve(root, results_dir)
+    runs_dir = res_dir / "runs" / scale
+    encodeval = _resolve(root, encodeval_dir)
+    if "ours" in sources and not runs_dir.is_dir():
+        print(f"This repository's runs: none at {_shown(root, runs_dir)}/ yet, so only other sources are shown.")
+    if "encodeval" in sources and encodeval is None:
+        print("EncodEval per-run results: not given (set encodeval_dir to a folder of the authors' results.json files).")
+    data = results.load(res_dir, sources=sources, scale=scale, encodeval_dir=encodeval,
+                        sample_csv=_resolve(root, sample_csv))
+    return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
+                   scale=scale, data=data)
+
+
+def _strip_volatile(path: Path) -> None:
+    """Drop papermill's timings and absolute paths and the execution timestamps from an executed notebook."""
+    nb = json.loads(path.read_text())
+    nb.get("metadata", {}).pop("papermill", None)
+    for cell in nb.get("cells", []):
+        cell.get("metadata", {}).pop("papermill", None)
+        cell.get("metadata", {}).pop("execution", None)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def _execute_one(path: Path, parameters: dict) -> float:
+    import papermill as pm
+
+    start = time.perf_counter()
+    pm.execute_notebook(str(path), str(path), parameters=parameters, cwd=str(path.parent),
+                        kernel_name="python3", progress_bar=False, log_output=False)
+    _strip_volatile(path)
+    return time.perf_counter() - start
+
+
+def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str | Path | None = None,
+            jobs: int = 2) -> dict:
+    """Execute notebooks in place with papermill (one kernel each, ``jobs`` at a time); return seconds each."""
+    folder = Path(notebooks_dir) if notebooks_dir else repo_root() / "notebooks"
+    paths = [folder / f"{name}.ipynb" for name in names]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(zip(names, pool.map(partial(_execute_one, parameters=parameters or {}), paths)))
+
+
+def _value(text: str):
+    """A -p value as YAML would read it (numbers, true/false, null, lists), else the string."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mlmclm figures", description=(
+        "Execute the five notebooks in place: regenerates figures/ and results/tables/."))
+    parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                        help=f"which to run (default: all of {', '.join(NOTEBOOKS)})")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at a time (default: 2)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="override a parameter of the notebooks' parameters cell, e.g. -p scale small")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.notebooks) - set(NOTEBOOKS))
+    if unknown:
+        parser.error(f"unknown notebook(s) {', '.join(unknown)}: choose from {', '.join(NOTEBOOKS)}")
+    parameters = {name: _value(value) for name, value in args.parameter}
+    total = time.perf_counter()
+    for name, seconds in execute(args.notebooks or NOTEBOOKS, parameters, jobs=args.jobs).items():
+        print(f"{name:<20} {seconds:5.1f} s")
+    print(f"{'all':<20} {time.perf_counter() - total:5.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
