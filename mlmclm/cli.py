@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-VERB_MODULES: list[str] = ["mlmclm.pretrain"]  # modules whose add_cli(subparsers) adds verbs
+VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.bench"]  # modules whose add_cli(subparsers) adds verbs
 
 
 def _millions(n: int) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -247,40 +248,43 @@ def load_tokenizer(name_or_path: str, mask_token: str | None = None):
 # ---------------------------------------------------------------------------------------------------------------
 def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, valid_every: int = 100,
                  max_tokens: int | None = None, shuffle: bool = True) -> Path:
-    """`out/train.bin` and `out/valid.bin` (uint32 token streams) and `out/meta.json`. Documents are shuffled with
-    `seed` (the data order every run of the study shares); every `valid_every`-th document goes to validation."""
+    """`out/train.bin` and `out/valid.bin` (uint32 token streams) and `out/meta.json`. With `shuffle`, documents are
+    held in memory and shuffled with `seed` (the data order every run of a study shares); without, they are streamed
+    in their own order (a hub corpus). Every `valid_every`-th document goes to validation."""
     if (out / "meta.json").exists():
         return out
-    docs = list(texts)
-    order = list(range(len(docs)))
-    if shuffle:
-        random.Random(seed).shuffle(order)
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is None or eos is None:
         raise ConfigError("the tokenizer needs bos and eos tokens to separate packed documents")
-    counts = {"train": 0, "valid": 0}
+    order = None
+    if shuffle:
+        docs = list(texts)
+        order = list(range(len(docs)))
+        random.Random(seed).shuffle(order)
+        texts = (docs[i] for i in order)
+    counts, n_docs = {"train": 0, "valid": 0}, 0
     with atomic_path(out, is_dir=True) as tmp:
         files = {split: open(tmp / f"{split}.bin", "wb") for split in counts}
-        batch = 512
-        with tqdm(total=len(order), desc="tokenising", unit="doc") as bar:
-            for start in range(0, len(order), batch):
-                idx = order[start:start + batch]
-                encoded = tokenizer([docs[i] for i in idx], add_special_tokens=False)["input_ids"]
-                for j, ids in enumerate(encoded):
-                    split = "valid" if (start + j) % valid_every == valid_every - 1 else "train"
+        with tqdm(total=len(order) if order else None, desc="tokenising", unit="doc") as bar:
+            while max_tokens is None or counts["train"] < max_tokens:
+                batch = list(itertools.islice(texts, 512))
+                if not batch:
+                    break
+                for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+                    split = "valid" if n_docs % valid_every == valid_every - 1 else "train"
                     arr = np.asarray([bos, *ids, eos], dtype=np.uint32)
                     files[split].write(arr.tobytes())
                     counts[split] += arr.size
-                bar.update(len(idx))
-                if max_tokens is not None and counts["train"] >= max_tokens:
-                    break
+                    n_docs += 1
+                bar.update(len(batch))
         for f in files.values():
             f.close()
         write_json(tmp / "meta.json", {
-            "tokens": counts, "documents": len(order), "seed": seed, "shuffled": shuffle, "valid_every": valid_every,
+            "tokens": counts, "documents": n_docs, "seed": seed, "shuffled": shuffle, "valid_every": valid_every,
             "vocab_size": len(tokenizer), "bos_token_id": bos, "eos_token_id": eos,
             "pad_token_id": tokenizer.pad_token_id, "mask_token_id": tokenizer.mask_token_id,
-            "order_sha256": hashlib.sha256(np.asarray(order, dtype=np.int64).tobytes()).hexdigest(),
+            "order_sha256": hashlib.sha256(np.asarray(order or [], dtype=np.int64).tobytes()).hexdigest()
+            if shuffle else None,
         })
     return out
 

@@ -282,3 +282,24 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     with pytest.raises(ConfigError, match="has no mask token and the run has an MLM phase; set data.mask_token"):
         pretrain(cfg)
     assert not (tmp_path / "runs" / "test" / "y").exists()
+
+
+@pytest.mark.parametrize("scale", ["tiny", "mini", "small", "paper"])
+def test_shipped_configs_are_valid(scale):
+    cfg = load_config(PretrainConfig, ROOT / "mlmclm" / "configs" / f"{scale}.yaml")
+    assert cfg.scale == scale
+    if scale == "paper":  # Table 1 and section 2 of the paper
+        assert cfg.model.size == "610m" and cfg.batch_size * cfg.data.seq_len == 2_359_296
+        assert cfg.phases == [("mlm40", 42_000)] and cfg.optim.lr == 5e-4 and cfg.mlm_recipe == "mask"
+        assert (cfg.optim.warmup_steps, cfg.optim.decay_steps) == (2000, 2000)
+        assert (cfg.optim.betas, cfg.optim.eps, cfg.optim.weight_decay, cfg.optim.grad_clip) == (
+            (0.9, 0.95), 1e-5, 0.1, 1.0)
+
+
+def test_benchmark_runs_and_reports_ratios():
+    from mlmclm.bench import bench_pretrain
+
+    rows = bench_pretrain(("tiny",), seq_len=32, batch=4, reps=1, warmup=0)
+    ratios = {r["variant"]: float(r["ratio"]) for r in rows if r["bench"] == "pretrain_ratio"}
+    assert set(ratios) == {"MLM40 sparse / dense head", "MLM40 mlmclm / EuroBertForMaskedLM",
+                           "CLM mlmclm / LlamaForCausalLM"} and all(v > 0 for v in ratios.values())
