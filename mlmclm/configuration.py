@@ -30,7 +30,7 @@ SIZES: dict[str, dict] = {
                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
     "mini-m": dict(num_hidden_layers=5, hidden_size=128, intermediate_size=352, num_attention_heads=4,
                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
-    "mini-l": dict(num_hidden_layers=6, hidden_size=192, intermediate_size=512, num_attention_heads=6,
+    "mini-l": dict(num_hidden_layers=5, hidden_size=192, intermediate_size=512, num_attention_heads=6,
                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
     "small-s": dict(num_hidden_layers=6, hidden_size=384, intermediate_size=1024, num_attention_heads=6,
                     num_key_value_heads=2, vocab_size=16384, max_position_embeddings=1024),
