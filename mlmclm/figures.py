@@ -25,6 +25,7 @@ STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_sca
          "font.family": "DejaVu Sans", "axes.titleweight": "bold", "legend.frameon": False,
          "svg.hashsalt": "mlmclm", "pdf.fonttype": 42}
 OBJECTIVE_COLORS = {"MLM": "#4C72B0", "CLM": "#C44E52", "CLM+MLM": "#8172B3"}
+BASE_COLORS = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM": OBJECTIVE_COLORS["CLM"]}  # the starting point of CPT
 PNG_METADATA = {"Software": None}
 PDF_METADATA = {"Creator": None, "Producer": None, "CreationDate": None}
 SOURCE_LABELS = {"paper": "paper", "ours": "this repository's runs", "encodeval": "EncodEval per-run results",
@@ -37,12 +38,17 @@ SOURCE_LABELS = {"paper": "paper", "ours": "this repository's runs", "encodeval"
 def _label(source: str, scale: str, paper_tables: str = "") -> str:
     if source == "paper":
         return f"paper, {paper_tables}" if paper_tables else "paper"
-    return SOURCE_LABELS.get(source, source) + (f" ({scale})" if source == "ours" else "")
+    return SOURCE_LABELS.get(source, source) + (f", {scale}" if source == "ours" else "")
 
 
 def _by_source(df: pd.DataFrame):
     for (source, scale), part in df.groupby(["source", "scale"], sort=False):
         yield source, scale, part
+
+
+def _by_size(df: pd.DataFrame):
+    for size in R.ordered_sizes(df["size"]):
+        yield size, df[df["size"] == size]
 
 
 def _save(fig: Figure, out_dir: str | Path, source: str, scale: str, name: str) -> Path:
@@ -113,85 +119,6 @@ def _lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = Fa
         ax.set_xlim(min(xpos.values()) - 0.4, max(xpos.values()) + 0.4)
 
 
-def _palette(name: str, levels) -> dict:
-    levels = list(levels)
-    return dict(zip(levels, sns.color_palette(name, len(levels)).as_hex()))
-
-
-def _avgs(view: pd.DataFrame) -> pd.DataFrame:
-    return view[view["dataset"] == R.AVG]
-
-
-def _obj(df: pd.DataFrame) -> pd.Series:
-    return df["objective"].str.upper()
-
-
-# ----------------------------------------------------------------------------------------------- figures
-
-
-def fig2(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size."""
-    v = _avgs(R.scaling_view(scores))
-    v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
-    paths = []
-    for source, scale, part in _by_source(v):
-        xpos = {s: i for i, s in enumerate(R.ordered_sizes(part["size"]))}
-        fig = _group_grid(part, lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, xpos=xpos,
-                                                      dodge=0.12),
-                          f"Fig. 2: MLM (40%) vs CLM by model size ({_label(source, scale, 'Tables 2-5')})",
-                          "model size", "objective")
-        paths.append(_save(fig, out_dir, source, scale, "fig02_mlm_vs_clm"))
-    return paths
-
-
-def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = _avgs(R.scaling_view(scores))
-    v = v[v["objective"] == "mlm"]
-    paths = []
-    for source, scale, part in _by_source(v):
-        colors = _palette("crest", R.ordered_sizes(part["size"]))
-        fig = _group_grid(part, lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors),
-                          f"Fig. 3: MLM performance by masking ratio ({_label(source, scale, 'Tables 2-5')})",
-                          "masking ratio (%)", "model size")
-        paths.append(_save(fig, out_dir, source, scale, "fig03_masking_ratio"))
-    return paths
-
-
-def fig4(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = _avgs(R.data_efficiency_view(scores)).assign(Objective=_obj)
-    paths = []
-    for source, scale, part in _by_source(v):
-        for size, d in part.groupby("size", sort=False):
-            def draw(ax, rows):
-                _lines(ax, rows, "steps", "Objective", OBJECTIVE_COLORS, band=True)
-                ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-            fig = _group_grid(d, draw, f"Fig. 4: downstream performance during pretraining, {size} "
-                                       f"({_label(source, scale, 'Tables 6-9')})", "pretraining step", "objective")
-            paths.append(_save(fig, out_dir, source, scale, _sized("fig04_data_efficiency", size, part)))
-    return paths
-
-
-def _sized(name: str, size: str, part: pd.DataFrame) -> str:
-    """The file name, with the size appended when a source has the study at several sizes."""
-    return name if part["size"].nunique() == 1 else f"{name}_{size}"
-
-
-def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
-    """Fig. 5: centered scores over seeds and learning rates in [1e-5, 1e-4], CLM vs MLM-40%, mean +- sd."""
-    c = R.centered_scores(runs, split=split)
-    c = c.assign(Objective=_obj(c))
-    paths = []
-    for source, scale, part in _by_source(c):
-        for size, d in part.groupby("size", sort=False):
-            fig = _group_grid(d, lambda ax, rows: _spread(ax, rows, "Objective", OBJECTIVE_COLORS),
-                              f"Fig. 5: fine-tuning learning-rate sensitivity, {size} ({_label(source, scale)}; "
-                              f"{split} scores)", "", "objective", ylabel="centered score")
-            paths.append(_save(fig, out_dir, source, scale, _sized("fig05_lr_sensitivity", size, part)))
-    return paths
-
-
 def _spread(ax, df: pd.DataFrame, hue: str, colors: dict) -> None:
     """Per dataset and hue level: every run's centered score (light dots) and mean +- sd (bar)."""
     datasets = R.dataset_order(df["dataset"])
@@ -213,130 +140,170 @@ def _spread(ax, df: pd.DataFrame, hue: str, colors: dict) -> None:
     ax.set_xlim(-0.6, len(datasets) - 0.4)
 
 
-def fig6(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
-    v = _avgs(R.biphasic_view(scores))
+def _palette(name: str, levels) -> dict:
+    levels = list(levels)
+    return dict(zip(levels, sns.color_palette(name, len(levels)).as_hex()))
+
+
+def _avgs(view: pd.DataFrame) -> pd.DataFrame:
+    return view[view["dataset"] == R.AVG]
+
+
+def _obj(df: pd.DataFrame) -> pd.Series:
+    return df["objective"].str.upper()
+
+
+# ----------------------------------------------------------------------------------------------- figures
+
+
+def _draw(df: pd.DataFrame, out_dir, name: str, title: str, draw, xlabel: str, legend: str, *, tables: str = "",
+          ylabel: str = "", per_size: bool = False) -> list[Path]:
+    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths."""
     paths = []
-    for source, scale, part in _by_source(v):
-        size = _main_size(part)
-        d = part[part["size"] == size].assign(Budget=lambda x: x["budget"].map(R.step_label))
-        colors = _palette("flare", [R.step_label(b) for b in sorted(d["budget"].unique())])
-        fig = _group_grid(d, lambda ax, rows: _lines(ax, rows, "clm_share", "Budget", colors),
-                          f"Fig. 6: CLM-then-MLM splits under fixed budgets, {size} "
-                          f"({_label(source, scale, 'Tables 10-13')})", "% of steps with CLM", "budget (steps)")
-        paths.append(_save(fig, out_dir, source, scale, "fig06_biphasic"))
+    for source, scale, part in _by_source(df):
+        for size, rows in _by_size(part) if per_size else [("", part)]:
+            what = f"{title}, {size}" if size else title
+            fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel)
+            file = f"{name}_{size}" if size and part["size"].nunique() > 1 else name
+            paths.append(_save(fig, out_dir, source, scale, file))
     return paths
 
 
-def _main_size(part: pd.DataFrame) -> str:
-    """The size a source ran the budget x split grid on: the one with the most two-phase models."""
-    counts = part.groupby("size")["model"].nunique()
-    return sorted(counts.index, key=lambda s: (-counts[s], R.size_key(s)))[0]
+def _positions(values, key=None) -> dict:
+    return {v: i for i, v in enumerate(sorted(set(values), key=key))}
+
+
+def _steps_axis(ax) -> None:
+    ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+
+
+def fig2(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size."""
+    v = _avgs(R.scaling_view(scores))
+    v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
+    return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
+                 lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
+                                      xpos=_positions(d["size"], R.size_key)),
+                 "model size", "objective", tables="Tables 2-5")
+
+
+def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
+    v = _avgs(R.scaling_view(scores))
+    v = v[v["objective"] == "mlm"]
+    return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
+                 lambda ax, d: _lines(ax, d, "mask_ratio", "size", _palette("crest", R.ordered_sizes(v["size"]))),
+                 "masking ratio (%)", "model size", tables="Tables 2-5")
+
+
+def fig4(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
+    v = _avgs(R.data_efficiency_view(scores)).assign(Objective=_obj)
+
+    def draw(ax, d):
+        _lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
+        _steps_axis(ax)
+    return _draw(v, out_dir, "fig04_data_efficiency", "Fig. 4: downstream performance during pretraining", draw,
+                 "pretraining step", "objective", tables="Tables 6-9", per_size=True)
+
+
+def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
+    """Fig. 5: centered scores over seeds and learning rates in [1e-5, 1e-4], CLM vs MLM-40%, mean +- sd."""
+    c = R.centered_scores(runs, split=split)
+    return _draw(c.assign(Objective=_obj(c)), out_dir, "fig05_lr_sensitivity",
+                 f"Fig. 5: fine-tuning learning-rate sensitivity ({split} scores)",
+                 lambda ax, d: _spread(ax, d, "Objective", OBJECTIVE_COLORS), "", "objective",
+                 ylabel="centered score", per_size=True)
+
+
+def fig6(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
+    v = _avgs(R.biphasic_view(scores))
+    v = v[v["size"] == v["source"].map(_main_sizes(v))].assign(Budget=lambda d: d["budget"].map(R.step_label))
+    colors = _palette("flare", [R.step_label(b) for b in sorted(v["budget"].unique())])
+    return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits under fixed budgets",
+                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors), "% of steps with CLM",
+                 "budget (steps)", tables="Tables 10-13", per_size=True)
+
+
+def _main_sizes(view: pd.DataFrame) -> dict:
+    """Per source, the size it ran the budget x split grid on: the one with the most two-phase models."""
+    out = {}
+    for source, part in view.groupby("source"):
+        counts = part.groupby("size")["model"].nunique()
+        out[source] = sorted(counts.index, key=lambda s: (-counts[s], R.size_key(s)))[0]
+    return out
 
 
 def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd."""
-    c = R.masking_ratio_spread(runs)
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
-    paths = []
-    for source, scale, part in _by_source(c):
-        for size, d in part.groupby("size", sort=False):
-            fig = _group_grid(d, lambda ax, rows: _spread(ax, rows, "family", colors),
-                              f"Fig. 7: sensitivity to the masking ratio, {size} ({_label(source, scale)})",
-                              "", "pretraining", ylabel="centered score")
-            paths.append(_save(fig, out_dir, source, scale, _sized("fig07_masking_robustness",
-                                                                                    size, part)))
-    return paths
+    return _draw(R.masking_ratio_spread(runs), out_dir, "fig07_masking_robustness",
+                 "Fig. 7: sensitivity to the masking ratio", lambda ax, d: _spread(ax, d, "family", colors), "",
+                 "pretraining", ylabel="centered score", per_size=True)
 
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
     v = _avgs(R.cpt_view(scores))
-    paths = []
-    for source, scale, part in _by_source(v):
-        longest = part["cpt_steps"].max()
-        d = part[part["cpt_steps"].isin([0, longest])]
-        stage = {"Base": 0, f"+{R.step_label(longest)} MLM CPT": 1}
-        d = d.assign(stage=np.where(d["cpt_steps"] == 0, "Base", list(stage)[1]))
-        colors = {k: OBJECTIVE_COLORS[k] for k in ("MLM", "CLM")}
-        fig = _group_grid(d, lambda ax, rows: _lines(ax, rows, "stage", "base", colors, xpos=stage, dodge=0.06),
-                          f"Fig. 8: continued pretraining with MLM ({_label(source, scale, 'Tables 14-17')})",
-                          "", "starting point")
-        paths.append(_save(fig, out_dir, source, scale, "fig08_cpt"))
-    return paths
+    longest = v.groupby("source")["cpt_steps"].transform("max")
+    v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
+    v = v.assign(stage=["Base" if c == 0 else f"+{R.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
+    return _draw(v, out_dir, "fig08_cpt", "Fig. 8: continued pretraining with MLM",
+                 lambda ax, d: _lines(ax, d, "stage", "base", BASE_COLORS, dodge=0.06,
+                                      xpos=_positions(d["stage"], lambda s: s != "Base")),
+                 "", "starting point", tables="Tables 14-17")
 
 
 def fig9(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models."""
-    v = _avgs(R.cpt_view(scores))
-    colors = {k: OBJECTIVE_COLORS[k] for k in ("MLM", "CLM")}
-    paths = []
-    for source, scale, part in _by_source(v):
-        def draw(ax, rows):
-            _lines(ax, rows, "cpt_steps", "base", colors)
-            ax.xaxis.set_major_formatter(EngFormatter(sep=""))
-        fig = _group_grid(part, draw, f"Fig. 9: performance by CPT length ({_label(source, scale, 'Tables 14-17')})",
-                          "MLM continued-pretraining steps", "starting point")
-        paths.append(_save(fig, out_dir, source, scale, "fig09_cpt_length"))
-    return paths
+    def draw(ax, d):
+        _lines(ax, d, "cpt_steps", "base", BASE_COLORS)
+        _steps_axis(ax)
+    return _draw(_avgs(R.cpt_view(scores)), out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length", draw,
+                 "MLM continued-pretraining steps", "starting point", tables="Tables 14-17")
 
 
 def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
     """Fig. 10: Fig. 4 against training FLOPs (mlmclm.results.flops_per_step), for sizes of known architecture."""
     v = R.with_flops(_avgs(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
-    paths = []
-    for source, scale, part in _by_source(v):
-        for size, d in part.groupby("size", sort=False):
-            def draw(ax, rows):
-                _lines(ax, rows, "flops", "Objective", OBJECTIVE_COLORS, band=True)
-                ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
-            fig = _group_grid(d, draw, f"Fig. 10: downstream performance against training FLOPs, {size} "
-                                       f"({_label(source, scale, 'Tables 6-9')})", "training FLOPs", "objective")
-            paths.append(_save(fig, out_dir, source, scale, _sized("fig10_data_efficiency_flops",
-                                                                                    size, part)))
-    return paths
+
+    def draw(ax, d):
+        _lines(ax, d, "flops", "Objective", OBJECTIVE_COLORS, band=True)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+    return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: downstream performance against training FLOPs",
+                 draw, "training FLOPs", "objective", tables="Tables 6-9", per_size=True)
 
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 11: the CLM-then-MLM comparison at the other model sizes (the paper's 1B, 25%-75% only), full budget."""
+    """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
     v = _avgs(R.biphasic_view(scores))
-    paths = []
-    for source, scale, part in _by_source(v):
-        d = part[part["size"] != _main_size(part)]
-        d = d[d["budget"] == d.groupby("size")["budget"].transform("max")]
-        if d.empty or not (d["clm_share"].between(1, 99)).any():
-            continue
-        colors = _palette("crest", R.ordered_sizes(d["size"]))
-        fig = _group_grid(d, lambda ax, rows: _lines(ax, rows, "clm_share", "size", colors),
-                          f"Fig. 11: CLM-then-MLM at other model sizes ({_label(source, scale)})",
-                          "% of steps with CLM", "model size")
-        paths.append(_save(fig, out_dir, source, scale, "fig11_biphasic_sizes"))
-    return paths
+    v = v[v["size"] != v["source"].map(_main_sizes(v))]
+    v = v[v["budget"] == v.groupby(["source", "size"])["budget"].transform("max")]
+    v = v.merge(v[v["clm_share"].between(1, 99)][["source", "size"]].drop_duplicates())  # sizes with a split
+    return _draw(v, out_dir, "fig11_biphasic_sizes", "Fig. 11: CLM-then-MLM at other model sizes",
+                 lambda ax, d: _lines(ax, d, "clm_share", "size", _palette("crest", R.ordered_sizes(v["size"]))),
+                 "% of steps with CLM", "model size")
 
 
 def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> list[Path]:
     """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue)."""
     curves = R.cpt_loss_curves(logs)
-    if curves.empty:
-        return []
-    colors = {k: OBJECTIVE_COLORS[k] for k in ("MLM", "CLM")}
     paths = []
-    for size, part in curves.groupby("size", sort=False):
+    for size, part in _by_size(curves):
         lengths = sorted(part["cpt_steps"].unique())
         fig, axes = _panels(len(lengths))
         with matplotlib.rc_context(STYLE):
             for ax, length in zip(axes, lengths):
-                for base in colors:
+                for base, color in BASE_COLORS.items():
                     d = part[(part["cpt_steps"] == length) & (part["base"] == base)].sort_values("step")
-                    ax.plot(d["step"], d["loss"], color=colors[base], lw=1, label=f"{base}-based")
-                ax.set_yscale("log")
-                ax.set_title(f"{R.step_label(length)} CPT")
-                ax.set_xlabel("step")
-                ax.set_ylabel("loss")
-                ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+                    ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based")
+                ax.set(yscale="log", title=f"{R.step_label(length)}-step CPT", xlabel="step", ylabel="loss")
+                _steps_axis(ax)
             _finish(fig, axes, f"Fig. 12: loss during MLM continued pretraining, {size} ({_label(source, scale)})",
                     "starting point")
-        paths.append(_save(fig, out_dir, source, scale, _sized("fig12_cpt_loss", size, curves)))
+        file = f"fig12_cpt_loss_{size}" if curves["size"].nunique() > 1 else "fig12_cpt_loss"
+        paths.append(_save(fig, out_dir, source, scale, file))
     return paths
 
 

@@ -77,7 +77,8 @@ def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str
     if "ours" in sources and not runs_dir.is_dir():
         print(f"This repository's runs: none at {_shown(root, runs_dir)}/ yet, so only other sources are shown.")
     if "encodeval" in sources and encodeval is None:
-        print("EncodEval per-run results: not given (set encodeval_dir to a folder of the authors' results.json files).")
+        print("EncodEval per-run results: not given "
+              "(set encodeval_dir to a folder of the authors' results.json files).")
     data = results.load(res_dir, sources=sources, scale=scale, encodeval_dir=encodeval,
                         sample_csv=_resolve(root, sample_csv))
     return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),

@@ -36,7 +36,6 @@ PAPER_DATASETS = {g: frozenset(list(DATASETS.values())[3 * i:3 * i + 3]) for i, 
 AVG = "Avg"
 Z95 = 1.96
 STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in [1e-5, 1e-4]
-PAPER_SIZES = ("210M", "610M", "1B")
 
 ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n"]
@@ -75,7 +74,8 @@ def parse_model_id(model: str) -> dict:
     """
     m = _MODEL_ID.match(model)
     if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
-        raise ValueError(f"model id {model!r} does not follow {{size}}-{{clm|mlmR}}-{{steps}}[-mlmR-{{total}}][-{{step}}]")
+        raise ValueError(f"model id {model!r} does not follow "
+                         "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-{step}]")
     first = _steps(m["steps1"])
     total = _steps(m["total"]) if m["total"] else first
     if total < first:
@@ -367,7 +367,8 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
     results_dir = Path(results_dir)
     unknown = set(sources) - {"paper", "ours", "encodeval", "encodeval-sample"}
     if unknown:
-        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}: use paper, ours, encodeval, encodeval-sample")
+        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}: "
+                         "use paper, ours, encodeval, encodeval-sample")
     runs = []
     if "ours" in sources and (results_dir / "runs" / scale).is_dir():
         runs.append(load_run_tree(results_dir / "runs" / scale, "ours", scale, relative_to=results_dir.parent))

@@ -1,0 +1,71 @@
+"""The five notebooks: committed executed and clean, parameterised for papermill, and runnable elsewhere."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+from results_helpers import REPO
+
+from mlmclm import notebooks
+
+PARAMETERS = {"results_dir", "sources", "scale", "figures_dir", "tables_dir", "encodeval_dir", "run_study"}
+# Plotting or aggregation in a notebook would bypass mlmclm: none of these may appear in a code cell.
+FORBIDDEN = ("plt.", "sns.", "matplotlib", ".groupby(", ".mean(", ".plot(", "savefig", "pd.")
+
+
+def _load(name: str) -> dict:
+    return json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+
+
+def _outputs_text(cell: dict) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append("".join(out.get("text", "")))
+        for mime, value in out.get("data", {}).items():
+            if not mime.startswith("image/"):
+                parts.append("".join(value) if isinstance(value, list) else str(value))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("name", notebooks.NOTEBOOKS)
+def test_notebook_is_committed_executed_and_clean(name):
+    nb = _load(name)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3" and "papermill" not in nb["metadata"]
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    params = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
+    assert len(params) == 1 and code[0] is params[0]
+    names = {t.id for node in ast.parse("".join(params[0]["source"])).body for t in node.targets}
+    assert PARAMETERS <= names
+    for cell in code:
+        source = "".join(cell["source"])
+        assert cell["execution_count"] is not None, source
+        assert not any(bad in source for bad in FORBIDDEN), source
+        assert all(o["output_type"] != "error" and o.get("name") != "stderr" for o in cell["outputs"]), source
+        text = _outputs_text(cell)
+        assert str(REPO) not in text and "<Figure size" not in text and " at 0x" not in text, source
+    assert nb["cells"][0]["cell_type"] == "markdown"
+    assert "verdicts" in "".join(code[-1]["source"])
+
+
+def test_main_rejects_unknown_notebooks(capsys):
+    with pytest.raises(SystemExit):
+        notebooks.main(["06_nothing"])
+    assert "unknown notebook" in capsys.readouterr().err
+
+
+def test_papermill_run_with_parameters(tmp_path):
+    """A user's run: another output file, other folders, run_study=True (which says plainly it is not built)."""
+    import papermill as pm
+
+    out = tmp_path / "out.ipynb"
+    pm.execute_notebook(str(REPO / "notebooks" / "04_biphasic.ipynb"), str(out), cwd=str(REPO),
+                        parameters={"figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables"),
+                                    "run_study": True, "scale": "mini"},
+                        kernel_name="python3", progress_bar=False)
+    text = "\n".join(_outputs_text(c) for c in json.loads(out.read_text())["cells"])
+    assert "the study runner is not built yet" in text and "Fig. 7 needs per-run results" in text
+    assert (tmp_path / "figs" / "fig06_biphasic.png").is_file()
+    committed = REPO / "results" / "tables" / "table10.csv"
+    assert (tmp_path / "tables" / "table10.csv").read_bytes() == committed.read_bytes()

@@ -1,0 +1,268 @@
+"""results/paper (the paper's tables as CSV), the results loader, aggregation, views, tables and claims."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from results_helpers import REPO, write_run, write_sample_tree, write_synthetic_study
+
+from mlmclm import claims, results, tables
+
+PAPER = REPO / "results" / "paper"
+PAPER_MD = REPO.parent / "shared" / "reference" / "paper.md"
+# Models per table as printed: 3 sizes x 5 (Tables 2-5), 2 objectives x 6 steps (6-9), 3 budgets x 5 splits
+# (10-13), 2 bases x 4 CPT lengths (14-17); each row has 3 datasets and the group average.
+MODELS_PER_TABLE = {**dict.fromkeys(range(2, 6), 15), **dict.fromkeys(range(6, 10), 12),
+                    **dict.fromkeys(range(10, 14), 15), **dict.fromkeys(range(14, 18), 8)}
+CSV_COLUMNS = ["table", "model", "size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps",
+               "task_group", "dataset", "score", "ci"]
+
+
+@pytest.fixture(scope="module")
+def paper() -> pd.DataFrame:
+    return results.load_paper(PAPER)
+
+
+# ----------------------------------------------------------------------------------------------- results/paper
+
+
+@pytest.mark.parametrize("number", range(2, 18))
+def test_paper_table_shape(number):
+    df = pd.read_csv(PAPER / f"table{number:02d}.csv")
+    assert list(df.columns) == CSV_COLUMNS
+    assert df["model"].nunique() == MODELS_PER_TABLE[number]
+    assert len(df) == 4 * MODELS_PER_TABLE[number]
+    assert (df["table"] == number).all() and df["task_group"].nunique() == 1
+    assert (df.groupby("model")["dataset"].nunique() == 4).all() and (df["dataset"] == "Avg").sum() == len(df) // 4
+
+
+def test_table1_shape():
+    t1 = results.load_architecture(PAPER)
+    assert list(t1.columns) == ["table", "setting", "size", "value"]
+    assert (t1[t1["size"] != "all"].groupby("setting")["size"].nunique() == 3).all()
+    assert set(results.architecture(PAPER)) == {"210M", "610M", "1B"}
+
+
+def test_printed_averages_are_means_of_their_datasets(paper):
+    # Every printed average is within rounding (0.01) of the mean of its three datasets: no exception is needed.
+    datasets = paper[paper["dataset"] != "Avg"].groupby(["table", "model"])["score"].mean()
+    printed = paper[paper["dataset"] == "Avg"].set_index(["table", "model"])["score"]
+    off = (datasets - printed).abs()
+    assert len(off) == sum(MODELS_PER_TABLE.values())
+    assert off.max() <= 0.01 + 1e-9, off[off > 0.01]
+
+
+def test_csv_columns_agree_with_model_ids():
+    df = pd.concat([pd.read_csv(f) for f in sorted(PAPER.glob("table[0-9][0-9].csv")) if f.name != "table01.csv"])
+    for model, row in df.drop_duplicates("model").set_index("model").iterrows():
+        parsed = results.parse_model_id(model)
+        for col in ("size", "objective", "steps", "clm_steps", "mlm_steps", "cpt_steps"):
+            assert parsed[col] == row[col], (model, col)
+        ratio = parsed["mask_ratio"]
+        assert (pd.isna(ratio) and pd.isna(row["mask_ratio"])) or ratio == row["mask_ratio"], model
+
+
+def test_models_printed_in_several_tables_agree(paper):
+    per_cell = paper.groupby(["model", "task_group", "dataset"])[["score", "ci"]].nunique()
+    assert (per_cell == 1).all().all()
+    assert paper["model"].nunique() == 46
+
+
+def _printed_tables() -> dict[int, list[str]]:
+    lines, out = PAPER_MD.read_text().splitlines(), {}
+    for i, line in enumerate(lines):
+        m = re.match(r"^(?:### )?Table (\d+)\b.*(\(|columns)", line)
+        if m and 2 <= int(m[1]) <= 17 and int(m[1]) not in out:
+            j = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("|"))
+            rows = []
+            while j < len(lines) and lines[j].startswith("|"):
+                rows.append(lines[j])
+                j += 1
+            out[int(m[1])] = [rows[0], *rows[2:]]  # header, then the rows (no separator)
+    return out
+
+
+@pytest.mark.skipif(not PAPER_MD.is_file(), reason="../shared/reference/paper.md is not beside the repository")
+def test_tables_reproduce_paper_md_exactly(paper):
+    printed = _printed_tables()
+    assert sorted(printed) == list(range(2, 18))
+    scores = results.dedupe(paper)
+    for number, lines in printed.items():
+        t = tables.study_table(scores, number)
+        mine = ["| " + " | ".join(t.columns) + " |", *("| " + " | ".join(r) + " |" for r in t.values.tolist())]
+        assert mine == lines, f"Table {number}"
+
+
+def test_written_tables(tmp_path, paper):
+    t = tables.study_table(results.dedupe(paper), 2)
+    csv, tex = tables.write(t, tmp_path, "table02", "Table 2")
+    assert pd.read_csv(csv, dtype=str, keep_default_na=False).equals(t)
+    assert tex.read_text().startswith("% Table 2\n\\begin{tabular}") and "91.10 (±0.39)" in tex.read_text()
+    arch = tables.architecture_table(PAPER)
+    assert arch.set_index("Setting").loc["Embedding dim", "610M"] == "1,152"
+
+
+# ----------------------------------------------------------------------------------------------- model ids
+
+
+@pytest.mark.parametrize("model, expected", [
+    ("610m-clm-42k", ("610M", "clm", None, 42000, 42000, 0, 0, False)),
+    ("1b-mlm50-42k", ("1B", "mlm", 50, 42000, 0, 42000, 0, False)),
+    ("610m-mlm40-42k-1000", ("610M", "mlm", 40, 1000, 0, 1000, 0, True)),
+    ("610m-clm-10k-mlm40-42k", ("610M", "clm+mlm", 40, 42000, 10000, 32000, 0, False)),
+    ("610m-clm-dec42k-mlm40-64k", ("610M", "clm+mlm", 40, 64000, 42000, 22000, 22000, False)),
+    ("610m-mlm40-dec42k-mlm40-54k", ("610M", "mlm", 40, 54000, 0, 54000, 12000, False)),
+    ("mini-s-clm-100-mlm30-400", ("mini-s", "clm+mlm", 30, 400, 100, 300, 0, False)),
+    ("mini-l-clm-400-200", ("mini-l", "clm", None, 200, 200, 0, 0, True)),
+])
+def test_parse_model_id(model, expected):
+    got = results.parse_model_id(model)
+    keys = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
+    assert tuple(None if pd.isna(got[k]) else got[k] for k in keys) == expected
+
+
+@pytest.mark.parametrize("model", ["610m", "610m-bert-42k", "610m-mlm40-10k-mlm40-42k", "610m-clm-dec42k",
+                                   "610m-clm-42k-mlm40-10k"])
+def test_parse_model_id_rejects(model):
+    with pytest.raises(ValueError, match=re.escape(repr(model))):
+        results.parse_model_id(model)
+
+
+# ----------------------------------------------------------------------------------------------- per-run results
+
+
+def test_encodeval_sample_reproduces_table2(tmp_path):
+    write_sample_tree(tmp_path)
+    runs = results.load_run_tree(tmp_path, "encodeval", "paper", paper_datasets_only=True)
+    assert set(runs["dataset"]) == {"SST-2"} and runs["path"].str.startswith("610m-").all()
+    cells = results.aggregate(runs).set_index(["model", "dataset"])
+    table2 = cells.xs("SST-2", level="dataset")[["score", "ci"]].round(2)
+    assert table2.loc["610m-clm-42k"].tolist() == [91.10, 0.39]  # Table 2, 610M CLM, SST-2
+    assert table2.loc["610m-mlm40-42k"].tolist() == [91.42, 0.62]  # Table 2, 610M MLM-40%, SST-2
+    assert cells.loc[("610m-clm-42k", "SST-2"), "n"] == 5
+    assert ("610m-clm-42k", "Avg") not in cells.index  # one SC dataset of three: no group average
+    # The rejected alternative (encodeval-sample.md, rule a): one learning rate on the seed-averaged validation score.
+    alt = results.aggregate(runs, rule="seed_average").set_index("model")["score"].round(2)
+    assert (alt["610m-clm-42k"], alt["610m-mlm40-42k"]) == (91.08, 91.74)
+
+
+def test_sample_csv_loads_with_unread_scores_missing():
+    runs = results.load_run_csv(REPO / "results" / "samples" / "encodeval-610m-sst2.csv", "encodeval-sample")
+    assert len(runs) == 50 and runs["test"].isna().sum() > 0 and runs["validation"].notna().all()
+    cells = results.aggregate(runs).set_index("model")
+    assert cells.loc["610m-mlm40-42k", "score"].round(2) == 91.42
+
+
+def test_select_lr_per_seed_takes_each_seeds_best_validation(tmp_path):
+    for seed, (v1, v2) in enumerate([(0.9, 0.8), (0.7, 0.95)]):
+        write_run(tmp_path, "s-clm-10", "SC", "a", 1e-5, seed, v1, 0.1 + seed * 0.1)
+        write_run(tmp_path, "s-clm-10", "SC", "a", 1e-4, seed, v2, 0.5 + seed * 0.1)
+    sel = results.select_lr(results.load_run_tree(tmp_path, "ours", "tiny"))
+    assert sel.sort_values("seed")["lr"].tolist() == [1e-5, 1e-4]
+    score, ci, n = results.mean_ci(sel["test"])
+    assert (round(score, 6), n) == (35.0, 2)
+    assert math.isclose(ci, 1.96 * np.std([10.0, 60.0], ddof=1) / math.sqrt(2))
+
+
+def test_ir_run_folders_with_a_training_set_prefix(tmp_path):
+    write_run(tmp_path, "610m-clm-42k", "IR", "mldr_en", 1e-4, 0, 0.5, 0.4, prefix="msmarco_pairs_")
+    runs = results.load_run_tree(tmp_path, "encodeval", "paper", paper_datasets_only=True)
+    assert runs[["dataset", "lr", "seed", "test"]].values.tolist() == [["MLDR", 1e-4, 0, 40.0]]
+
+
+@pytest.mark.parametrize("content, fault", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    (json.dumps({"validation": {"score": 0.5}}), "no 'test' object"),
+    (json.dumps({"validation": {"score": 0.5}, "test": {"scores_i": []}}), "'test' has no 'score'"),
+    (json.dumps({"validation": {"score": "0.5"}, "test": {"score": 0.5}}), "validation.score is '0.5'"),
+    (json.dumps({"validation": {"score": 0.5}, "test": {"score": 91.1}}),
+     r"test.score is 91.1, expected a number in \[0, 1\]"),
+    (json.dumps({"validation": {"score": 0.5}, "test": {"score": 0.5}, "meta": []}), "'meta' must be an object"),
+])
+def test_malformed_result_file_names_path_and_fault(tmp_path, content, fault):
+    path = tmp_path / "m-clm-10" / "SC" / "sst2" / "lr1e-04_sd0" / "results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(results.ResultFileError, match=fault) as err:
+        results.load_run_tree(tmp_path, "ours", "tiny")
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_badly_named_run_folder_and_group(tmp_path):
+    write_run(tmp_path, "m-clm-10", "SC", "sst2", 1e-4, 0, 0.5, 0.5)
+    (tmp_path / "m-clm-10" / "SC" / "sst2" / "lr1e-04_sd0").rename(tmp_path / "m-clm-10" / "SC" / "sst2" / "run0")
+    with pytest.raises(results.ResultFileError, match="run folder 'run0' is not named"):
+        results.load_run_tree(tmp_path, "ours", "tiny")
+    other = tmp_path / "b"
+    write_run(other, "m-clm-10", "XX", "sst2", 1e-4, 0, 0.5, 0.5)
+    with pytest.raises(results.ResultFileError, match="task group 'XX'"):
+        results.load_run_tree(other, "ours", "tiny")
+
+
+def test_load_combines_paper_and_our_runs(tmp_path):
+    (tmp_path / "paper").symlink_to(PAPER)
+    write_synthetic_study(tmp_path / "runs" / "mini")
+    res = results.load(tmp_path, scale="mini")
+    summary = res.summary().set_index("source")
+    assert summary.loc["paper", "models"] == 46 and summary.loc["ours", "runs"] == len(res.runs) == 18 * 5 * 9
+    assert res.runs["path"].str.startswith(f"{tmp_path.name}/runs/mini/").all()  # relative to results/'s parent
+    ours = res.scores[res.scores["source"] == "ours"]
+    assert (ours["n"] == 3).all() and set(ours["scale"]) == {"mini"}
+    sc = ours[(ours["model"] == "mini-m-clm-400") & (ours["task_group"] == "SC")].set_index("dataset")["score"]
+    assert math.isclose(sc["Avg"], (sc["SST-2"] + sc["toy_sc"]) / 2)
+    # Every study view finds our runs, and the paper-layout tables render for them.
+    assert set(results.biphasic_view(ours)["clm_share"]) == {0, 25, 50, 75, 100}
+    assert set(results.cpt_view(ours)["base"]) == {"CLM", "MLM"}
+    assert len(tables.study_table(res.scores, 10, source="ours")) == 5
+
+
+def test_centered_scores_and_masking_spread(tmp_path):
+    write_synthetic_study(tmp_path)
+    runs = results.load_run_tree(tmp_path, "ours", "mini")
+    c = results.centered_scores(runs)
+    assert set(c["lr"]) == {1e-5, 1e-4} and set(c["model"]) == {"mini-m-clm-400", "mini-m-mlm40-400"}
+    assert c.groupby(["model", "dataset"])["centered"].mean().abs().max() < 1e-9
+    m = results.masking_ratio_spread(runs)
+    assert set(m["family"]) == {"MLM", "CLM+MLM"} and set(m["mask_ratio"]) == {20, 30, 40, 50}
+    assert set(m[m["family"] == "CLM+MLM"]["clm_steps"]) == {380}
+
+
+def test_flops_mlm_step_is_cheaper_than_clm():
+    arch = results.architecture(PAPER)["610M"]
+    clm, mlm = results.flops_per_step(arch, 1.0), results.flops_per_step(arch, 0.4)
+    assert mlm < clm < 8 * 0.8e9 * arch["tokens_per_step"]
+
+
+# ----------------------------------------------------------------------------------------------- claims
+
+
+def test_claims_on_the_paper_match_paper_md_section7(paper):
+    scores = results.dedupe(paper)
+    diff = claims.check_mlm_vs_clm(scores).set_index(["size", "task_group"])["diff"]
+    assert diff[("210M", "SC")] == 2.09 and diff[("610M", "QA")] == 20.68 and diff[("1B", "IR")] == 1.27
+    best = claims.check_masking_ratio(scores).set_index(["size", "task_group"])["best ratio"]
+    assert [best[("1B", g)] for g in ("SC", "TC", "QA", "IR")] == [40, 50, 40, 50]
+    gain = claims.check_biphasic(scores).set_index(["budget", "clm_share", "task_group"])["diff"]
+    assert gain[(42000, 25, "QA")] == 5.00 and gain[(12000, 25, "IR")] == 5.04
+    cpt = claims.check_cpt(scores).set_index(["cpt_steps", "task_group"])["diff"]
+    assert cpt[(2000, "QA")] == -15.71 and cpt[(22000, "SC")] == 0.93
+    eff = claims.check_data_efficiency(scores).set_index(["steps", "task_group"])["diff"]
+    assert eff[(2000, "IR")] == 17.22 and eff[(10000, "SC")] == -0.79
+    v = claims.verdicts(scores, pd.DataFrame(columns=results.RUN_COLUMNS), list(claims.CLAIMS))
+    by_claim = v.set_index(v["claim"].str.split(".").str[0])["verdict"]
+    assert (by_claim.drop(["4", "6"]) == "supported").all()
+    assert (by_claim[["4", "6"]] == "not checkable").all()
+
+
+def test_claims_on_runs_are_checked_per_source(tmp_path):
+    write_synthetic_study(tmp_path)
+    runs = results.load_run_tree(tmp_path, "ours", "mini")
+    v = claims.verdicts(results.aggregate(runs), runs, list(claims.CLAIMS))
+    assert set(v["source"]) == {"ours"} and set(v["verdict"]) <= {"supported", "not supported"}
+    assert v["evidence"].str.len().gt(0).all()
