@@ -100,7 +100,8 @@ def _execute_one(path: Path, parameters: dict) -> float:
 
     start = time.perf_counter()
     pm.execute_notebook(str(path), str(path), parameters=parameters, cwd=str(path.parent),
-                        kernel_name="python3", progress_bar=False, log_output=False)
+                        kernel_name="python3", progress_bar=False, log_output=False,
+                        extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
     _strip_volatile(path)
     return time.perf_counter() - start
 
