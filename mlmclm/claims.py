@@ -116,9 +116,9 @@ def check_clm_only_worst(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
                    "budget")
 
 
-def check_masking_robustness(scores, runs: pd.DataFrame) -> pd.DataFrame:
+def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 6: sd over masking ratios and seeds of centered scores, CLM+MLM vs MLM-only, per dataset."""
-    c = R.masking_ratio_spread(runs)
+    c = R.masking_ratio_spread(runs, split=split)
     cols = ["source", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -244,12 +244,12 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     """One row per claim and source: the claim, the evidence computed from the data, and the verdict.
 
     A claim is "not checkable" for a source without the models (or, for claims 4 and 6, the per-run results) it
-    needs. ``split`` is the split whose scores claim 4 compares.
+    needs. ``split`` is the split whose scores the per-run claims (4 and 6) spread.
     """
     rows = []
     for key in claims:
         claim = CLAIMS[str(key)]
-        detail = claim.check(scores, runs, split) if claim.check is check_lr_sensitivity else claim.check(scores, runs)
+        detail = claim.check(scores, runs, split=split) if claim.per_run else claim.check(scores, runs)
         sources = list(dict.fromkeys(runs["source"] if claim.per_run else scores["source"])) or ["none loaded"]
         for source in sources:
             part = detail[detail["source"] == source]

@@ -471,8 +471,8 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     return df.assign(centered=df[split] - mean).reset_index(drop=True)
 
 
-def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
-    """Fig. 7: selected test scores of MLM-only and CLM+MLM runs across masking ratios, centered per family.
+def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str = "test") -> pd.DataFrame:
+    """Fig. 7: scores (at the selected learning rates) of MLM-only and CLM+MLM runs across masking ratios, centered.
 
     MLM-only: full-budget MLM runs at every ratio. CLM+MLM: for each ratio, the two-phase run with the longest CLM
     phase (the paper's 40K CLM + 2K MLM). ``centered`` is the score minus the family's mean over ratios and seeds.
@@ -489,7 +489,7 @@ def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataF
     if df.empty:
         return df.assign(centered=pd.Series(dtype=float))
     df = df[df.groupby(keys)["mask_ratio"].transform("nunique") > 1]
-    return df.assign(centered=df["test"] - df.groupby(keys)["test"].transform("mean")).reset_index(drop=True)
+    return df.assign(centered=df[split] - df.groupby(keys)[split].transform("mean")).reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------------------------- FLOPs

@@ -42,15 +42,17 @@ def _labels(r, study: str) -> list[str]:
 
 def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
     """The paper's row order: by size, MLM before CLM, then masking ratio, step, budget, CLM share or CPT length."""
-    size = view["size"].map(R.size_key)
     clm = (view["objective"] == "clm").astype(int)
-    keys = {
-        "scaling": [size, clm, view["mask_ratio"].fillna(0)],
-        "data_efficiency": [size, clm, view["steps"]],
-        "biphasic": [size, view["steps"], view["clm_steps"]],
-        "cpt": [size, view["base"].eq("CLM").astype(int) if "base" in view else clm, view["cpt_steps"]],
-    }[study]
-    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate(keys)}, index=view.index)
+    if study == "scaling":
+        keys = [clm, view["mask_ratio"].fillna(0)]
+    elif study == "data_efficiency":
+        keys = [clm, view["steps"]]
+    elif study == "biphasic":
+        keys = [view["steps"], view["clm_steps"]]
+    else:
+        keys = [(view["base"] == "CLM").astype(int), view["cpt_steps"]]
+    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate([view["size"].map(R.size_key), *keys])},
+                         index=view.index)
     return view.loc[order.sort_values(list(order.columns), kind="stable").index]
 
 
