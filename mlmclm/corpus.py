@@ -39,18 +39,8 @@ CHUNK_CHARS = 4000  # long texts are cut into documents of about this size at pa
 # The offline corpus
 # ---------------------------------------------------------------------------------------------------------------
 def _paragraph_chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
-    buf, n = [], 0
-    for para in re.split(r"\n\s*\n", text):
-        para = para.strip()
-        if not para:
-            continue
-        if n + len(para) > size and buf:
-            yield "\n\n".join(buf)
-            buf, n = [], 0
-        buf.append(para)
-        n += len(para) + 2
-    if buf:
-        yield "\n\n".join(buf)
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    yield from _group(paragraphs, size, sep="\n\n")
 
 
 def _gcide(root: Path) -> Iterator[str]:
@@ -104,17 +94,18 @@ def _pydocs(root: Path) -> Iterator[str]:
         yield from _paragraph_chunks(f.read_text(encoding="utf-8", errors="replace"))
 
 
-def _group(items: list[str], size: int = CHUNK_CHARS) -> Iterator[str]:
-    """Consecutive short items (dictionary entries, glosses) joined into documents of about `size` characters."""
+def _group(items: list[str], size: int = CHUNK_CHARS, sep: str = "\n") -> Iterator[str]:
+    """Consecutive short items (paragraphs, dictionary entries, glosses) joined into documents of about `size`
+    characters."""
     buf, n = [], 0
     for it in items:
         if n + len(it) > size and buf:
-            yield "\n".join(buf)
+            yield sep.join(buf)
             buf, n = [], 0
         buf.append(it)
-        n += len(it) + 1
+        n += len(it) + len(sep)
     if buf:
-        yield "\n".join(buf)
+        yield sep.join(buf)
 
 
 @dataclass(frozen=True)

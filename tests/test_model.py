@@ -251,6 +251,7 @@ def test_task_heads_shapes_and_losses(batch):
     assert out.start_logits[2, 6] < -1e30  # padding is never an answer
 
 
+@pytest.mark.filterwarnings("ignore:`gradient_checkpointing_enable` is deprecated")
 def test_gradient_checkpointing_gives_the_same_gradients(batch):
     torch.manual_seed(0)
     ids, mask = batch
