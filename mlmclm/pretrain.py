@@ -135,14 +135,14 @@ def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
     return path / f"step_{step:06d}"
 
 
-def export_model(model, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:
+def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:
     """The model in transformers format, as a causal LM (CLM last) or a masked LM, with its tokenizer."""
     config = copy.deepcopy(config)
     config.is_causal = causal
     cls = MlmClmForCausalLM if causal else MlmClmForMaskedLM
     with torch.device("meta"):
         target = cls(config)
-    target.load_state_dict({k: v.detach().float().cpu() for k, v in model.state_dict().items()}, assign=True)
+    target.load_state_dict({k: v.detach().float().cpu() for k, v in state_dict.items()}, assign=True)
     if config.tie_word_embeddings:
         target.tie_weights()
     from transformers.utils import logging as hf_logging
@@ -346,7 +346,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
             interval_steps, t_mark = 0, now
         bar.update(1)
         if is_ckpt:
-            _save_checkpoint(accelerator, ckpt_root, step, unwrapped, tokenizer, objective.is_causal,
+            _save_checkpoint(accelerator, ckpt_root, step, model, tokenizer, objective.is_causal,
                              {"step": step, "objective": str(objective), "lr": lr, "tokens_seen": tokens_seen,
                               "wall_time_s": time.perf_counter() - t0, "named": step in named})
             if accelerator.is_main_process:
@@ -378,8 +378,9 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
+    state_dict = accelerator.get_state_dict(model)  # collective under FSDP: every process takes part
     if accelerator.is_main_process:
-        export_model(model, model.config, causal, tokenizer, tmp / "hf")
+        export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, tmp / "hf")
         write_json(tmp / "trainer_state.json", state)
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)

@@ -303,3 +303,13 @@ def test_benchmark_runs_and_reports_ratios():
     ratios = {r["variant"]: float(r["ratio"]) for r in rows if r["bench"] == "pretrain_ratio"}
     assert set(ratios) == {"MLM40 sparse / dense head", "MLM40 mlmclm / EuroBertForMaskedLM",
                            "CLM mlmclm / LlamaForCausalLM"} and all(v > 0 for v in ratios.values())
+
+
+def test_document_masking_with_the_kernels_backend(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="docs", phases=(("clm", 3), ("mlm40", 3)),
+                      data={"document_masking": True}, model={"attention_backend": "kernels"},
+                      optim={"warmup_steps": 1, "decay_steps": 1}, checkpoint={"steps": []})
+    run_dir = pretrain(cfg)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["attention_backend"] == "kernels" and meta["status"] == "complete"
+    assert all(torch.isfinite(torch.tensor(float(r["loss"]))) for r in read_log(cfg))
