@@ -2,17 +2,24 @@
 medians and ratios. Results go to `results/bench/<name>.csv` with hardware and versions.
 
     mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 7]
+    mlmclm bench memory [--size mini-m] [--vocab 128256]
 
 Pretraining step throughput (forward, backward, AdamW step) of:
 - mlmclm MLM (40% masking) with the sparse head vs the same model with a dense head, and vs transformers'
   `EuroBertForMaskedLM` of the same shape (dense logits);
 - mlmclm CLM vs transformers' `LlamaForCausalLM` of the same shape.
+Peak memory of one CLM training step (forward + backward) at the paper's 128k vocabulary, each variant in a fresh
+process (the growth of the process's peak resident memory over what it held before the step).
 """
 
 from __future__ import annotations
 
 import csv
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -106,13 +113,53 @@ def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16
     return rows
 
 
+MEMORY_VARIANTS = ("mlmclm CLM", "transformers LlamaForCausalLM CLM")
+
+
+def _memory_probe(variant: str, size: str, vocab: int, seq_len: int, batch: int) -> None:
+    """Run in a fresh process: print the growth of peak RSS (MiB) over one CLM training step."""
+    torch.manual_seed(0)
+    config = MlmClmConfig.from_size(size, vocab_size=vocab, max_position_embeddings=max(seq_len, 128))
+    ids = torch.randint(4, vocab, (batch, seq_len))
+    if variant == "mlmclm CLM":
+        model = MlmClmForMaskedLM(config)
+        labels = torch.full_like(ids, IGNORE)
+        labels[:, :-1] = ids[:, 1:]
+        step = lambda: model(ids, labels=labels, is_causal=True).loss.backward()  # noqa: E731
+    else:
+        model = _hf_twin(config, "llama")
+        step = lambda: model(ids, labels=ids).loss.backward()  # noqa: E731
+    for p in model.parameters():  # gradients allocated up front, as after a first step
+        p.grad = torch.zeros_like(p)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    step()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"peak_step_mib": (after - before) / 1024}))
+
+
+def bench_memory(size: str = "mini-m", vocab: int = 128_256, seq_len: int = 128, batch: int = 16) -> list[dict]:
+    peaks = {}
+    for variant in MEMORY_VARIANTS:
+        code = (f"from mlmclm.bench import _memory_probe; "
+                f"_memory_probe({variant!r}, {size!r}, {vocab}, {seq_len}, {batch})")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        peaks[variant] = json.loads(out.strip().splitlines()[-1])["peak_step_mib"]
+    rows = [{"bench": "clm_step_peak_mib", "size": f"{size} vocab {vocab}", "variant": v, "seq_len": seq_len,
+             "batch": batch, "peak_mib": f"{peaks[v]:.0f}", "reps": 1}
+            for v in MEMORY_VARIANTS]
+    rows.append({"bench": "clm_step_peak_ratio", "size": f"{size} vocab {vocab}", "variant": "CLM mlmclm / Llama",
+                 "seq_len": seq_len, "batch": batch,
+                 "ratio": f"{peaks[MEMORY_VARIANTS[0]] / peaks[MEMORY_VARIANTS[1]]:.3f}", "reps": 1})
+    return rows
+
+
 def write_rows(name: str, rows: list[dict]) -> Path:
     path = ROOT / "results" / "bench" / f"{name}.csv"
     hw, ver = hardware(), versions()
     context = {"machine": f"{hw['machine']} x{hw['cpu_count']}" + (f" {hw['gpu']}" if "gpu" in hw else ""),
                "torch": ver["torch"], "transformers": ver["transformers"]}
-    fields = ["bench", "size", "variant", "seq_len", "batch", "median_s", "tokens_per_s", "ratio", "reps",
-              *context]
+    fields = ["bench", "size", "variant", "seq_len", "batch", "median_s", "tokens_per_s", "peak_mib", "ratio",
+              "reps", *context]
     import io
     buf = io.StringIO()
     w = csv.DictWriter(buf, fields)
@@ -136,6 +183,15 @@ def _cli(args) -> int:
     return 0
 
 
+def _memory_cli(args) -> int:
+    rows = bench_memory(args.size, args.vocab, args.seq_len, args.batch)
+    path = write_rows("memory", rows)
+    for r in rows:
+        print(f"{r['size']:<20} {r['variant']:<36} {r.get('peak_mib') or r['ratio']:>8}")
+    print(f"written: {path.relative_to(ROOT)}")
+    return 0
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks (side by side, medians and ratios)")
     b = p.add_subparsers(dest="bench", required=True)
@@ -146,3 +202,9 @@ def add_cli(sub) -> None:
     pre.add_argument("--reps", type=int, default=7)
     pre.add_argument("--threads", type=int, default=None)
     pre.set_defaults(run=_cli)
+    mem = b.add_parser("memory", help="peak memory of a CLM training step at a large vocabulary")
+    mem.add_argument("--size", default="mini-m")
+    mem.add_argument("--vocab", type=int, default=128_256)
+    mem.add_argument("--seq-len", type=int, default=128)
+    mem.add_argument("--batch", type=int, default=16)
+    mem.set_defaults(run=_memory_cli)

@@ -171,6 +171,50 @@ class MlmClmModel(MlmClmPreTrainedModel):
         return BaseModelOutput(last_hidden_state=x, hidden_states=tuple(hidden_states) if hidden_states else None)
 
 
+CE_CHUNK_ELEMENTS = 1 << 25  # logits above this many elements (128 MiB in fp32) are never materialised at once
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """sum_i CE(hidden_i @ weight^T, label_i), chunk by chunk: each chunk's logits give the loss and, right away,
+    the gradients of hidden and weight; only those are kept for backward, never the (N, vocab) logits."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, labels, chunk):
+        with torch.autocast(hidden.device.type, enabled=False):
+            w = weight.to(hidden.dtype)
+            grad_h = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
+            grad_w = torch.zeros_like(weight, dtype=torch.float32) if ctx.needs_input_grad[1] else None
+            total = torch.zeros((), dtype=torch.float32, device=hidden.device)
+            for start in range(0, hidden.shape[0], chunk):
+                h, y = hidden[start:start + chunk], labels[start:start + chunk]
+                logits = (h @ w.T).float()
+                lse = torch.logsumexp(logits, dim=-1)
+                total += (lse - logits.gather(1, y[:, None]).squeeze(1)).sum()
+                if grad_h is None and grad_w is None:
+                    continue
+                g = logits.sub_(lse[:, None]).exp_()  # softmax, in place of the logits
+                g[torch.arange(y.shape[0], device=y.device), y] -= 1
+                g = g.to(hidden.dtype)
+                if grad_h is not None:
+                    grad_h[start:start + chunk] = g @ w
+                if grad_w is not None:
+                    grad_w += (g.T @ h).float()
+        ctx.save_for_backward(grad_h, grad_w)
+        ctx.weight_dtype = weight.dtype
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_h, grad_w = ctx.saved_tensors
+        return (None if grad_h is None else grad_h * grad.to(grad_h.dtype),
+                None if grad_w is None else (grad_w * grad).to(ctx.weight_dtype), None, None)
+
+
+def linear_cross_entropy(hidden, weight, labels, chunk: int = 4096):
+    """Summed cross-entropy of a linear output layer without materialising the full logits (see above)."""
+    return _LinearCrossEntropy.apply(hidden, weight, labels, chunk)
+
+
 class _MlmClmLanguageModel(MlmClmPreTrainedModel):
     """Body + output layer; MLM and CLM differ only in which positions the loss reads."""
 
@@ -191,10 +235,17 @@ class _MlmClmLanguageModel(MlmClmPreTrainedModel):
     def _sparse_loss(self, hidden, labels, num_items_in_batch):
         """Cross-entropy over labelled positions only: only they reach the output layer. The sum is divided by
         `num_items_in_batch` when given (the global label count under gradient accumulation), else by the local
-        count. Returns (loss, logits of the labelled positions)."""
+        count. Returns (loss, logits of the labelled positions), or (loss, None) when those logits would exceed
+        `CE_CHUNK_ELEMENTS`: then the loss is computed chunk by chunk and the full logits never exist."""
         selected = labels != -100
-        logits = self.lm_head(hidden[selected])
-        total = F.cross_entropy(logits.float(), labels[selected], reduction="sum")
+        hidden, targets = hidden[selected], labels[selected]
+        if hidden.shape[0] * self.config.vocab_size > CE_CHUNK_ELEMENTS:
+            logits = None
+            chunk = max(1, CE_CHUNK_ELEMENTS // self.config.vocab_size)
+            total = linear_cross_entropy(hidden, self.lm_head.weight, targets, chunk)
+        else:
+            logits = self.lm_head(hidden)
+            total = F.cross_entropy(logits.float(), targets, reduction="sum")
         denom = selected.sum() if num_items_in_batch is None else num_items_in_batch
         return total / torch.as_tensor(denom, device=total.device).clamp_min(1), logits
 

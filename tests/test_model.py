@@ -298,3 +298,31 @@ def test_public_api():
                  "MlmClmForSequenceClassification", "MlmClmForTokenClassification", "MlmClmForQuestionAnswering",
                  "from_hf", "to_hf"):
         assert hasattr(mlmclm, name)
+
+
+def test_chunked_cross_entropy_equals_the_full_one(monkeypatch):
+    """Above CE_CHUNK_ELEMENTS the output layer runs chunk by chunk: same loss and gradients, no full logits."""
+    import mlmclm.modeling as modeling
+
+    torch.manual_seed(0)
+    model = MlmClmForCausalLM(small_config(is_causal=True))
+    ids = torch.randint(4, 300, (3, 12))
+    labels = ids.clone()
+    labels[0, :4] = -100
+
+    def run():
+        model.zero_grad()
+        out = model(ids, labels=labels, num_items_in_batch=40)
+        out.loss.backward()
+        return out, [p.grad.clone() for p in model.parameters()]
+
+    full, full_grads = run()
+    monkeypatch.setattr(modeling, "CE_CHUNK_ELEMENTS", 300 * 5)  # chunks of 5 rows, 29 rows in all
+    chunked, chunked_grads = run()
+    assert full.logits is not None and chunked.logits is None
+    torch.testing.assert_close(chunked.loss, full.loss, rtol=1e-6, atol=1e-6)
+    for a, b in zip(chunked_grads, full_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids, labels=labels, num_items_in_batch=40).loss, full.loss, rtol=1e-6,
+                                   atol=1e-6)
