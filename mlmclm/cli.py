@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-VERB_MODULES: list[str] = ["mlmclm.tasks", "mlmclm.finetune"]  # e.g. "mlmclm.pretrain": modules whose add_cli(subparsers) adds verbs
+VERB_MODULES: list[str] = ["mlmclm.tasks", "mlmclm.finetune"]  # modules whose add_cli(subparsers) adds verbs
 
 
 def _millions(n: int) -> str:

@@ -464,8 +464,9 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     for trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
-    jobs = [(trainer, [e for e in evaluated if not (run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json").exists()],
-             lr, seed) for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+    done = lambda t, lr, seed: (run_dir(cfg, ckpt.model_id, t, lr, seed) / "results.json").exists()  # noqa: E731
+    jobs = [(trainer, [e for e in evaluated if not done(e, lr, seed)], lr, seed)
+            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
     todo = [j for j in jobs if j[1]]
     names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
     data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}

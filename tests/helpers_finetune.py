@@ -27,13 +27,13 @@ def make_tokenizer(texts, vocab_size: int = 512) -> PreTrainedTokenizerFast:
                                    mask_token="<mask>")
 
 
-def make_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, **config) -> Path:
-    """A randomly initialised `tiny` MlmClmForMaskedLM and its tokenizer, saved as a pretraining run would."""
+def make_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, size: str = "tiny", **config) -> Path:
+    """A randomly initialised MlmClmForMaskedLM of `size` and its tokenizer, saved as a pretraining run would."""
     import torch
 
     tok = make_tokenizer(texts, vocab_size)
     torch.manual_seed(seed)
-    cfg = MlmClmConfig.from_size("tiny", vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+    cfg = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
                                  bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                                  mask_token_id=tok.mask_token_id, **config)
     MlmClmForMaskedLM(cfg).save_pretrained(path)

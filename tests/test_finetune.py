@@ -17,7 +17,8 @@ from mlmclm.finetune import (
     _encode_qa, _encode_tc, batch_plan, collate, info_nce, open_checkpoint, qa_answers, run_grid,
 )
 from mlmclm.results import load_run_tree
-from mlmclm.tasks import SUITES, build_offline, load_task
+from mlmclm.offline_suite import build_offline
+from mlmclm.tasks import SUITES, load_task
 
 GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
 

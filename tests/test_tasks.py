@@ -6,8 +6,9 @@ import json
 import pytest
 
 from helpers_finetune import write_offline_sources
-from mlmclm import tasks
-from mlmclm.tasks import SUITES, TaskError, build_offline, load_task, select_tasks
+from mlmclm import offline_suite, tasks
+from mlmclm.offline_suite import build_offline
+from mlmclm.tasks import SUITES, TaskError, load_task, select_tasks
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,8 @@ def offline(tmp_path_factory):
 
 def test_offline_build_writes_every_dataset_with_a_manifest(offline):
     data_dir, _, manifest = offline
-    assert set(manifest["datasets"]) == set(SUITES["offline"]) and manifest["build_version"] == tasks.BUILD_VERSION
+    assert set(manifest["datasets"]) == set(SUITES["offline"])
+    assert manifest["build_version"] == offline_suite.BUILD_VERSION
     on_disk = json.loads((data_dir / "offline" / "manifest.json").read_text())
     assert on_disk == manifest
     for name, entry in manifest["datasets"].items():
@@ -29,7 +31,7 @@ def test_offline_build_writes_every_dataset_with_a_manifest(offline):
         assert set(splits) == ({"validation", "test"} if task.train_on else {"train", "validation", "test"})
         for split, info in entry["splits"].items():
             assert info["examples"] == len(splits[split]) > 0
-            assert info["sha256"] == tasks.sha256(data_dir / "offline" / name / f"{split}.jsonl")
+            assert info["sha256"] == offline_suite.sha256(data_dir / "offline" / name / f"{split}.jsonl")
 
 
 def test_offline_build_is_cached_and_force_rebuilds(offline):
@@ -73,7 +75,7 @@ def test_offline_labels_and_brown_mapping(offline):
     second = next(r for r in spans if r["tokens"][0] == "Mr.")
     # Mr./np Smith/np of/in Atlanta's/np$ court/nn did/dod n't/* go/vb ./.
     assert second["tags"] == [1, 2, 0, 1, 0, 0, 0, 0, 0]
-    assert [tasks.brown_upos(t) for t in ("np-tl", "pps+bez", "*", "bedz*", "fw-nn", "nil", "ppss+md")] == [
+    assert [offline_suite.brown_upos(t) for t in ("np-tl", "pps+bez", "*", "bedz*", "fw-nn", "nil", "ppss+md")] == [
         "NOUN", "PRON", "ADV", "VERB", "X", "X", "PRON"]
 
 
@@ -86,9 +88,9 @@ def test_caps_are_a_fixed_subset(offline):
 
 def test_split_by_is_deterministic_and_fills_small_parts_first():
     items = [{"g": g, "i": i} for g in range(10) for i in range(g + 1)]
-    parts = tasks.split_by(items, key=lambda r: r["g"], fractions={"train": 0.8, "validation": 0.1, "test": 0.1})
-    assert parts == tasks.split_by(items, key=lambda r: r["g"], fractions={"train": 0.8, "validation": 0.1,
-                                                                           "test": 0.1})
+    fractions = {"train": 0.8, "validation": 0.1, "test": 0.1}
+    parts = offline_suite.split_by(items, key=lambda r: r["g"], fractions=fractions)
+    assert parts == offline_suite.split_by(items, key=lambda r: r["g"], fractions=fractions)
     groups = {name: {r["g"] for r in rows} for name, rows in parts.items()}
     assert all(groups.values()) and sum(len(g) for g in groups.values()) == 10
     assert not groups["train"] & groups["test"] and not groups["validation"] & groups["test"]
