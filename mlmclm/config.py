@@ -232,8 +232,8 @@ class FinetuneConfig:
 FINETUNE_SCALES: dict[str, dict] = {
     "tiny": dict(suite="offline", lrs=[1e-4, 1e-3], seeds=[0, 1], batch_size=8, eval_batch_size=32, max_steps=8,
                  max_length=128, max_train=256, max_eval=48, qa_stride=32),
-    "mini": dict(suite="offline", lrs=[1e-4, 3e-4, 1e-3], seeds=[0, 1, 2], batch_size=16, max_steps=150,
-                 max_length=256, max_train=4000, max_eval=400, qa_stride=64),
+    "mini": dict(suite="offline", lrs=[1e-4, 3e-4, 1e-3], seeds=[0, 1, 2], batch_size=16, max_steps=100,
+                 max_length=128, max_train=2000, max_eval=300, qa_stride=32),
     "small": dict(suite="offline", lrs=[5e-5, 1e-4, 2e-4, 5e-4], seeds=[0, 1, 2, 3, 4], batch_size=32,
                   max_steps=1000, max_length=512, max_eval=2000),
     "paper": dict(suite="paper"),

@@ -166,14 +166,12 @@ def _encode_sc(rows, tok, length, stride):
 def _encode_tc(rows, tok, length, stride):
     """Words are joined by spaces; a token belongs to the word holding its last character, and the first token of
     each word carries the word's tag (the others -100). Words cut off by truncation get no prediction."""
-    texts, word_of_char = [], []
+    texts = [" ".join(r["tokens"]) for r in rows]
+    word_of_char = []  # the word of every character of the joined text (-1: the space after a word)
     for r in rows:
-        text, owner = "", []
+        owner = []
         for w, word in enumerate(r["tokens"]):
-            if w:
-                text, owner = text + " ", owner + [-1]
-            text, owner = text + word, owner + [w] * len(word)
-        texts.append(text)
+            owner += [w] * len(word) + [-1]
         word_of_char.append(owner)
     enc = tok(texts, truncation=True, max_length=length, return_offsets_mapping=True)
     features, firsts = [], []

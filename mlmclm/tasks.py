@@ -192,7 +192,11 @@ def _hub_reader(data_dir):
             return read_jsonl(f)
         import datasets
 
-        return datasets.load_dataset(path, config, split=split)
+        try:
+            return datasets.load_dataset(path, config, split=split)
+        except Exception as e:  # no hub, no such dataset: one line, not a traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise TaskError(f"cannot load {path} {config or ''} {split} with datasets: {first}") from None
     return read
 
 
@@ -336,5 +340,5 @@ def _cli_list(args) -> int:
     for t in SUITES[args.suite].values():
         n = sizes.get(t.name, {}).get("splits")
         size = " / ".join(f"{s} {v['examples']:,}" for s, v in n.items()) if n else "-"
-        print(f"{t.group}  {t.name:<20} {t.metric:<13} {size:<40} {t.description}")
+        print(f"{t.group}  {t.name:<20} {t.metric:<13} {size:<48} {t.description}")
     return 0

@@ -204,6 +204,24 @@ def test_holdout_is_the_rows_of_datasets_train_test_split():
     assert train == list(split["train"]) and validation == list(split["test"])
 
 
+def test_tasks_list_shows_the_built_sizes(offline, capsys):
+    from mlmclm.cli import main
+
+    data_dir, _, manifest = offline
+    assert main(["tasks", "list", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(SUITES["offline"])
+    n = manifest["datasets"]["squad11"]["splits"]["train"]["examples"]
+    assert any(line.startswith("QA  squad11") and f"train {n}" in line for line in out)
+    assert main(["tasks", "list", "--suite", "paper"]) == 0
+    assert "conll2003_en" in capsys.readouterr().out
+
+
 def test_a_missing_mirror_file_is_one_line(tmp_path):
     with pytest.raises(TaskError, match=r"sst2/train.jsonl is missing \(the local mirror of nyu-mll/glue sst2 train\)"):
         load_task(SUITES["paper"]["sst2"], tmp_path)
+
+
+def test_the_paper_suite_without_a_hub_is_one_line():
+    with pytest.raises(TaskError, match=r"^cannot load nyu-mll/glue sst2 train with datasets: .*Hub"):
+        load_task(SUITES["paper"]["sst2"])
