@@ -15,7 +15,8 @@ import argparse
 import importlib
 import sys
 
-VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.bench"]  # modules whose add_cli(subparsers) adds verbs
+# modules whose add_cli(subparsers) adds verbs
+VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.tasks", "mlmclm.finetune", "mlmclm.bench"]
 
 
 def _millions(n: int) -> str:

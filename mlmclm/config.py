@@ -286,3 +286,83 @@ class PretrainConfig:
             raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 1..{schedule.total} steps")
         if self.checkpoint.every <= 0 or self.checkpoint.keep_last <= 0:
             raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")
+
+
+# ---- fine-tuning ----
+# The paper's downstream protocol (paper.md section 4) and its per-scale values; `mlmclm.finetune` runs it.
+FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
+PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
+
+
+@dataclass
+class FinetuneOptim:
+    """AdamW and its schedule as the paper's HF Trainer ran it: 10% linear warmup, then linear decay to 0."""
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-5
+    weight_decay: float = 0.1          # on matrices and embeddings; not on norms and biases (as HF Trainer)
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0         # HF Trainer's default clipping
+
+
+@dataclass
+class FinetuneConfig:
+    """One fine-tuning grid: which tasks, which learning rates x seeds, and the protocol's sizes."""
+    scale: str = "paper"
+    suite: Literal["paper", "offline"] = "paper"
+    groups: list[str] = field(default_factory=lambda: list(FINETUNE_GROUPS))
+    datasets: list[str] = field(default_factory=list)    # empty: every dataset of `groups`
+    lrs: list[float] = field(default_factory=lambda: list(PAPER_LRS))
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    max_steps: int = 1000              # at most this many steps or one epoch, whichever comes first; -1: one epoch
+    max_length: int | None = None   # None: 0.99 x the model's context, as EncodEval
+    max_train: int | None = None    # cap on training examples (a fixed random subset); None: all
+    max_eval: int | None = None     # cap on validation and on test examples (IR: queries); None: all
+    qa_stride: int = 128               # overlap of QA windows over long contexts, in tokens
+    qa_max_answer_tokens: int = 30
+    qa_n_best: int = 20
+    ir_logit_scale: float = 20.0       # InfoNCE: cosine similarity x 20 (sentence-transformers' default)
+    length_grouping: bool = True       # batches of similar lengths, padded to their own longest sequence
+    attention_backend: str | None = None   # None: the checkpoint's
+    data_dir: str | None = None     # offline: the built suite (default data/tasks); paper: a local hub mirror
+    results_dir: str = "results/runs"
+    optim: FinetuneOptim = field(default_factory=FinetuneOptim)
+
+    def validate(self):
+        bad = [g for g in self.groups if g not in FINETUNE_GROUPS]
+        if bad:
+            raise ConfigError(f"unknown task group {bad[0]!r}; choose from {', '.join(FINETUNE_GROUPS)}")
+        if not self.groups or not self.lrs or not self.seeds:
+            empty = next(n for n in ("groups", "lrs", "seeds") if not getattr(self, n))
+            raise ConfigError(f"the fine-tuning grid is empty: no {empty}")
+        if any(lr <= 0 for lr in self.lrs):
+            raise ConfigError(f"lrs must be positive, got {self.lrs}")
+        for name in ("batch_size", "eval_batch_size", "qa_max_answer_tokens", "qa_n_best"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ConfigError(f"max_steps must be positive or -1 (one epoch), got {self.max_steps}")
+        if self.max_length is not None and self.max_length < 16:
+            raise ConfigError(f"max_length must be at least 16 tokens, got {self.max_length}")
+        if self.max_length is not None and not 0 <= self.qa_stride < self.max_length // 2:
+            raise ConfigError(f"qa_stride ({self.qa_stride}) must be below half of max_length ({self.max_length})")
+
+
+# Per-scale values: `tiny` for tests, `mini` the CPU main job, `small` one GPU, `paper` the paper's protocol.
+FINETUNE_SCALES: dict[str, dict] = {
+    "tiny": dict(suite="offline", lrs=[1e-4, 1e-3], seeds=[0, 1], batch_size=8, eval_batch_size=32, max_steps=8,
+                 max_length=128, max_train=256, max_eval=48, qa_stride=32),
+    "mini": dict(suite="offline", lrs=[1e-4, 3e-4, 1e-3], seeds=[0, 1, 2], batch_size=16, max_steps=100,
+                 max_length=128, max_train=2000, max_eval=300, qa_stride=32),
+    "small": dict(suite="offline", lrs=[5e-5, 1e-4, 2e-4, 5e-4], seeds=[0, 1, 2, 3, 4], batch_size=32,
+                  max_steps=1000, max_length=512, max_eval=2000),
+    "paper": dict(suite="paper"),
+}
+
+
+def finetune_config(scale: str, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
+    """The fine-tuning config of `scale` with `key=value` overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
+    if scale not in FINETUNE_SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(FINETUNE_SCALES)}")
+    return load_config(FinetuneConfig, {"scale": scale, **_deepcopy(FINETUNE_SCALES[scale])}, overrides)

@@ -75,8 +75,7 @@ def fetch(kind: str, name: str, version: str | None = None, cache: Path | None =
             download.mkdir()
             what = f"{kind} package {name}{'==' + version if version else ''}"
             if kind == "pypi":
-                _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q", "-d",
-                      str(download), f"{name}=={version}" if version else name], tmp, what, "pip download")
+                _pip_download(f"{name}=={version}" if version else name, download, tmp, what, cache)
             elif kind == "npm":
                 _run(["npm", "pack", "--silent", f"{name}@{version}" if version else name], download, what, "npm pack")
             else:
@@ -86,6 +85,22 @@ def fetch(kind: str, name: str, version: str | None = None, cache: Path | None =
             (tmp / ".complete").write_text(sha256(file) + "\n")
     file = next((folder / "download").iterdir())
     return Artifact(kind, name, version, file, folder / "unpacked", done.read_text().strip())
+
+
+# pip >= 25.1 refuses to download an sdist whose metadata declares a direct URL dependency, even with --no-deps
+# (bigbench==1.0.0 declares `bleurt @ file://...`); pip 25.0.1, run from its own wheel, still downloads it.
+LEGACY_PIP = "25.0.1"
+
+
+def _pip_download(spec: str, dest: Path, cwd: Path, what: str, cache: Path) -> None:
+    args = ["download", "--no-deps", "--no-build-isolation", "-q", "-d", str(dest), spec]
+    try:
+        _run([sys.executable, "-m", "pip", *args], cwd, what, "pip download")
+    except FetchError as e:
+        if " depends on " not in str(e) or " @ " not in str(e):
+            raise
+        legacy = fetch("pypi", "pip", LEGACY_PIP, cache).file  # a wheel is runnable: python pip.whl/pip
+        _run([sys.executable, str(legacy / "pip"), *args], cwd, what, f"pip {LEGACY_PIP} download")
 
 
 def _unpack(file: Path, dest: Path) -> None:

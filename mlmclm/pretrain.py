@@ -21,16 +21,15 @@ import csv
 import hashlib
 import json
 import logging
-import math
+import re
 import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from . import corpus
-from .config import ConfigError, PretrainConfig, load_config, to_dict, to_yaml
+from .config import ConfigError, PretrainConfig, load_config, to_yaml
 from .configuration import MlmClmConfig
 from .io import provenance, write_json, write_text
 from .modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -133,6 +132,26 @@ def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
     if step not in steps:
         raise ConfigError(f"{path} has no checkpoint at step {step}; it has steps {', '.join(map(str, steps))}")
     return path / f"step_{step:06d}"
+
+
+def pretrained_model(path: str | Path) -> tuple[Path, str, int] | None:
+    """For a pretraining run's checkpoint folder (`checkpoints/<scale>/<run_id>`, its last checkpoint), one of its
+    `step_NNNNNN` folders, or that folder's `hf/`: (the transformers folder, the model id, the step). The model id is
+    the run id for the run's last checkpoint and `<run_id>-<step>` for an intermediate one, as the paper's names.
+    None when `path` is not such a folder."""
+    path = Path(path)
+    if path.name == "hf" and re.fullmatch(r"step_\d+", path.parent.name):
+        path = path.parent
+    if not re.fullmatch(r"step_\d+", path.name):
+        if not checkpoint_steps(path):
+            return None
+        path = find_checkpoint(path)
+    if not (path / "hf" / "config.json").is_file():
+        return None
+    step = int(path.name.split("_")[1])
+    run_id = path.parent.name
+    last = checkpoint_steps(path.parent)[-1]
+    return path / "hf", (run_id if step == last else f"{run_id}-{step}"), step
 
 
 def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:

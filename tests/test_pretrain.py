@@ -100,6 +100,11 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     assert json.loads((clm_export / "config.json").read_text())["architectures"] == ["MlmClmForCausalLM"]
     assert AutoModelForCausalLM.from_pretrained(clm_export).config.is_causal
     assert AutoTokenizer.from_pretrained(last).mask_token == "<|mask|>"
+    # fine-tuning reads a run's checkpoints under the paper's names: the run id, and -<step> for intermediate ones
+    from mlmclm.finetune import open_checkpoint
+    run_ckpts = Path(cfg.checkpoints_dir) / "test" / "t"
+    assert (open_checkpoint(run_ckpts).model_id, open_checkpoint(run_ckpts).step) == ("t", 24)
+    assert (open_checkpoint(run_ckpts / "step_000006").model_id, open_checkpoint(clm_export).step) == ("t-6", 6)
     # idempotent: a second run of the same config does nothing
     stamp = (run_dir / "pretrain.csv").stat().st_mtime_ns
     pretrain(cfg)

