@@ -24,5 +24,11 @@ test: $(STAMP)
 figures: $(STAMP)
 	$(VENV)/bin/mlmclm figures
 
+# Benchmarks (results/bench/*.csv): side by side in one process, medians and ratios.
+bench: $(STAMP)
+	$(VENV)/bin/mlmclm bench pretrain
+	$(VENV)/bin/mlmclm bench memory
+	$(VENV)/bin/mlmclm bench notebooks
+
 clean-venv:
 	rm -rf $(VENV)

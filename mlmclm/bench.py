@@ -3,11 +3,13 @@ medians and ratios. Results go to `results/bench/<name>.csv` with hardware and v
 
     mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 7]
     mlmclm bench memory [--size mini-m] [--vocab 128256]
+    mlmclm bench notebooks
 
 Pretraining step throughput (forward, backward, AdamW step) of:
 - mlmclm MLM (40% masking) with the sparse head vs the same model with a dense head, and vs transformers'
   `EuroBertForMaskedLM` of the same shape (dense logits);
-- mlmclm CLM vs transformers' `LlamaForCausalLM` of the same shape.
+- mlmclm CLM vs transformers' `LlamaForCausalLM` of the same shape;
+- mlmclm MLM and CLM with each attention backend this CPU runs (sdpa, eager, kernels).
 Peak memory of one CLM training step (forward + backward) at the paper's 128k vocabulary, each variant in a fresh
 process (the growth of the process's peak resident memory over what it held before the step).
 """
@@ -73,17 +75,28 @@ def _steps(size: str, seq_len: int, batch: int, seed: int = 0):
         logits = model(mlm_inputs).logits
         return F.cross_entropy(logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=IGNORE)
 
-    return config, {
-        "mlmclm MLM40 sparse head": trainer(MlmClmForMaskedLM(config), lambda m: m(
-            mlm_inputs, labels=mlm_labels, is_causal=False).loss),
-        "mlmclm MLM40 dense head": trainer(MlmClmForMaskedLM(config), dense_mlm),
+    def ours(backend="sdpa"):
+        model = MlmClmForMaskedLM(config)
+        model.set_attention_backend(backend)
+        return model
+
+    steps = {
+        "mlmclm MLM40 sparse head": trainer(ours(), lambda m: m(mlm_inputs, labels=mlm_labels, is_causal=False).loss),
+        "mlmclm MLM40 dense head": trainer(ours(), dense_mlm),
         "transformers EuroBertForMaskedLM MLM40": trainer(_hf_twin(config, "eurobert"), lambda m: m(
             mlm_inputs, labels=mlm_labels).loss),
-        "mlmclm CLM": trainer(MlmClmForMaskedLM(config), lambda m: m(ids, labels=clm_labels, is_causal=True).loss),
+        "mlmclm CLM": trainer(ours(), lambda m: m(ids, labels=clm_labels, is_causal=True).loss),
         "transformers LlamaForCausalLM CLM": trainer(_hf_twin(config, "llama"), lambda m: m(ids, labels=ids).loss),
     }
+    for backend in BACKENDS_ON_CPU[1:]:  # the other attention backends this machine runs (sdpa is above)
+        steps[f"mlmclm MLM40 sparse head [{backend}]"] = trainer(ours(backend), lambda m: m(
+            mlm_inputs, labels=mlm_labels, is_causal=False).loss)
+        steps[f"mlmclm CLM [{backend}]"] = trainer(ours(backend), lambda m: m(ids, labels=clm_labels,
+                                                                                  is_causal=True).loss)
+    return config, steps
 
 
+BACKENDS_ON_CPU = ("sdpa", "eager", "kernels")  # flex has no backward pass on CPU
 RATIOS = [("MLM40 sparse / dense head", "mlmclm MLM40 sparse head", "mlmclm MLM40 dense head"),
           ("MLM40 mlmclm / EuroBertForMaskedLM", "mlmclm MLM40 sparse head", "transformers EuroBertForMaskedLM MLM40"),
           ("CLM mlmclm / LlamaForCausalLM", "mlmclm CLM", "transformers LlamaForCausalLM CLM")]
@@ -107,7 +120,10 @@ def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16
         for name, med in medians.items():
             rows.append({"bench": "pretrain_step", "size": size, "variant": name, "seq_len": seq_len, "batch": batch,
                          "median_s": f"{med:.5f}", "tokens_per_s": f"{tokens / med:.0f}", "reps": reps})
-        for label, num, den in RATIOS:
+        ratios = list(RATIOS) + [(f"{obj} {backend} / sdpa", f"{name} [{backend}]", name)
+                                 for backend in BACKENDS_ON_CPU[1:]
+                                 for obj, name in (("MLM40", "mlmclm MLM40 sparse head"), ("CLM", "mlmclm CLM"))]
+        for label, num, den in ratios:
             rows.append({"bench": "pretrain_ratio", "size": size, "variant": label, "seq_len": seq_len,
                          "batch": batch, "ratio": f"{medians[den] / medians[num]:.3f}", "reps": reps})
     return rows
@@ -153,6 +169,17 @@ def bench_memory(size: str = "mini-m", vocab: int = 128_256, seq_len: int = 128,
     return rows
 
 
+def bench_notebooks(reps: int = 1) -> list[dict]:
+    """Wall time of `mlmclm figures` (all five notebooks: every figure and table), in a fresh process."""
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mlmclm.notebooks"], cwd=ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm figures (5 notebooks)",
+             "median_s": f"{statistics.median(times):.1f}", "reps": reps}]
+
+
 def write_rows(name: str, rows: list[dict]) -> Path:
     path = ROOT / "results" / "bench" / f"{name}.csv"
     hw, ver = hardware(), versions()
@@ -192,6 +219,13 @@ def _memory_cli(args) -> int:
     return 0
 
 
+def _notebooks_cli(args) -> int:
+    rows = bench_notebooks(args.reps)
+    path = write_rows("notebooks", rows)
+    print(f"{rows[0]['variant']}: {rows[0]['median_s']} s (median of {args.reps})\nwritten: {path.relative_to(ROOT)}")
+    return 0
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks (side by side, medians and ratios)")
     b = p.add_subparsers(dest="bench", required=True)
@@ -208,3 +242,6 @@ def add_cli(sub) -> None:
     mem.add_argument("--seq-len", type=int, default=128)
     mem.add_argument("--batch", type=int, default=16)
     mem.set_defaults(run=_memory_cli)
+    nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
+    nb.add_argument("--reps", type=int, default=1)
+    nb.set_defaults(run=_notebooks_cli)
