@@ -287,47 +287,50 @@ class MlmClmForCausalLM(_MlmClmLanguageModel):
         return CausalLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
 
 
-class MlmClmForSequenceClassification(MlmClmPreTrainedModel):
+class _LinearHeadModel(MlmClmPreTrainedModel):
+    """Body + one linear layer over `_features(hidden states)`; subclasses choose the features and the loss."""
+
+    output_class = None
+
+    def __init__(self, config: MlmClmConfig):
+        super().__init__(config)
+        self.model = MlmClmModel(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
+                labels=None, is_causal: bool | None = None, output_hidden_states=False, **kwargs):
+        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
+                         output_hidden_states=output_hidden_states)
+        logits = self.classifier(self._features(out.last_hidden_state, attention_mask))
+        loss = None if labels is None else self._loss(logits, labels)
+        return self.output_class(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class MlmClmForSequenceClassification(_LinearHeadModel):
     """Mean pooling over real tokens, then a linear layer. One label: regression (MSE); more: cross-entropy."""
 
-    def __init__(self, config: MlmClmConfig):
-        super().__init__(config)
-        self.model = MlmClmModel(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
+    output_class = SequenceClassifierOutput
 
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
-                labels=None, is_causal: bool | None = None, output_hidden_states=False,
-                **kwargs) -> SequenceClassifierOutput:
-        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
-                         output_hidden_states=output_hidden_states)
-        logits = self.classifier(mean_pool(out.last_hidden_state, attention_mask))
-        loss = None
-        if labels is not None:
-            loss = (F.mse_loss(logits.squeeze(-1).float(), labels.float()) if self.config.num_labels == 1
-                    else F.cross_entropy(logits.float(), labels))
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+    def _features(self, hidden, attention_mask):
+        return mean_pool(hidden, attention_mask)
+
+    def _loss(self, logits, labels):
+        if self.config.num_labels == 1:
+            return F.mse_loss(logits.squeeze(-1).float(), labels.float())
+        return F.cross_entropy(logits.float(), labels)
 
 
-class MlmClmForTokenClassification(MlmClmPreTrainedModel):
+class MlmClmForTokenClassification(_LinearHeadModel):
     """A linear layer on every token; labels of -100 (padding, non-first sub-words) are ignored."""
 
-    def __init__(self, config: MlmClmConfig):
-        super().__init__(config)
-        self.model = MlmClmModel(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
+    output_class = TokenClassifierOutput
 
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
-                labels=None, is_causal: bool | None = None, output_hidden_states=False,
-                **kwargs) -> TokenClassifierOutput:
-        out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
-                         output_hidden_states=output_hidden_states)
-        logits = self.classifier(out.last_hidden_state)
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+    def _features(self, hidden, attention_mask):
+        return hidden
+
+    def _loss(self, logits, labels):
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
 
 
 class MlmClmForQuestionAnswering(MlmClmPreTrainedModel):
