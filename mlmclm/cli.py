@@ -16,7 +16,7 @@ import importlib
 import sys
 
 # modules whose add_cli(subparsers) adds verbs
-VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.tasks", "mlmclm.finetune", "mlmclm.bench"]
+VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.tasks", "mlmclm.finetune", "mlmclm.studies", "mlmclm.bench"]
 
 
 def _millions(n: int) -> str:

@@ -192,6 +192,7 @@ class DataSpec:
     seq_len: int = 128
     document_masking: bool = False          # attention within documents only (off, as the paper's code)
     seed: int = 0                           # document shuffle and block order
+    offset: int = 0                         # step s reads samples offset + (s-1) x batch_size ... (CPT: new data)
     root: str = "data"                      # cache of corpora, tokenizers and shards
 
     def validate(self):
@@ -349,20 +350,48 @@ class FinetuneConfig:
             raise ConfigError(f"qa_stride ({self.qa_stride}) must be below half of max_length ({self.max_length})")
 
 
-# Per-scale values: `tiny` for tests, `mini` the CPU main job, `small` one GPU, `paper` the paper's protocol.
-FINETUNE_SCALES: dict[str, dict] = {
-    "tiny": dict(suite="offline", lrs=[1e-4, 1e-3], seeds=[0, 1], batch_size=8, eval_batch_size=32, max_steps=8,
-                 max_length=128, max_train=256, max_eval=48, qa_stride=32),
-    "mini": dict(suite="offline", lrs=[1e-4, 3e-4, 1e-3], seeds=[0, 1, 2], batch_size=16, max_steps=100,
-                 max_length=128, max_train=2000, max_eval=300, qa_stride=32),
-    "small": dict(suite="offline", lrs=[5e-5, 1e-4, 2e-4, 5e-4], seeds=[0, 1, 2, 3, 4], batch_size=32,
-                  max_steps=1000, max_length=512, max_eval=2000),
-    "paper": dict(suite="paper"),
-}
+# ---- scales ----
+SCALES_DIR = Path(__file__).parent / "configs" / "scales"
+
+
+@dataclass
+class ScaleConfig:
+    """What a scale maps the paper's units onto (`mlmclm/configs/scales/<scale>.yaml`): the sizes, the steps per
+    1,000 of the paper's steps, the template of every pretraining run (data, batch, optimizer) and the fine-tuning
+    grids. `mlmclm.studies` writes the five studies in the paper's units and this maps them."""
+    scale: str = "tiny"
+    purpose: str = ""                       # who it is for and on what hardware (printed by `study plan`)
+    run_config: str = "tiny.yaml"           # the template of every pretraining run, in mlmclm/configs/
+    sizes: list[str] = field(default_factory=lambda: ["tiny-s", "tiny-m", "tiny-l"])  # the paper's 210M/610M/1B
+    steps_per_k: int = 1                    # this scale's steps for 1,000 of the paper's steps
+    cpt_warmup_k: float = 0.0               # warmup of continued pretraining, in thousands of the paper's steps
+    finetune: dict = field(default_factory=dict)     # FinetuneConfig fields: the grid of every evaluated model
+    stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s grid
+
+    def validate(self):
+        if len(self.sizes) != 3:
+            raise ConfigError(f"sizes must name three model sizes (the paper's 210M, 610M and 1B), got {self.sizes}")
+        if self.steps_per_k <= 0:
+            raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
+        from .configuration import SIZES
+
+        bad = [s for s in self.sizes if s not in SIZES]
+        if bad:
+            raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
+
+
+def scale_names() -> list[str]:
+    return sorted(p.stem for p in SCALES_DIR.glob("*.yaml"))
+
+
+def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfig:
+    """The scale `scale` (tiny, mini, small, paper) with dotted overrides (`steps_per_k=5`)."""
+    if not (SCALES_DIR / f"{scale}.yaml").is_file():
+        raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(scale_names())}")
+    return load_config(ScaleConfig, SCALES_DIR / f"{scale}.yaml", overrides)
 
 
 def finetune_config(scale: str, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
     """The fine-tuning config of `scale` with `key=value` overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
-    if scale not in FINETUNE_SCALES:
-        raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(FINETUNE_SCALES)}")
-    return load_config(FinetuneConfig, {"scale": scale, **_deepcopy(FINETUNE_SCALES[scale])}, overrides)
+    data = {"scale": scale, **_deepcopy(scale_config(scale).finetune)}
+    return load_config(FinetuneConfig, data, overrides)

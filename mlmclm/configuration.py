@@ -26,6 +26,12 @@ SIZES: dict[str, dict] = {
     # Scale sizes (vocabulary of the locally trained tokenizer; the scale's data config may override it).
     "tiny": dict(num_hidden_layers=2, hidden_size=64, intermediate_size=192, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=2048, max_position_embeddings=256),
+    "tiny-s": dict(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                   num_key_value_heads=1, vocab_size=512, max_position_embeddings=128),
+    "tiny-m": dict(num_hidden_layers=2, hidden_size=48, intermediate_size=128, num_attention_heads=4,
+                   num_key_value_heads=2, vocab_size=512, max_position_embeddings=128),
+    "tiny-l": dict(num_hidden_layers=2, hidden_size=64, intermediate_size=192, num_attention_heads=4,
+                   num_key_value_heads=2, vocab_size=512, max_position_embeddings=128),
     "mini-s": dict(num_hidden_layers=4, hidden_size=96, intermediate_size=256, num_attention_heads=4,
                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
     "mini-m": dict(num_hidden_layers=5, hidden_size=128, intermediate_size=352, num_attention_heads=4,

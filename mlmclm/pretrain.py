@@ -4,7 +4,7 @@
 
 One model (`MlmClmForMaskedLM`: body + output layer, sparse loss over labelled positions) trains under every
 objective: CLM feeds it next-token labels with causal attention, MLM masked-token labels with bidirectional attention.
-A run's step s reads global samples (s-1)*B .. s*B-1 of the token stream and draws its masks from a generator seeded
+A run's step s reads global samples o+(s-1)*B .. o+s*B-1 of the token stream (o = data.offset) and draws its masks from a generator seeded
 by (seed, s): the data and masks of a step do not depend on how many processes run it or on where it was resumed.
 
 Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.csv, meta.json. Checkpoints
@@ -319,7 +319,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
         lr = schedule.lr_at(step)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        ids = torch.from_numpy(blocks.batch((step - 1) * cfg.batch_size, cfg.batch_size)).to(device)
+        ids = torch.from_numpy(blocks.batch(cfg.data.offset + (step - 1) * cfg.batch_size, cfg.batch_size)).to(device)
         inputs, labels = _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device)
         total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
         docs = torch.cumsum(ids == bos, dim=1) if cfg.data.document_masking else None

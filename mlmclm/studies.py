@@ -1,0 +1,589 @@
+"""The paper's five studies, written once in the paper's units and mapped onto every scale.
+
+    mlmclm study plan all --scale paper        # runs, shared segments, fine-tuning runs, compute
+    mlmclm study run biphasic --scale mini     # trains and fine-tunes what is missing; safe to interrupt
+
+A study is a set of pretraining runs and of evaluated checkpoints, in the paper's units: thousands of steps ("k")
+of a 42k-step warmup-stable-decay schedule (2k warmup, 2k decay). A scale (`mlmclm/configs/scales/<scale>.yaml`)
+says how many of its steps a k is, which three sizes stand for 210M/610M/1B, the template of every run (data, batch,
+optimizer) and the fine-tuning grids. Runs share prefixes as in the paper: a run that continues another starts from
+that run's checkpoint (biphasic runs from the CLM run's checkpoints before any decay, shorter budgets from the base
+runs' stable phase, CPT from the decayed final checkpoints), so no segment is trained twice.
+
+Completeness lives in the results: a run is complete when its meta.json says so, an evaluation when every
+results.json of its grid exists. Checkpoints are only needed for work still to do; a missing one is retrained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import ConfigError, PretrainConfig, ScaleConfig, load_config, scale_config
+from .io import ROOT
+
+STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
+NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
+                  "04_biphasic": "biphasic", "05_cpt": "cpt"}
+
+# ---- the paper's units (paper.md, section 3): thousands of steps ----
+TOTAL, WARMUP, DECAY = 42, 2, 2
+OBJECTIVES = ("clm", "mlm20", "mlm30", "mlm40", "mlm50")
+MAIN = "mlm40"                                   # the MLM of every later study (610M + 40%)
+INTERMEDIATE = (1, 2, 5, 10, 20, 40)             # (b) evaluated checkpoints of the middle size's CLM and MLM-40 runs
+BUDGETS = {12: (0, 3, 6, 9, 12), 22: (0, 5, 11, 17, 22), 42: (0, 10, 21, 32, 42)}  # (d) CLM steps of each split
+SWITCH = 40                                      # (d) CLM 40k + MLM 2k at every masking ratio
+CPT = (2, 12, 22)                                # (e) MLM-40 continued pretraining of the decayed CLM and MLM-40 runs
+PAPER_ACCOUNTING = {  # paper.md, section 2 and 3: what the paper says it trained
+    "models": "15 base + 17 PFS + 6 CPT = 38 final models, + 12 intermediate checkpoints = 50 evaluated",
+    "gpu_hours": {"base": 81_000, "biphasic": 16_000, "cpt": 4_000, "finetune": 9_000},
+    "steps": {"base": 15 * 42_000, "biphasic": 120_000, "cpt": 26_000},
+    "finetune_runs": 15_120,
+}
+
+
+def step_token(steps: int) -> str:
+    """Steps as in the paper's model names: 42000 -> "42k"; a scale's own counts stay as they are (420)."""
+    return f"{steps // 1000}k" if steps and steps % 1000 == 0 else str(steps)
+
+
+@dataclass
+class Run:
+    """One pretraining run: phases from `start` (the parent's checkpoint) to `total`, in this scale's steps."""
+    run_id: str
+    size: str
+    phases: list[tuple[str, int]]
+    part: str                                    # base, biphasic or cpt (the paper's accounting)
+    parent: str | None = None                    # the run whose checkpoint this one starts from
+    parent_step: int | None = None
+    optimizer: bool = False                      # carries the parent's optimizer and step count on
+    warmup: int = 0
+    decay: int = 0
+    offset: int = 0                              # first sample of the data stream, in steps of the run's batch
+    checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
+    studies: set[str] = field(default_factory=set)
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.phases)
+
+    @property
+    def start(self) -> int:
+        return self.parent_step if self.optimizer else 0
+
+    @property
+    def trained(self) -> int:
+        return self.total - self.start
+
+
+@dataclass
+class Evaluation:
+    """A fine-tuning grid on one checkpoint: a run's final one (step None) or an intermediate one."""
+    run_id: str
+    step: int | None
+    grid: str                                    # "default" or "stability"
+    studies: set[str] = field(default_factory=set)
+
+    @property
+    def model_id(self) -> str:
+        return self.run_id if self.step is None else f"{self.run_id}-{self.step}"
+
+
+@dataclass
+class Plan:
+    scale: ScaleConfig
+    runs: dict[str, Run]                         # in training order: parents before children
+    evaluations: dict[tuple[str, str], Evaluation]
+
+    def for_studies(self, names) -> "Plan":
+        """The part of the plan that `names` need: their evaluations, their runs and every run those start from."""
+        evals = {k: e for k, e in self.evaluations.items() if e.studies & set(names)}
+        keep = {r for r, run in self.runs.items() if run.studies & set(names)} | {e.run_id for e in evals.values()}
+        todo = list(keep)
+        while todo:
+            parent = self.runs[todo.pop()].parent
+            if parent and parent not in keep:
+                keep.add(parent)
+                todo.append(parent)
+        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals)
+
+
+class _Builder:
+    def __init__(self, scale: ScaleConfig):
+        self.s, self.runs, self.evals = scale, {}, {}
+
+    def k(self, thousands: float) -> int:
+        return round(thousands * self.s.steps_per_k)
+
+    def add(self, study: str, run: Run) -> Run:
+        old = self.runs.get(run.run_id)
+        if old is None:
+            self.runs[run.run_id] = run
+            old = run
+        elif (old.phases, old.parent, old.parent_step, old.optimizer) != (run.phases, run.parent, run.parent_step,
+                                                                          run.optimizer):
+            raise ValueError(f"two studies define run {run.run_id} differently")
+        old.studies.add(study)
+        if old.parent:
+            self.runs[old.parent].checkpoints.add(old.parent_step)
+        return old
+
+    def evaluate(self, study: str, run: Run, step: int | None = None, grid: str = "default") -> None:
+        if step is not None:
+            run.checkpoints.add(step)
+        e = self.evals.setdefault((run.run_id if step is None else f"{run.run_id}-{step}", grid),
+                                  Evaluation(run.run_id, step, grid))
+        e.studies.add(study)
+
+    # ---- run names and shapes (design.md, "Names") ----
+    def base(self, study: str, size: str, objective: str) -> Run:
+        t = self.k(TOTAL)
+        return self.add(study, Run(f"{size}-{objective}-{step_token(t)}", size, [(objective, t)], "base",
+                                   warmup=self.k(WARMUP), decay=self.k(DECAY)))
+
+    def budget(self, study: str, size: str, budget: int, clm: int) -> Run:
+        """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end."""
+        if budget == TOTAL and clm in (0, TOTAL):
+            return self.base(study, size, "clm" if clm else MAIN)
+        b, c = self.k(budget), self.k(clm)
+        if clm in (0, budget):  # one objective, a shorter budget: the base run's stable phase, then its own decay
+            objective = "clm" if clm else MAIN
+            parent = self.base(study, size, objective)
+            return self.add(study, Run(f"{size}-{objective}-{step_token(b)}", size, [(objective, b)], "biphasic",
+                                       parent.run_id, b - self.k(DECAY), True, self.k(WARMUP), self.k(DECAY)))
+        parent = self.base(study, size, "clm")
+        return self.add(study, Run(f"{size}-clm-{step_token(c)}-{MAIN}-{step_token(b)}", size,
+                                   [("clm", c), (MAIN, b - c)], "biphasic", parent.run_id, c, True,
+                                   self.k(WARMUP), self.k(DECAY)))
+
+    def cpt(self, study: str, size: str, objective: str, steps: int) -> Run:
+        """MLM-40 continued from the decayed final checkpoint of the base run of `objective`, for `steps` k steps:
+        a fresh optimizer, its own schedule (`cpt_warmup_k` warmup, constant, 2k decay) and data after the base
+        run's. A shorter run starts from the longest one's checkpoint before its decay when the schedules agree."""
+        base = self.base(study, size, objective)
+        t, n, longest = base.total, self.k(steps), self.k(max(CPT))
+        name = lambda m: f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
+        warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
+        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t)
+        if n == longest or n - decay <= warmup:
+            return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=base.run_id, parent_step=t, **common))
+        root = self.cpt(study, size, objective, max(CPT))
+        return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
+                                   optimizer=True, **common))
+
+
+def build_plan(scale: ScaleConfig | str) -> Plan:
+    """Every study at `scale`: the runs (merged by id; their named checkpoints are the union of what every study
+    needs, so a run's config does not depend on which study asked first) and the evaluations."""
+    s = scale_config(scale) if isinstance(scale, str) else scale
+    b = _Builder(s)
+    small, middle, large = s.sizes
+    # (a) MLM vs CLM across sizes: 3 sizes x {CLM, MLM 20/30/40/50%}
+    for size in s.sizes:
+        for objective in OBJECTIVES:
+            b.evaluate("scaling", b.base("scaling", size, objective))
+    # (b) data efficiency: the middle size's CLM and MLM-40 runs at intermediate checkpoints, and at the end
+    for objective in ("clm", MAIN):
+        run = b.base("data_efficiency", middle, objective)
+        for k in INTERMEDIATE:
+            b.evaluate("data_efficiency", run, b.k(k))
+        b.evaluate("data_efficiency", run)
+    # (c) stability: the learning-rate x seed grid of those two models
+    for objective in ("clm", MAIN):  # a scale whose default grid is the paper's needs no second grid
+        b.evaluate("stability", b.base("stability", middle, objective), grid="stability" if s.stability else "default")
+    # (d) biphasic: budgets x CLM shares, and CLM 40k + MLM 2k at every masking ratio beside MLM-only
+    for budget, splits in BUDGETS.items():
+        for clm in splits:
+            b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
+    clm_run = b.base("biphasic", middle, "clm")
+    for objective in OBJECTIVES[1:]:
+        b.evaluate("biphasic", b.base("biphasic", middle, objective))
+        t, switch = b.k(TOTAL), b.k(SWITCH)
+        run = b.add("biphasic", Run(f"{middle}-clm-{step_token(switch)}-{objective}-{step_token(t)}", middle,
+                                    [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id, switch,
+                                    True, b.k(WARMUP), b.k(DECAY)))
+        b.evaluate("biphasic", run)
+    # (e) CPT: the decayed CLM and MLM-40 models continued with MLM-40
+    for objective in ("clm", MAIN):
+        b.evaluate("cpt", b.base("cpt", middle, objective))
+        for steps in CPT:
+            b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
+    return Plan(s, _training_order(b.runs), b.evals)
+
+
+def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
+    order, seen = [], set()
+
+    def visit(r: Run):
+        if r.run_id in seen:
+            return
+        if r.parent:
+            visit(runs[r.parent])
+        seen.add(r.run_id)
+        order.append(r)
+    for r in runs.values():
+        visit(r)
+    return {r.run_id: r for r in order}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configs of the runs and grids
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Paths:
+    results: Path = ROOT / "results" / "runs"
+    checkpoints: Path = ROOT / "checkpoints"
+    data: Path = ROOT / "data"
+
+
+def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
+    """The resolved pretraining config of `run`: the scale's template with the run's shape."""
+    import yaml
+
+    s = plan.scale
+    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / s.run_config).read_text())
+    named = sorted(c for c in run.checkpoints if c < run.total)
+    template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
+                    results_dir=_rel(paths.results), checkpoints_dir=_rel(paths.checkpoints))
+    template.setdefault("model", {})["size"] = run.size
+    template.setdefault("data", {}).update(root=_rel(paths.data), offset=run.offset * template.get("batch_size", 16))
+    template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
+    template.setdefault("checkpoint", {})["steps"] = named
+    if run.parent:
+        template["init"] = {"kind": "run", "path": _rel(paths.checkpoints / s.scale / run.parent),
+                            "step": run.parent_step, "optimizer": run.optimizer}
+    return load_config(PretrainConfig, template)
+
+
+def _rel(path: Path) -> str:
+    """A folder as run configs name it: relative to the repository when inside it (runs are started from there, so
+    a clone elsewhere resolves the same config), else absolute."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
+    from .config import finetune_config
+
+    overrides = [f"results_dir={_rel(paths.results)}"] + ([f"data_dir={_rel(data_dir)}"] if data_dir else [])
+    if grid == "stability":
+        overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
+    return finetune_config(plan.scale.scale, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# State: what is complete
+# ---------------------------------------------------------------------------------------------------------------
+def run_complete(run: Run, plan: Plan, paths: Paths) -> bool:
+    meta = paths.results / plan.scale.scale / run.run_id / "meta.json"
+    return meta.is_file() and json.loads(meta.read_text()).get("status") == "complete"
+
+
+def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
+    return paths.checkpoints / plan.scale.scale / run_id / f"step_{step:06d}"
+
+
+def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
+    return (checkpoint_dir(plan, paths, run_id, step) / "hf" / "config.json").is_file()
+
+
+def missing_results(e: Evaluation, cfg) -> int:
+    from .finetune import plan_grid, run_dir
+
+    return sum(not (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json").is_file()
+               for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
+
+
+def work(plan: Plan, paths: Paths, data_dir: Path | None = None) -> tuple[list[Run], list[Evaluation], dict]:
+    """What to do: the runs to train (in order), the evaluations to run, and for each run to train the named
+    checkpoints that later work needs. A run is trained when it is incomplete, or when work still to do needs one
+    of its checkpoints and it is not on disk (then the runs it starts from may be needed too)."""
+    grids = {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
+    evals = [e for e in plan.evaluations.values() if missing_results(e, grids[e.grid])]
+    needs = {(e.run_id, e.step if e.step is not None else plan.runs[e.run_id].total) for e in evals}
+    train = {r.run_id for r in plan.runs.values() if not run_complete(r, plan, paths)}
+    while True:
+        needs |= {(plan.runs[r].parent, plan.runs[r].parent_step) for r in train if plan.runs[r].parent}
+        more = {run_id for run_id, step in needs if run_id not in train and not has_checkpoint(plan, paths, run_id,
+                                                                                               step)}
+        if not more:
+            break
+        train |= more
+    wanted = {r: sorted(step for run_id, step in needs if run_id == r) for r in train}
+    return [r for r in plan.runs.values() if r.run_id in train], evals, wanted
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------------------------
+def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
+    """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it."""
+    import shutil
+
+    from .pretrain import checkpoint_steps
+
+    missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
+    root = paths.checkpoints / plan.scale.scale / run.run_id
+    for step in checkpoint_steps(root) if missing else ():
+        if step > min(missing):
+            shutil.rmtree(root / f"step_{step:06d}")
+
+
+def task_names(plan: Plan, paths: Paths) -> list[str]:
+    from .finetune import plan_grid
+
+    names = []
+    for grid in {e.grid for e in plan.evaluations.values()}:
+        for trainer, evaluated in plan_grid(grid_config(plan, grid, paths)):
+            names += [t.name for t in (trainer, *evaluated)]
+    return list(dict.fromkeys(names))
+
+
+def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = None, overrides=(),
+        progress: bool = True) -> dict:
+    """Train and fine-tune what `names` (studies, or "all") still miss at `scale`. Safe to interrupt and re-run:
+    pretraining resumes from its last checkpoint, fine-tuning skips every results.json already written."""
+    import contextlib
+
+    from .finetune import run_grid
+    from .pretrain import pretrain
+
+    names = resolve_names(names)
+    paths = paths or Paths()
+    plan = build_plan(scale_config(scale, overrides)).for_studies(names)
+    start = time.perf_counter()
+    runs, evals, wanted = work(plan, paths, data_dir)
+    grids = {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
+    todo = sum(missing_results(e, grids[e.grid]) for e in evals)
+    print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
+          f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
+          flush=True)
+    if evals and grids["default"].suite == "offline":
+        from .offline_suite import build_offline
+
+        build_offline(task_names(plan, paths), data_dir, progress=progress)
+    with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
+        for i, r in enumerate(runs, 1):
+            print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
+                  + (f" from {r.parent} step {r.parent_step}" if r.parent else ""), flush=True)
+            _rewind(plan, paths, r, wanted[r.run_id])
+            pretrain(run_config(plan, r, paths))
+        for i, e in enumerate(evals, 1):
+            step = e.step if e.step is not None else plan.runs[e.run_id].total
+            print(f"[finetune {i}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)
+            run_grid(checkpoint_dir(plan, paths, e.run_id, step), grids[e.grid], model_id=e.model_id,
+                     progress=progress)
+    seconds = time.perf_counter() - start
+    print(f"study {', '.join(names)} at scale {scale}: done in {seconds / 60:.1f} min; results in "
+          f"{_rel(paths.results / scale)}", flush=True)
+    return {"trained": len(runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
+
+
+def resolve_names(names) -> list[str]:
+    names = [names] if isinstance(names, str) else list(names)
+    if "all" in names:
+        return list(STUDIES)
+    bad = [n for n in names if n not in STUDIES]
+    if bad:
+        raise ConfigError(f"unknown study {bad[0]!r}; choose from {', '.join(STUDIES)} or all")
+    return names
+
+
+def _phases(r: Run) -> str:
+    return " + ".join(f"{o} {n}" for o, n in r.phases) + " steps"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The plan, printed
+# ---------------------------------------------------------------------------------------------------------------
+def _model_config(plan: Plan, size: str):
+    import yaml
+
+    from .configuration import MlmClmConfig
+
+    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / plan.scale.run_config).read_text())
+    data = template.get("data", {})
+    vocab = {"vocab_size": data["vocab_size"]} if data.get("tokenizer", "train") == "train" and "vocab_size" in data \
+        else {}
+    return MlmClmConfig.from_size(size, **vocab), template
+
+
+def compute(plan: Plan, paths: Paths | None = None) -> dict:
+    """Steps, tokens and FLOPs of the plan's pretraining (per part) and fine-tuning; FLOPs by the usual 6N per
+    training token plus attention (`MlmClmConfig.flops_per_token`, dense output layer)."""
+    from .finetune import plan_grid
+
+    paths = paths or Paths()
+    parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt")}
+    for r in plan.runs.values():
+        config, template = _model_config(plan, r.size)
+        seq, batch = template["data"]["seq_len"], template["batch_size"]
+        part = parts[r.part]
+        part["runs"] += 1
+        part["steps"] += r.trained
+        part["tokens"] += r.trained * batch * seq
+        part["flops"] += r.trained * batch * seq * config.flops_per_token(seq)
+    trainings, results = {}, set()  # a stability grid shares its default-lr runs with the default grid
+    for e in plan.evaluations.values():
+        cfg = grid_config(plan, e.grid, paths)
+        config, _ = _model_config(plan, plan.runs[e.run_id].size)
+        length = min(cfg.max_length or int(0.99 * config.max_position_embeddings), config.max_position_embeddings)
+        train_tokens = cfg.max_steps * cfg.batch_size * length if cfg.max_steps > 0 else 0
+        eval_tokens = 2 * (cfg.max_eval or 2000) * length
+        flops = (train_tokens * config.flops_per_token(length)
+                 + eval_tokens * config.flops_per_token(length, training=False))
+        for trainer, evaluated in plan_grid(cfg):
+            for lr in cfg.lrs:
+                for seed in cfg.seeds:
+                    trainings[(e.model_id, trainer.name, lr, seed)] = flops * len(evaluated)
+                    results.update((e.model_id, t.name, lr, seed) for t in evaluated)
+    ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
+          "flops": sum(trainings.values())}
+    return {"pretrain": parts, "finetune": ft}
+
+
+def machine_rate() -> tuple[float, str]:
+    """Measured matmul FLOP/s of this machine (fp32 on CPU, bf16 on a GPU), and what was measured."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    n, dtype = (8192, torch.bfloat16) if cuda else (1024, torch.float32)
+    dev = "cuda" if cuda else "cpu"
+    a, b = torch.randn(n, n, device=dev, dtype=dtype), torch.randn(n, n, device=dev, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    reps, t = 0, time.perf_counter()
+    while time.perf_counter() - t < 0.5:
+        a @ b
+        reps += 1
+    if cuda:
+        torch.cuda.synchronize()
+    rate = 2 * n ** 3 * reps / (time.perf_counter() - t)
+    what = torch.cuda.get_device_name() + " bf16" if cuda else f"CPU fp32 ({torch.get_num_threads()} threads)"
+    return rate, what
+
+
+def measured_rate(plan: Plan, paths: Paths) -> float | None:
+    """Pretraining FLOP/s achieved by this scale's completed runs on record, if any."""
+    flops = wall = 0.0
+    for r in plan.runs.values():
+        meta = paths.results / plan.scale.scale / r.run_id / "meta.json"
+        if not meta.is_file():
+            continue
+        m = json.loads(meta.read_text())
+        if m.get("status") != "complete" or not m.get("wall_time_s"):
+            continue
+        config, template = _model_config(plan, r.size)
+        seq = template["data"]["seq_len"]
+        flops += r.trained * template["batch_size"] * seq * config.flops_per_token(seq)
+        wall += m["wall_time_s"]
+    return flops / wall if wall else None
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+
+
+def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
+    import yaml
+
+    paths = paths or Paths()
+    s = plan.scale
+    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / s.run_config).read_text())
+    tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
+    lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
+             f"  sizes {' / '.join(s.sizes)} stand for the paper's 210M / 610M / 1B; 1k of the paper's steps = "
+             f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
+             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)", "",
+             f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
+             f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  studies"]
+    for r in plan.runs.values():
+        start = f"{r.parent} @{r.parent_step}" if r.parent else "scratch"
+        phases = " + ".join(f"{o} {n}" for o, n in r.phases)
+        lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {','.join(sorted(r.studies))}")
+    inter = sum(e.step is not None for e in plan.evaluations.values())
+    models = len({e.model_id for e in plan.evaluations.values()})
+    lines.append(f"  -> {len(plan.runs)} trained models, {inter} intermediate checkpoints evaluated, "
+                 f"{models} evaluated models")
+    c = compute(plan, paths)
+    lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]
+    total = 0.0
+    for part, v in c["pretrain"].items():
+        total += v["flops"]
+        lines.append(f"  {part:<10} {v['runs']:>5} {v['steps']:>11,} {v['tokens']:>18,} {v['flops']:>10.2e}")
+    ft = c["finetune"]
+    by_grid = {}
+    for e in plan.evaluations.values():
+        by_grid[e.grid] = by_grid.get(e.grid, 0) + 1
+    lines += ["", f"Fine-tuning: {ft['grids']} grids ("
+              + ", ".join(f"{n} {g}" for g, n in by_grid.items()) + f"), {ft['trainings']:,} trainings, "
+              f"{ft['results']:,} results.json, ~{ft['flops']:.2e} FLOPs"]
+    for g in by_grid:
+        cfg = grid_config(plan, g, paths)
+        lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
+                     f"lrs {cfg.lrs}; seeds {cfg.seeds}; {cfg.max_steps} steps of {cfg.batch_size}")
+    if s.scale == "paper":
+        p = PAPER_ACCOUNTING
+        per_flop = p["gpu_hours"]["base"] / c["pretrain"]["base"]["flops"]
+        lines += ["", f"The paper's own accounting: {p['models']}; {p['finetune_runs']:,} fine-tuning runs.",
+                  f"  {'part':<10} {'steps here':>11} {'steps (paper)':>14} {'GPU-h at the base rate':>23} "
+                  f"{'GPU-h (paper)':>14}"]
+        for part in ("base", "biphasic", "cpt"):
+            v = c["pretrain"][part]
+            lines.append(f"  {part:<10} {v['steps']:>11,} {p['steps'][part]:>14,} {v['flops'] * per_flop:>23,.0f} "
+                         f"{p['gpu_hours'][part]:>14,}")
+        lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
+                     "each part's FLOPs)")
+    achieved = measured_rate(plan, paths)
+    if achieved:
+        how = f"at the {achieved / 1e9:,.1f} GFLOP/s this scale's completed runs achieved on record"
+        seconds = (total + ft["flops"]) / achieved
+    else:
+        peak, what = rate or machine_rate()
+        how = f"at 40% of this machine's measured matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what})"
+        seconds = (total + ft["flops"]) / (0.4 * peak)
+    lines += ["", f"Compute: {total:.2e} FLOPs pretraining + {ft['flops']:.2e} fine-tuning; ~{_hours(seconds)} "
+                  f"{how} (an estimate; data building and notebooks not included)"]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------------
+def add_cli(sub) -> None:
+    p = sub.add_parser("study", help="the paper's five studies at a scale: print the plan, or run what is missing")
+    sp = p.add_subparsers(dest="action", required=True)
+    for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),
+                          ("run", "train and fine-tune what is missing (safe to interrupt and re-run)")):
+        a = sp.add_parser(action, help=help_)
+        a.add_argument("name", help=f"{', '.join(STUDIES)} or all")
+        a.add_argument("--scale", default="mini", help="tiny, mini, small or paper (default: mini)")
+        a.add_argument("--results-dir", default=None, help="default results/runs")
+        a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
+        a.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")
+        a.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="a scale field, e.g. --set steps_per_k=5 (repeatable)")
+        a.set_defaults(run=_cli)
+
+
+def paths_from(args) -> Paths:
+    p = Paths()
+    return Paths(Path(args.results_dir).resolve() if args.results_dir else p.results,
+                 Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else p.checkpoints,
+                 Path(args.data_dir).resolve() if args.data_dir else p.data)
+
+
+def _cli(args) -> int:
+    names = resolve_names(args.name)
+    paths = paths_from(args)
+    if args.action == "plan":
+        plan = build_plan(scale_config(args.scale, args.overrides)).for_studies(names)
+        print(format_plan(plan, names, paths))
+        return 0
+    run(names, args.scale, paths, overrides=args.overrides)
+    return 0
