@@ -240,24 +240,202 @@ CLAIMS = {
 }
 
 
-def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test") -> pd.DataFrame:
-    """One row per claim and source: the claim, the evidence computed from the data, and the verdict.
+# ----------------------------------------------------------------------------------------------- bootstrap
 
-    A claim is "not checkable" for a source without the models (or, for claims 4 and 6, the per-run results) it
-    needs. ``split`` is the split whose scores the per-run claims (4 and 6) spread.
+# The six claims judged with a confidence interval (issue 6): a statistic that is positive when the claim holds.
+STATISTICS = {
+    "1": ("MLM-40% minus CLM, mean over sizes (points)",
+          lambda d: d.groupby("task_group")["diff"].mean()),
+    "3": ("CLM minus MLM-40% at the first checkpoint, mean over task groups (points)",
+          lambda d: pd.Series({"all": _at(d, "min")["diff"].mean()})),
+    "4": ("MLM sd minus CLM sd of centered scores, mean over datasets (points)",
+          lambda d: pd.Series({"all": (d["MLM sd"] - d["CLM sd"]).mean()})),
+    "5": ("25%-75% split minus MLM-only, mean over budgets and task groups (points)",
+          lambda d: pd.Series({"all": d.loc[d["clm_share"] == 25, "diff"].mean()})),
+    "6": ("MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)",
+          lambda d: pd.Series({"all": (d["MLM sd"] - d["CLM+MLM sd"]).mean()})),
+    "7": ("CLM-based minus MLM-based after the longest CPT, mean over task groups (points)",
+          lambda d: pd.Series({"all": d.loc[d["cpt_steps"] == d["cpt_steps"].max(), "diff"].mean()})),
+}
+# For claim 1, the paper's claim is per task group ("MLM generally outperforms CLM", except in some IR cells).
+_HALF_WIDTH_COLUMN = {"1": "diff ±", "3": "diff ±", "5": "diff ±", "7": "diff ±"}
+
+
+def _resample(runs: pd.DataFrame, n_boot: int, seed: int):
+    """Per run, ``n_boot`` replicas of its test score (test instances resampled, the same draw for every model of a
+    dataset), and per replica a multiplicity for each seed (seeds resampled, the same draw for every model)."""
+    rng = np.random.default_rng(seed)
+    reps = np.repeat(runs["test"].to_numpy(dtype=float)[:, None], n_boot, axis=1)
+    for dataset, idx in runs.groupby("dataset", sort=True).indices.items():
+        arrays = [a for a in runs["test_i"].iloc[idx] if isinstance(a, np.ndarray)]
+        sizes = {len(a) for a in arrays}
+        if len(sizes) != 1:  # no per-instance scores (or test sets that differ): seeds only
+            continue
+        n = sizes.pop()
+        weights = rng.multinomial(n, np.full(n, 1 / n), size=n_boot) / n  # (n_boot, n)
+        for i in idx:
+            a = runs["test_i"].iloc[i]
+            if isinstance(a, np.ndarray) and len(a) == n:  # shift the run's score by its resampled mean's change
+                reps[i] += 100 * (weights @ a - a.mean())
+    seeds = np.sort(runs["seed"].unique())
+    mult = rng.multinomial(len(seeds), np.full(len(seeds), 1 / len(seeds)), size=n_boot)  # (n_boot, n_seeds)
+    return reps, {int(sd): mult[:, i] for i, sd in enumerate(seeds)}
+
+
+def _replica_scores(runs: pd.DataFrame, n_boot: int, seed: int, rule: str) -> pd.DataFrame:
+    """Scores (as ``results.summarize`` makes them, without half-widths) of every bootstrap replica, the replica's
+    index as ``source``: per seed the learning rate chosen on validation, the mean over the resampled seeds."""
+    sel = R.select_lr(runs, rule).reset_index(drop=True)
+    reps, mult = _resample(sel, n_boot, seed)
+    rows = []
+    keys = ["model", "task_group", "dataset"]
+    for key, idx in sel.groupby(keys, sort=False).indices.items():
+        w = np.stack([mult[int(sd)] for sd in sel["seed"].iloc[idx]], axis=1).astype(float)  # (n_boot, seeds)
+        total = w.sum(axis=1)
+        score = np.where(total > 0, (w * reps[idx].T).sum(axis=1) / np.maximum(total, 1), np.nan)
+        rows.append(pd.DataFrame({"source": np.arange(n_boot), "model": key[0], "task_group": key[1],
+                                  "dataset": key[2], "score": score}))
+    df = pd.concat(rows, ignore_index=True)
+    needed = df.groupby("task_group")["dataset"].nunique()  # a model's average needs every dataset of its group
+    avg = df.groupby(["source", "model", "task_group"], sort=False).agg(score=("score", "mean"),
+                                                                         count=("dataset", "size")).reset_index()
+    avg = avg[avg["count"].to_numpy() == needed.reindex(avg["task_group"]).to_numpy()]
+    avg = avg.drop(columns="count").assign(dataset=R.AVG)
+    df = pd.concat([df, avg], ignore_index=True).assign(ci=np.nan, n=pd.NA, scale=sel["scale"].iloc[0])
+    attrs = sel.drop_duplicates("model").set_index("model")[R.ATTRIBUTES]
+    return df.merge(attrs, left_on="model", right_index=True, how="left")[R.SCORE_COLUMNS]
+
+
+def _replica_runs(runs: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+    """Every run of every replica (replica index as ``source``), a resampled seed repeated as often as drawn (each
+    copy its own seed number, so per-seed selection keeps them apart)."""
+    runs = runs.reset_index(drop=True)
+    reps, mult = _resample(runs, n_boot, seed)
+    counts = np.stack([mult[int(sd)] for sd in runs["seed"]], axis=1)  # (n_boot, runs)
+    flat = np.repeat(np.arange(n_boot * len(runs)), counts.ravel())
+    b, r = flat // len(runs), flat % len(runs)
+    copy = pd.Series(flat).groupby(flat).cumcount().to_numpy()
+    out = runs.iloc[r].reset_index(drop=True).assign(source=b, test=reps[r, b])
+    return out.assign(seed=out["seed"].to_numpy() * 1000 + copy)
+
+
+def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str, n_boot: int = 400, seed: int = 0,
+              split: str = "test", rule: str = "per_seed") -> pd.DataFrame | None:
+    """Claim ``claim``'s statistic for one run-level ``source`` (this repository's runs, EncodEval's): the point
+    value and its 95% percentile interval over ``n_boot`` replicas that resample seeds and test instances. One row
+    per scope (task group for claim 1, else ``all``); None when the source lacks the models."""
+    what, stat = STATISTICS[claim]
+    c = CLAIMS[claim]
+    own = runs[runs["source"] == source]
+    if own.empty:
+        return None
+    if c.per_run:
+        point = c.check(scores, own, split=split)
+        if point.empty:
+            return None
+        reps = c.check(None, _replica_runs(own[_per_run_models(claim, own)], n_boot, seed), split=split)
+    else:
+        point = c.check(scores[scores["source"] == source])
+        if point.empty:
+            return None
+        reps = c.check(_replica_scores(own, n_boot, seed, rule))
+    value = stat(point)
+    dist = reps.groupby("source").apply(stat, include_groups=False)
+    dist = dist.unstack() if isinstance(dist, pd.Series) and dist.index.nlevels > 1 else dist
+    if isinstance(dist, pd.Series):
+        dist = dist.to_frame()
+    rows = []
+    for scope, v in value.items():
+        d = dist[scope].dropna() if scope in dist else pd.Series(dtype=float)
+        lo, hi = (np.percentile(d, [2.5, 97.5]) if len(d) else (np.nan, np.nan))
+        rows.append({"scope": scope, "statistic": what, "value": round(float(v), 2), "ci_low": round(float(lo), 2),
+                     "ci_high": round(float(hi), 2), "replicas": len(d)})
+    return pd.DataFrame(rows)
+
+
+def _per_run_models(claim: str, runs: pd.DataFrame) -> pd.Series:
+    """The runs a per-run claim looks at (so replicas stay small): full-budget single-objective models for claim 4,
+    models with a masking ratio and no CPT for claim 6."""
+    p = runs.assign(intermediate=runs["intermediate"].astype("boolean").fillna(True))
+    if claim == "4":
+        return (~p["intermediate"] & (p["cpt_steps"] == 0) & p["objective"].isin(["clm", "mlm"])).fillna(False)
+    return (~p["intermediate"] & (p["cpt_steps"] == 0) & p["mask_ratio"].notna()).fillna(False)
+
+
+def _from_table(claim: str, scores: pd.DataFrame, source: str) -> pd.DataFrame | None:
+    """The statistic from a source with tables only (the paper): the interval from the printed half-widths, as for
+    a mean of independent differences, sqrt(sum of squared half-widths) / count."""
+    what, stat = STATISTICS[claim]
+    c = CLAIMS[claim]
+    if c.per_run:
+        return None
+    d = c.check(scores[scores["source"] == source])
+    if d.empty:
+        return None
+    value = stat(d)
+    col = _HALF_WIDTH_COLUMN[claim]
+    scoped = {"1": lambda x: x.groupby("task_group"),
+              "3": lambda x: [("all", _at(x, "min"))],
+              "5": lambda x: [("all", x[x["clm_share"] == 25])],
+              "7": lambda x: [("all", x[x["cpt_steps"] == x["cpt_steps"].max()])]}[claim](d)
+    rows = []
+    for scope, part in scoped:
+        hw = float(np.sqrt((part[col].astype(float) ** 2).sum()) / len(part)) if len(part) else np.nan
+        v = float(value[scope])
+        rows.append({"scope": scope, "statistic": what, "value": round(v, 2), "ci_low": round(v - hw, 2),
+                     "ci_high": round(v + hw, 2), "replicas": 0})
+    return pd.DataFrame(rows)
+
+
+def _call(lo: float, hi: float, words: tuple[str, str]) -> str:
+    if np.isnan(lo) or np.isnan(hi):
+        return "inconclusive"
+    return words[0] if lo > 0 else (words[1] if hi < 0 else "inconclusive")
+
+
+def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 400,
+             seed: int = 0, numbers: bool = False) -> pd.DataFrame:
+    """One row per claim, source (and task group, for claim 1): the evidence computed from the data and a verdict.
+
+    Claims 1, 3, 4, 5, 6 and 7 get a statistic that is positive when the claim holds and its 95% interval: for a
+    source with per-run results (this repository's, EncodEval's) a bootstrap over seeds and test instances; for the
+    paper, the printed half-widths. The verdict is "reproduced" (for the paper: "supported") when the whole
+    interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive". The other
+    claims (1b, 2, 2b, 3b, 5b) are read from the point estimates, without an interval. A source without the models
+    (or, for claims 4 and 6, the per-run results) a claim needs is "not checkable". ``numbers`` adds the statistic
+    and its interval as columns (``value``, ``ci_low``, ``ci_high``).
     """
     rows = []
-    for key in claims:
-        claim = CLAIMS[str(key)]
-        detail = claim.check(scores, runs, split=split) if claim.per_run else claim.check(scores, runs)
-        sources = list(dict.fromkeys(runs["source"] if claim.per_run else scores["source"])) or ["none loaded"]
+    run_sources = list(dict.fromkeys(runs["source"]))
+    for key in map(str, claims):
+        claim = CLAIMS[key]
+        sources = list(dict.fromkeys(run_sources if claim.per_run else scores["source"])) or ["none loaded"]
         for source in sources:
+            words = ("supported", "not supported") if source == "paper" else ("reproduced", "not reproduced")
+            base = {"claim": f"{key}. {claim.text}", "source": source}
+            if key in STATISTICS:
+                table = _from_table(key, scores, source) if source not in run_sources else bootstrap(
+                    key, scores, runs, source, n_boot, seed, split)
+                if table is None:
+                    need = "per-run results" if claim.per_run else "the models of this study"
+                    rows.append({**base, "scope": "all", "evidence": f"no data: needs {need}",
+                                 "verdict": "not checkable"})
+                    continue
+                how = "bootstrap over seeds and test instances" if source in run_sources else "printed ± half-widths"
+                for r in table.itertuples():
+                    rows.append({**base, "scope": r.scope, "evidence": f"{r.statistic}: {r.value:+.2f}, 95% CI "
+                                 f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}] ({how})", "value": r.value,
+                                 "ci_low": r.ci_low, "ci_high": r.ci_high,
+                                 "verdict": _call(r.ci_low, r.ci_high, words)})
+                continue
+            detail = claim.check(scores, runs, split=split) if claim.per_run else claim.check(scores, runs)
             part = detail[detail["source"] == source]
             if part.empty:
                 need = "per-run results" if claim.per_run else "the models of this study"
-                evidence, verdict = f"no data: needs {need}", "not checkable"
-            else:
-                evidence, ok = claim.rule(part)
-                verdict = "supported" if ok else "not supported"
-            rows.append({"claim": f"{key}. {claim.text}", "source": source, "evidence": evidence, "verdict": verdict})
-    return pd.DataFrame(rows, columns=["claim", "source", "evidence", "verdict"])
+                rows.append({**base, "scope": "all", "evidence": f"no data: needs {need}", "verdict": "not checkable"})
+                continue
+            evidence, ok = claim.rule(part)
+            rows.append({**base, "scope": "all", "evidence": f"{evidence} (point estimates, no interval)",
+                         "verdict": words[0] if ok else words[1]})
+    cols = ["claim", "source", "scope", "evidence", *(["value", "ci_low", "ci_high"] if numbers else []), "verdict"]
+    return pd.DataFrame(rows, columns=cols)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 # modules whose add_cli(subparsers) adds verbs
 VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.tasks", "mlmclm.finetune", "mlmclm.studies", "mlmclm.bench"]
@@ -85,23 +86,61 @@ def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
 
 
 def reproduce(args) -> int:
-    print("mlmclm reproduce: the study runner (the five studies end to end at a chosen scale) is not built yet.\n"
-          "Running what exists: the paper's model shapes, the attention backends' agreement, one tiny\n"
-          "two-phase pretraining run (CLM then MLM-40%) on the offline corpus, and the paper's figures and\n"
-          "tables regenerated from stored results.\n")
-    for size in ("210m", "610m", "1b"):
-        print(model_info(size), "\n")
-    _print_attention_check()
-    from .config import PretrainConfig, load_config
-    from .io import ROOT
-    from .pretrain import pretrain
+    """The main job: the five studies at a scale, then the five notebooks, so that every figure and table is
+    regenerated with this scale's results beside the paper's."""
+    import time
 
-    run = pretrain(load_config(PretrainConfig, ROOT / "mlmclm" / "configs" / "tiny.yaml",
-                               [f"results_dir={ROOT / 'results' / 'runs'}",
-                                f"checkpoints_dir={ROOT / 'checkpoints'}", f"data.root={ROOT / 'data'}"]))
-    print(f"tiny pretraining run: {run.relative_to(ROOT)} (config.yaml, pretrain.csv, meta.json)\n")
-    from . import notebooks
-    return notebooks.main([])
+    from . import notebooks, studies
+    from .io import ROOT
+
+    start = time.perf_counter()
+    results = Path(args.results_dir).resolve() if args.results_dir else ROOT / "results"
+    out = Path(args.output_dir).resolve() if args.output_dir else None
+    print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
+          f"{studies._rel(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
+    if results != ROOT / "results" and not (results / "paper").exists():
+        results.mkdir(parents=True, exist_ok=True)
+        (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
+    paths = studies.Paths(results=results / "runs",
+                          checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
+                          data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
+    studies.run(list(studies.STUDIES), args.scale, paths)
+    figures = out / "figures" if out else ROOT / "figures"
+    tables = out / "tables" if out else results / "tables"
+    parameters = {"scale": args.scale, "results_dir": str(results), "figures_dir": str(figures),
+                  "tables_dir": str(tables)} if out or args.results_dir else {"scale": args.scale}
+    print("\nnotebooks (papermill):", flush=True)
+    for name, seconds in notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None).items():
+        print(f"  {name:<20} {seconds:5.1f} s", flush=True)
+    print_verdicts(results, args.scale)
+    sub = "" if args.scale == "paper" else f"ours-{args.scale}"
+    print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
+          f"  notebooks: {studies._rel(out / 'notebooks' if out else ROOT / 'notebooks')}/ (executed)\n"
+          f"  figures:   {studies._rel(figures)}/ (the paper's) and {studies._rel(figures / sub)}/ (this scale's)\n"
+          f"  tables:    {studies._rel(tables)}/ (the paper's) and {studies._rel(tables / sub)}/ (this scale's)\n"
+          f"  runs:      {studies._rel(paths.results / args.scale)}/ (pretraining logs, fine-tuning results)\n"
+          f"  verdicts:  the last section of each notebook")
+    return 0
+
+
+def print_verdicts(results_dir: Path, scale: str) -> None:
+    """The paper's six judged claims: the paper's verdict and this scale's, with the statistic and its interval."""
+    from . import claims
+    from . import results as R
+
+    data = R.load(results_dir, sources=["paper", "ours"], scale=scale)
+    v = claims.verdicts(data.scores, data.runs, ["1", "3", "4", "5", "6", "7"], numbers=True)
+    print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
+    for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):
+        cells = []
+        for source in ("paper", "ours"):
+            row = part[part["source"] == source]
+            if row.empty or row["verdict"].iloc[0] == "not checkable":
+                cells.append(f"{source}: not checkable")
+                continue
+            r = row.iloc[0]
+            cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")
+        print(f"  {claim[:72]:<72} {'' if scope == 'all' else scope:<3} " + "; ".join(cells))
 
 
 def _print_attention_check(device: str = "cpu") -> None:
@@ -123,7 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--device", default="cpu")
     sub.add_parser("figures", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
-    sub.add_parser("reproduce", help="the main job")
+    rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
+    rep.add_argument("--scale", default="mini", help="tiny, mini, small or paper (default: mini)")
+    rep.add_argument("--results-dir", default=None, help="paper/, runs/<scale>/ and tables/ (default: results)")
+    rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
+    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")
+    rep.add_argument("--output-dir", default=None,
+                     help="write executed notebooks, figures and tables here instead of in place")
     for name in VERB_MODULES:
         importlib.import_module(name).add_cli(sub)
     args, rest = parser.parse_known_args(argv)

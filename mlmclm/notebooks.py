@@ -58,8 +58,10 @@ def _shown(root: Path, path: Path) -> str:
 
 
 def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str, tables_dir: str,
-          encodeval_dir: str | None = None, run_study: bool = False, sample_csv: str | None = None) -> Context:
-    """Quiet warnings, set display options, say what is (and is not) there, and load the results."""
+          encodeval_dir: str | None = None, run_study: bool = False, study: str | None = None,
+          sample_csv: str | None = None) -> Context:
+    """Quiet warnings, set display options, say what is (and is not) there, and load the results. With
+    `run_study`, first train and fine-tune what the notebook's `study` still misses at `scale` (`mlmclm.studies`)."""
     import pandas as pd
 
     from . import results
@@ -68,10 +70,13 @@ def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str
     pd.set_option("display.max_colwidth", None)
     pd.set_option("display.max_columns", None)
     pd.set_option("display.width", 200)
-    if run_study:
-        print("run_study=True: the study runner is not built yet (it comes in a later issue); "
-              "showing the results already stored.")
     res_dir = _resolve(root, results_dir)
+    if run_study:
+        from . import studies
+
+        if study is None:
+            raise ValueError("run_study=True needs the notebook's study (setup(..., study='scaling'))")
+        studies.run([study], scale, studies.Paths(results=res_dir / "runs"), progress=False)
     runs_dir = res_dir / "runs" / scale
     encodeval = _resolve(root, encodeval_dir)
     if "ours" in sources and not runs_dir.is_dir():
@@ -95,27 +100,32 @@ def _strip_volatile(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
-def _execute_one(path: Path, parameters: dict) -> float:
+def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
     import papermill as pm
 
+    source, target = paths
     start = time.perf_counter()
-    pm.execute_notebook(str(path), str(path), parameters=parameters, cwd=str(path.parent),
+    pm.execute_notebook(str(source), str(target), parameters=parameters, cwd=str(source.parent),
                         kernel_name="python3", progress_bar=False, log_output=False,
                         extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
-    _strip_volatile(path)
+    _strip_volatile(target)
     return time.perf_counter() - start
 
 
 def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str | Path | None = None,
-            jobs: int = 2) -> dict:
-    """Execute notebooks in place with papermill (one kernel each, ``jobs`` at a time); return seconds each."""
+            jobs: int = 2, output_dir: str | Path | None = None) -> dict:
+    """Execute notebooks with papermill (one kernel each, ``jobs`` at a time), in place or into ``output_dir``;
+    return seconds each."""
     folder = Path(notebooks_dir) if notebooks_dir else repo_root() / "notebooks"
     paths = [folder / f"{name}.ipynb" for name in names]
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
+    if output_dir:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+    pairs = [(p, Path(output_dir) / p.name if output_dir else p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(zip(names, pool.map(partial(_execute_one, parameters=parameters or {}), paths)))
+        return dict(zip(names, pool.map(partial(_execute_one, parameters=parameters or {}), pairs)))
 
 
 def _value(text: str):

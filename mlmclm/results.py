@@ -40,7 +40,7 @@ STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in 
 ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "lr", "seed", "validation", "test",
-               "path"]
+               "test_i", "path"]
 
 
 class ResultFileError(ValueError):
@@ -183,8 +183,9 @@ def architecture(paper_dir: str | Path) -> dict:
 _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
 
 
-def read_result(path: str | Path) -> tuple[float, float]:
-    """(validation, test) scores of one ``results.json``, in points; ResultFileError names the file and the fault."""
+def read_result(path: str | Path, instances: bool = False):
+    """(validation, test) scores of one ``results.json``, in points (and, with ``instances``, the test split's
+    per-instance scores ``scores_i`` as an array, None when absent); ResultFileError names the file and the fault."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -207,6 +208,9 @@ def read_result(path: str | Path) -> tuple[float, float]:
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
         scores.append(100 * float(score))
+    if instances:
+        per = doc["test"].get("scores_i")
+        return scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None
     return scores[0], scores[1]
 
 
@@ -229,10 +233,10 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
-        validation, test = read_result(path)
+        validation, test, test_i = read_result(path, instances=True)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
-                     "path": path.relative_to(relative_to or root).as_posix()})
+                     "test_i": test_i, "path": path.relative_to(relative_to or root).as_posix()})
     return _runs_frame(rows, source, scale)
 
 
@@ -255,7 +259,8 @@ def load_run_csv(path: str | Path, source: str, scale: str = "paper") -> pd.Data
 
 
 def _runs_frame(rows: list[dict], source: str, scale: str) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "path"])
+    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "test_i",
+                                     "path"])
     df = _with_attributes(df)
     df["source"], df["scale"] = source, scale
     df["seed"] = df["seed"].astype("int64")
@@ -456,13 +461,15 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
 def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test") -> pd.DataFrame:
     """Fig. 5: each run's score minus its model's mean over seeds and learning rates in ``lr_range``.
 
-    Only CLM and MLM-40% base models at the full budget. Learning rates are those every model of the same source and
-    dataset has (so that a model is not judged on learning rates another one lacks).
+    Only CLM and MLM-40% base models at the full budget. ``lr_range`` applies to the paper's grid (sources at the
+    ``paper`` scale); a scale of this repository spreads over its own stability grid. Learning rates are those every
+    model of the same source, size and dataset has (so that a model is not judged on learning rates another lacks).
     """
     models = _final(runs)
-    df = models[_mlm40_or_clm(models) & models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001)]
+    in_range = models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001) | (models["scale"] != "paper")
+    df = models[_mlm40_or_clm(models) & in_range]
     df = df.dropna(subset=[split])
-    keys = ["source", "scale", "task_group", "dataset"]
+    keys = ["source", "scale", "size", "task_group", "dataset"]
     if df.empty:
         return df.assign(centered=pd.Series(dtype=float))
     shared = df.groupby([*keys, "lr"])["model"].transform("nunique") == df.groupby(keys)["model"].transform("nunique")

@@ -1,0 +1,92 @@
+"""The five studies: their plan at every scale, and the tiny reproduction end to end (what `make reproduce` runs)."""
+
+import json
+
+import pytest
+
+from mlmclm import cli, studies
+from mlmclm.config import ConfigError, scale_config
+
+
+def test_paper_plan_is_the_papers_inventory():
+    plan = studies.build_plan("paper")
+    parts = {p: [r for r in plan.runs.values() if r.part == p] for p in ("base", "biphasic", "cpt")}
+    assert [len(parts[p]) for p in parts] == [15, 17, 6]  # 38 models (paper.md, "Model inventory")
+    assert sum(e.step is not None for e in plan.evaluations.values()) == 12
+    assert len({e.model_id for e in plan.evaluations.values()}) == 50
+    assert sum(r.trained for r in parts["base"]) == 15 * 42_000
+    seen = ["210m-mlm20-42k", "610m-clm-42k", "1b-mlm50-42k", "610m-clm-22k", "610m-mlm40-12k",
+            "610m-clm-3k-mlm40-12k", "610m-clm-17k-mlm40-22k", "610m-clm-21k-mlm40-42k", "610m-clm-40k-mlm20-42k",
+            "610m-mlm40-dec42k-mlm40-54k", "610m-mlm40-42k-1000", "610m-mlm40-42k-10000"]
+    names = set(plan.runs) | {e.model_id for e in plan.evaluations.values()}
+    assert set(seen) <= names  # the ids of the paper's released models
+    # shared prefixes: a biphasic run starts from the CLM run's stable checkpoint with its optimizer
+    run = plan.runs["610m-clm-10k-mlm40-42k"]
+    assert (run.parent, run.parent_step, run.optimizer, run.trained) == ("610m-clm-42k", 10_000, True, 32_000)
+    assert {1000, 3000, 10_000, 40_000} <= plan.runs["610m-clm-42k"].checkpoints
+    cpt = plan.runs["610m-clm-dec42k-mlm40-54k"]  # from the longest CPT run, before its decay
+    assert (cpt.parent, cpt.parent_step, cpt.trained) == ("610m-clm-dec42k-mlm40-64k", 10_000, 2000)
+
+
+def test_a_study_needs_only_its_runs_and_their_parents():
+    plan = studies.build_plan("tiny").for_studies(["cpt"])
+    assert set(plan.runs) == {"tiny-m-clm-42", "tiny-m-mlm40-42"} | {
+        f"tiny-m-{o}-dec42-mlm40-{42 + n}" for o in ("clm", "mlm40") for n in (2, 12, 22)}
+    assert {e.model_id for e in plan.evaluations.values()} == set(plan.runs)
+
+
+def test_plan_cli_prints_the_paper_accounting(capsys):
+    assert cli.main(["study", "plan", "all", "--scale", "paper"]) == 0
+    out = capsys.readouterr().out
+    assert "38 trained models, 12 intermediate checkpoints evaluated, 50 evaluated models" in out
+    assert "The paper's own accounting" in out and "81,000" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["study", "plan", "scaling", "--scale", "huge"], "unknown scale 'huge'; choose one of mini, paper, small, tiny"),
+    (["study", "run", "pfs", "--scale", "tiny"], "unknown study 'pfs'; choose from scaling, data_efficiency"),
+    (["study", "plan", "all", "--set", "steps_per_k=0"], "steps_per_k must be positive, got 0"),
+])
+def test_bad_study_input_is_one_line(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_scale_sizes_must_exist():
+    with pytest.raises(ConfigError, match="unknown model size 'mini-xl'"):
+        scale_config("mini", ["sizes=[mini-s, mini-m, mini-xl]"])
+
+
+def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
+    """`mlmclm reproduce --scale tiny`: all five studies, then the five notebooks; a re-run does nothing; a lost
+    result and a lost checkpoint are redone and nothing else is."""
+    out = tmp_path / "out"
+    args = ["--scale", "tiny", "--results-dir", str(tmp_path / "results"),
+            "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert cli.main(["reproduce", *args, "--output-dir", str(out)]) == 0
+    runs = tmp_path / "results" / "runs" / "tiny"
+    plan = studies.build_plan("tiny")
+    metas = [json.loads((runs / r / "meta.json").read_text()) for r in plan.runs]
+    assert len(metas) == 38 and all(m["status"] == "complete" and m["commit"] for m in metas)
+    results = sorted(runs.rglob("results.json"))
+    assert len(results) == 416  # 50 models x 4 datasets x 2 seeds + 2 x 4 x 1 more learning rate x 2 seeds
+    for name in studies.NOTEBOOK_STUDY:
+        nb = json.loads((out / "notebooks" / f"{name}.ipynb").read_text())
+        errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors, (name, errors)
+    assert list((out / "figures" / "ours-tiny").glob("*.png")) and list((out / "tables" / "ours-tiny").glob("*"))
+    log = capsys.readouterr().out
+    assert "figures:" in log and "38 pretraining runs (38 to train)" in log
+
+    stamps = {p: p.stat().st_mtime_ns for p in results}
+    paths = studies.Paths(results=tmp_path / "results" / "runs", checkpoints=tmp_path / "ckpt")
+    done = studies.run(["all"], "tiny", paths, progress=False)
+    assert (done["trained"], done["evaluated"]) == (0, 0)
+    lost = runs / "tiny-m-clm-6-mlm40-12" / "SC" / "multiemo_sentiment" / "lr1e-03_sd1" / "results.json"
+    lost.unlink()
+    import shutil
+    shutil.rmtree(tmp_path / "ckpt" / "tiny" / "tiny-m-clm-6-mlm40-12")  # its checkpoint is gone too
+    done = studies.run(["biphasic"], "tiny", paths, progress=False)
+    assert (done["trained"], done["evaluated"], done["results"]) == (1, 1, 1) and lost.is_file()
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p != lost)
