@@ -4,6 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
+SCALE  ?= mini
+
 .PHONY: reproduce test figures bench clean-venv
 
 # torch==2.13.0 is installed before anything that depends on torch: an unpinned torch pulls a multi-GB CUDA build.
@@ -14,8 +16,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The five studies at $(SCALE) (tiny, mini, small, paper), then the five notebooks: `make reproduce SCALE=tiny`.
 reproduce: $(STAMP)
-	$(VENV)/bin/mlmclm reproduce
+	$(VENV)/bin/mlmclm reproduce --scale $(SCALE)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

@@ -443,7 +443,7 @@ def compute(plan: Plan, paths: Paths | None = None) -> dict:
                     trainings[(e.model_id, trainer.name, lr, seed)] = flops * len(evaluated)
                     results.update((e.model_id, t.name, lr, seed) for t in evaluated)
     ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
-          "flops": sum(trainings.values())}
+          "flops": sum(trainings.values()), "per_training": trainings}
     return {"pretrain": parts, "finetune": ft}
 
 
@@ -464,7 +464,7 @@ def machine_rate() -> tuple[float, str]:
     if cuda:
         torch.cuda.synchronize()
     rate = 2 * n ** 3 * reps / (time.perf_counter() - t)
-    what = torch.cuda.get_device_name() + " bf16" if cuda else f"CPU fp32 ({torch.get_num_threads()} threads)"
+    what = torch.cuda.get_device_name() + " bf16" if cuda else f"CPU fp32, {torch.get_num_threads()} thread(s)"
     return rate, what
 
 
@@ -482,6 +482,19 @@ def measured_rate(plan: Plan, paths: Paths) -> float | None:
         seq = template["data"]["seq_len"]
         flops += r.trained * template["batch_size"] * seq * config.flops_per_token(seq)
         wall += m["wall_time_s"]
+    return flops / wall if wall else None
+
+
+def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> float | None:
+    """Estimated fine-tuning FLOPs per second of wall time, over this scale's trainings on record (one results.json
+    per training: the one evaluated on its own training set)."""
+    flops = wall = 0.0
+    root = paths.results / plan.scale.scale
+    for (model_id, trainer, lr, seed), f in per_training.items():
+        for path in root.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
+            meta = json.loads(path.read_text()).get("meta", {})
+            if meta.get("wall_time_s"):
+                flops, wall = flops + f, wall + meta["wall_time_s"]
     return flops / wall if wall else None
 
 
@@ -539,16 +552,16 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
                          f"{p['gpu_hours'][part]:>14,}")
         lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
                      "each part's FLOPs)")
-    achieved = measured_rate(plan, paths)
-    if achieved:
-        how = f"at the {achieved / 1e9:,.1f} GFLOP/s this scale's completed runs achieved on record"
-        seconds = (total + ft["flops"]) / achieved
-    else:
+    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, ft["per_training"])
+    if not (pre_rate and ft_rate):
         peak, what = rate or machine_rate()
-        how = f"at 40% of this machine's measured matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what})"
-        seconds = (total + ft["flops"]) / (0.4 * peak)
+    hows = []
+    for name, r in (("pretraining", pre_rate), ("fine-tuning", ft_rate)):
+        hows.append(f"{name} at the rate this scale's runs on record achieved" if r else
+                    f"{name} at 40% of this machine's matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what})")
+    seconds = total / (pre_rate or 0.4 * peak) + ft["flops"] / (ft_rate or 0.4 * peak)
     lines += ["", f"Compute: {total:.2e} FLOPs pretraining + {ft['flops']:.2e} fine-tuning; ~{_hours(seconds)} "
-                  f"{how} (an estimate; data building and notebooks not included)"]
+                  f"({'; '.join(hows)}; an estimate, without data building and notebooks)"]
     return "\n".join(lines)
 
 

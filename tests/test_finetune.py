@@ -53,7 +53,7 @@ def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
         assert meta["group"] == group and meta["dataset"] == dataset and meta["scale"] == "tiny"
         assert meta["train_dataset"] == ("squad_retrieval" if group == "IR" else dataset)
         assert meta["attention_backend"] == "sdpa" and meta["is_causal"] is False
-        assert meta["train_steps"] == min(8, -(-meta["train_pool"] // 8)) and meta["train_examples"] > 0
+        assert meta["train_steps"] == min(4, -(-meta["train_pool"] // 8)) and meta["train_examples"] > 0
         assert meta["checkpoint"] == str(ckpt.resolve()) and meta["versions"]["torch"] and meta["hardware"]
         assert meta["wall_time_s"] > 0 and meta["config"]["lrs"] == [1e-4, 1e-3]
         for split in ("validation", "test"):

@@ -56,16 +56,21 @@ def test_main_rejects_unknown_notebooks(capsys):
 
 
 def test_papermill_run_with_parameters(tmp_path):
-    """A user's run: another output file, other folders, run_study=True (which says plainly it is not built)."""
+    """A user's run: another output file, other folders, run_study=True: the notebook first runs its study (here the
+    biphasic study at the tiny scale, with the study runner) and then shows it beside the paper."""
     import papermill as pm
 
-    out = tmp_path / "out.ipynb"
+    out, results = tmp_path / "out.ipynb", tmp_path / "results"
+    results.mkdir()
+    (results / "paper").symlink_to(REPO / "results" / "paper")
     pm.execute_notebook(str(REPO / "notebooks" / "04_biphasic.ipynb"), str(out), cwd=str(REPO),
                         parameters={"figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables"),
-                                    "run_study": True, "scale": "mini"},
+                                    "results_dir": str(results), "run_study": True, "scale": "tiny"},
                         kernel_name="python3", progress_bar=False)
     text = "\n".join(_outputs_text(c) for c in json.loads(out.read_text())["cells"])
-    assert "the study runner is not built yet" in text and "Fig. 7 needs per-run results" in text
+    assert "study biphasic at scale tiny: 22 pretraining runs (22 to train)" in text
+    assert len(list((results / "runs" / "tiny").rglob("results.json"))) == 22 * 4 * 2
     assert (tmp_path / "figs" / "fig06_biphasic.png").is_file()
+    assert (tmp_path / "figs" / "ours-tiny" / "fig07_masking_robustness.png").is_file()
     committed = REPO / "results" / "tables" / "table10.csv"
     assert (tmp_path / "tables" / "table10.csv").read_bytes() == committed.read_bytes()
