@@ -463,7 +463,8 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
 
     Only CLM and MLM-40% base models at the full budget. ``lr_range`` applies to the paper's grid (sources at the
     ``paper`` scale); a scale of this repository spreads over its own stability grid. Learning rates are those every
-    model of the same source, size and dataset has (so that a model is not judged on learning rates another lacks).
+    model of the same source, size and dataset has (so that a model is not judged on learning rates another lacks),
+    and only where there are at least two of them.
     """
     models = _final(runs)
     in_range = models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001) | (models["scale"] != "paper")
@@ -474,6 +475,7 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
         return df.assign(centered=pd.Series(dtype=float))
     shared = df.groupby([*keys, "lr"])["model"].transform("nunique") == df.groupby(keys)["model"].transform("nunique")
     df = df[shared]
+    df = df[df.groupby(keys)["lr"].transform("nunique") > 1]  # a spread over learning rates needs two of them
     mean = df.groupby([*keys, "model"])[split].transform("mean")
     return df.assign(centered=df[split] - mean).reset_index(drop=True)
 

@@ -229,6 +229,7 @@ def test_centered_scores_and_masking_spread(tmp_path):
     assert set(c["lr"]) == {1e-5, 1e-4, 1e-3} and set(c["model"]) == {"mini-m-clm-400", "mini-m-mlm40-400"}
     c = results.centered_scores(runs.assign(scale="paper"))  # ... the paper's grid over 1e-5 .. 1e-4 (Fig. 5)
     assert set(c["lr"]) == {1e-5, 1e-4}
+    assert results.centered_scores(runs[runs["lr"] == 1e-3]).empty  # one learning rate: no spread over them
     assert c.groupby(["model", "dataset"])["centered"].mean().abs().max() < 1e-9
     m = results.masking_ratio_spread(runs)
     assert set(m["family"]) == {"MLM", "CLM+MLM"} and set(m["mask_ratio"]) == {20, 30, 40, 50}
