@@ -84,6 +84,8 @@ def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.
     c = c.assign(obj=np.where(c["objective"] == "clm", "CLM", "MLM"))
     g = c.groupby(["source", "size", "task_group", "dataset", "obj"])["centered"]
     sd, n = g.std().unstack(), g.size().unstack()
+    if not {"CLM", "MLM"} <= set(sd.columns):
+        return pd.DataFrame(columns=cols)
     out = pd.DataFrame({"CLM sd": sd["CLM"].round(2), "MLM sd": sd["MLM"].round(2), "CLM runs": n["CLM"],
                         "MLM runs": n["MLM"]}).dropna().reset_index()
     out["call"] = np.where(out["CLM sd"] < out["MLM sd"], "CLM tighter", "MLM tighter")
@@ -122,7 +124,10 @@ def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") ->
     cols = ["source", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
-    sd = c.groupby(["source", "size", "task_group", "dataset", "family"])["centered"].std().unstack().dropna()
+    sd = c.groupby(["source", "size", "task_group", "dataset", "family"])["centered"].std().unstack()
+    if not {"CLM+MLM", "MLM"} <= set(sd.columns):  # one family only (results still coming in)
+        return pd.DataFrame(columns=cols)
+    sd = sd.dropna()
     out = pd.DataFrame({"CLM+MLM sd": sd["CLM+MLM"].round(2), "MLM sd": sd["MLM"].round(2)}).reset_index()
     out["call"] = np.where(out["CLM+MLM sd"] < out["MLM sd"], "CLM+MLM tighter", "MLM tighter")
     return out[cols]
