@@ -191,8 +191,9 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
     v = _avgs(R.scaling_view(scores))
     v = v[v["objective"] == "mlm"]
+    colors = {src: _palette("crest", R.ordered_sizes(part["size"])) for src, part in v.groupby("source")}
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
-                 lambda ax, d: _lines(ax, d, "mask_ratio", "size", _palette("crest", R.ordered_sizes(v["size"]))),
+                 lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors[d["source"].iloc[0]]),
                  "masking ratio (%)", "model size", tables="Tables 2-5")
 
 
@@ -220,9 +221,10 @@ def fig6(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
     v = _avgs(R.biphasic_view(scores))
     v = v[v["size"] == v["source"].map(_main_sizes(v))].assign(Budget=lambda d: d["budget"].map(R.step_label))
-    colors = _palette("flare", [R.step_label(b) for b in sorted(v["budget"].unique())])
+    colors = {src: _palette("flare", [R.step_label(b) for b in sorted(part["budget"].unique())])
+              for src, part in v.groupby("source")}  # per source: one source's figure never depends on another's
     return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits under fixed budgets",
-                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors), "% of steps with CLM",
+                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[d["source"].iloc[0]]), "% of steps with CLM",
                  "budget (steps)", tables="Tables 10-13", per_size=True)
 
 
@@ -281,8 +283,9 @@ def fig11(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     v = v[v["size"] != v["source"].map(_main_sizes(v))]
     v = v[v["budget"] == v.groupby(["source", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "size"]].drop_duplicates())  # sizes with a split
+    colors = {src: _palette("crest", R.ordered_sizes(part["size"])) for src, part in v.groupby("source")}
     return _draw(v, out_dir, "fig11_biphasic_sizes", "Fig. 11: CLM-then-MLM at other model sizes",
-                 lambda ax, d: _lines(ax, d, "clm_share", "size", _palette("crest", R.ordered_sizes(v["size"]))),
+                 lambda ax, d: _lines(ax, d, "clm_share", "size", colors[d["source"].iloc[0]]),
                  "% of steps with CLM", "model size")
 
 

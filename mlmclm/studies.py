@@ -261,10 +261,12 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
 def _rel(path: Path) -> str:
     """A folder as run configs name it: relative to the repository when inside it (runs are started from there, so
     a clone elsewhere resolves the same config), else absolute."""
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(Path(path).resolve())
+    for candidate in (Path(path).absolute(), Path(path).resolve()):  # a symlinked data/ inside stays data/
+        try:
+            return str(candidate.relative_to(ROOT))
+        except ValueError:
+            pass
+    return str(Path(path).resolve())
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
