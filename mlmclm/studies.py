@@ -16,7 +16,6 @@ results.json of its grid exists. Checkpoints are only needed for work still to d
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import dataclass, field
