@@ -247,7 +247,7 @@ def build_offline(datasets: Iterable[str] | None = None, data_dir: str | Path | 
         manifest = {"suite": "offline", "build_version": BUILD_VERSION, "sources": {}, "datasets": {}}
     todo = [n for n in names if force or n not in manifest["datasets"] or not (out / n / "test.jsonl").is_file()]
     roots = dict(roots or {})
-    bar = tqdm(todo, desc="building the offline suite", unit="dataset", disable=not progress)
+    bar = tqdm(todo, desc="building the offline suite", unit="dataset", disable=not progress or not todo)
     for name in bar:
         packages, builder = BUILDERS[name]
         for pkg in packages:
