@@ -247,23 +247,36 @@ CLAIMS = {
 
 # ----------------------------------------------------------------------------------------------- bootstrap
 
-# The six claims judged with a confidence interval (issue 6): a statistic that is positive when the claim holds.
+# The six claims judged with a confidence interval (issue 6): a statistic that is positive when the claim holds, the
+# mean of one value per cell of the claim's check over the cells each scope picks (task groups for claim 1, whose
+# paper claim is per group; one scope, "all", for the others).
+def _all(d):
+    return [("all", d)]
+
+
+def _diff(rows):
+    return rows["diff"]
+
+
 STATISTICS = {
-    "1": ("MLM-40% minus CLM, mean over sizes (points)",
-          lambda d: d.groupby("task_group")["diff"].mean()),
+    "1": ("MLM-40% minus CLM, mean over sizes (points)", lambda d: list(d.groupby("task_group")), _diff),
     "3": ("CLM minus MLM-40% at the first checkpoint, mean over task groups (points)",
-          lambda d: pd.Series({"all": _at(d, "min")["diff"].mean()})),
-    "4": ("MLM sd minus CLM sd of centered scores, mean over datasets (points)",
-          lambda d: pd.Series({"all": (d["MLM sd"] - d["CLM sd"]).mean()})),
+          lambda d: [("all", _at(d, "min"))], _diff),
+    "4": ("MLM sd minus CLM sd of centered scores, mean over datasets (points)", _all,
+          lambda rows: rows["MLM sd"] - rows["CLM sd"]),
     "5": ("25%-75% split minus MLM-only, mean over budgets and task groups (points)",
-          lambda d: pd.Series({"all": d.loc[d["clm_share"] == 25, "diff"].mean()})),
-    "6": ("MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)",
-          lambda d: pd.Series({"all": (d["MLM sd"] - d["CLM+MLM sd"]).mean()})),
+          lambda d: [("all", d[d["clm_share"] == 25])], _diff),
+    "6": ("MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)", _all,
+          lambda rows: rows["MLM sd"] - rows["CLM+MLM sd"]),
     "7": ("CLM-based minus MLM-based after the longest CPT, mean over task groups (points)",
-          lambda d: pd.Series({"all": d.loc[d["cpt_steps"] == d["cpt_steps"].max(), "diff"].mean()})),
+          lambda d: [("all", d[d["cpt_steps"] == d["cpt_steps"].max()])], _diff),
 }
-# For claim 1, the paper's claim is per task group ("MLM generally outperforms CLM", except in some IR cells).
-_HALF_WIDTH_COLUMN = {"1": "diff ±", "3": "diff ±", "5": "diff ±", "7": "diff ±"}
+
+
+def _statistic(claim: str, d: pd.DataFrame) -> dict:
+    """{scope: the claim's statistic} on one source's check output."""
+    _, pick, cell = STATISTICS[claim]
+    return {scope: float(cell(rows).mean()) for scope, rows in pick(d)}
 
 
 def _resample(runs: pd.DataFrame, n_boot: int, seed: int):
@@ -329,7 +342,6 @@ def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str,
     """Claim ``claim``'s statistic for one run-level ``source`` (this repository's runs, EncodEval's): the point
     value and its 95% percentile interval over ``n_boot`` replicas that resample seeds and test instances. One row
     per scope (task group for claim 1, else ``all``); None when the source lacks the models."""
-    what, stat = STATISTICS[claim]
     c = CLAIMS[claim]
     own = runs[runs["source"] == source]
     if own.empty:
@@ -344,17 +356,14 @@ def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str,
         if point.empty:
             return None
         reps = c.check(_replica_scores(own, n_boot, seed, rule))
-    value = stat(point)
-    dist = reps.groupby("source").apply(stat, include_groups=False)
-    dist = dist.unstack() if isinstance(dist, pd.Series) and dist.index.nlevels > 1 else dist
-    if isinstance(dist, pd.Series):
-        dist = dist.to_frame()
+    value = _statistic(claim, point)
+    dist = pd.DataFrame([_statistic(claim, part) for _, part in reps.groupby("source")])
     rows = []
     for scope, v in value.items():
         d = dist[scope].dropna() if scope in dist else pd.Series(dtype=float)
         lo, hi = (np.percentile(d, [2.5, 97.5]) if len(d) else (np.nan, np.nan))
-        rows.append({"scope": scope, "statistic": what, "value": round(float(v), 2), "ci_low": round(float(lo), 2),
-                     "ci_high": round(float(hi), 2), "replicas": len(d)})
+        rows.append({"scope": scope, "statistic": STATISTICS[claim][0], "value": round(v, 2),
+                     "ci_low": round(float(lo), 2), "ci_high": round(float(hi), 2), "replicas": len(d)})
     return pd.DataFrame(rows)
 
 
@@ -370,23 +379,16 @@ def _per_run_models(claim: str, runs: pd.DataFrame) -> pd.Series:
 def _from_table(claim: str, scores: pd.DataFrame, source: str) -> pd.DataFrame | None:
     """The statistic from a source with tables only (the paper): the interval from the printed half-widths, as for
     a mean of independent differences, sqrt(sum of squared half-widths) / count."""
-    what, stat = STATISTICS[claim]
-    c = CLAIMS[claim]
-    if c.per_run:
+    what, pick, cell = STATISTICS[claim]
+    if CLAIMS[claim].per_run:
         return None
-    d = c.check(scores[scores["source"] == source])
+    d = CLAIMS[claim].check(scores[scores["source"] == source])
     if d.empty:
         return None
-    value = stat(d)
-    col = _HALF_WIDTH_COLUMN[claim]
-    scoped = {"1": lambda x: x.groupby("task_group"),
-              "3": lambda x: [("all", _at(x, "min"))],
-              "5": lambda x: [("all", x[x["clm_share"] == 25])],
-              "7": lambda x: [("all", x[x["cpt_steps"] == x["cpt_steps"].max()])]}[claim](d)
     rows = []
-    for scope, part in scoped:
-        hw = float(np.sqrt((part[col].astype(float) ** 2).sum()) / len(part)) if len(part) else np.nan
-        v = float(value[scope])
+    for scope, part in pick(d):
+        v = float(cell(part).mean())
+        hw = float(np.sqrt((part["diff ±"].astype(float) ** 2).sum()) / len(part)) if len(part) else np.nan
         rows.append({"scope": scope, "statistic": what, "value": round(v, 2), "ci_low": round(v - hw, 2),
                      "ci_high": round(v + hw, 2), "replicas": 0})
     return pd.DataFrame(rows)

@@ -91,13 +91,13 @@ def reproduce(args) -> int:
     import time
 
     from . import notebooks, studies
-    from .io import ROOT
+    from .io import ROOT, repo_relative
 
     start = time.perf_counter()
     results = Path(args.results_dir).resolve() if args.results_dir else ROOT / "results"
     out = Path(args.output_dir).resolve() if args.output_dir else None
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
-          f"{studies._rel(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
+          f"{repo_relative(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
     if results != ROOT / "results" and not (results / "paper").exists():
         results.mkdir(parents=True, exist_ok=True)
         (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
@@ -115,10 +115,10 @@ def reproduce(args) -> int:
     print_verdicts(results, args.scale)
     sub = "" if args.scale == "paper" else f"ours-{args.scale}"
     print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
-          f"  notebooks: {studies._rel(out / 'notebooks' if out else ROOT / 'notebooks')}/ (executed)\n"
-          f"  figures:   {studies._rel(figures)}/ (the paper's) and {studies._rel(figures / sub)}/ (this scale's)\n"
-          f"  tables:    {studies._rel(tables)}/ (the paper's) and {studies._rel(tables / sub)}/ (this scale's)\n"
-          f"  runs:      {studies._rel(paths.results / args.scale)}/ (pretraining logs, fine-tuning results)\n"
+          f"  notebooks: {repo_relative(out / 'notebooks' if out else ROOT / 'notebooks')}/ (executed)\n"
+          f"  figures:   {repo_relative(figures)}/ (the paper's) and {repo_relative(figures / sub)}/ (this scale's)\n"
+          f"  tables:    {repo_relative(tables)}/ (the paper's) and {repo_relative(tables / sub)}/ (this scale's)\n"
+          f"  runs:      {repo_relative(paths.results / args.scale)}/ (pretraining logs, fine-tuning results)\n"
           f"  verdicts:  the last section of each notebook")
     return 0
 

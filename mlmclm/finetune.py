@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from . import metrics
 from .config import FinetuneConfig, finetune_config, to_dict
-from .io import ROOT, provenance, write_json
+from .io import provenance, repo_relative, write_json
 from .modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
@@ -439,14 +439,6 @@ def qa_answers(enc: dict, logits: list[torch.Tensor], n_best: int, max_answer: i
 
 # ----------------------------------------------------------------------------------------------- the grid
 
-def _shown(path: Path) -> str:
-    """A checkpoint as results name it: relative to the repository when inside it (no machine paths)."""
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path.resolve())
-
-
 def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
     return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr:.0e}_sd{seed}"
 
@@ -500,7 +492,7 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
             result = {s: evaluate(model, task, encoded[task.name][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
             result["meta"] = {
-                "model_id": ckpt.model_id, "checkpoint": _shown(ckpt.path), "step": ckpt.step,
+                "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
                 "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
                 "attention_backend": model.config.attention_backend, "is_causal": False, "max_length": length,

@@ -95,3 +95,14 @@ def versions() -> dict:
 def provenance(**extra) -> dict:
     """Commit, package versions and hardware, plus whatever the caller adds (attention backend, wall time...)."""
     return {"commit": git_commit(), "versions": versions(), "hardware": hardware(), **extra}
+
+
+def repo_relative(path: str | Path) -> str:
+    """A path as configs and results name it: relative to the repository when inside it (a clone elsewhere reads the
+    same; a symlinked data/ inside stays data/), else absolute."""
+    for candidate in (Path(path).absolute(), Path(path).resolve()):
+        try:
+            return str(candidate.relative_to(ROOT))
+        except ValueError:
+            pass
+    return str(Path(path).resolve())

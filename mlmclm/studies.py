@@ -16,13 +16,16 @@ results.json of its grid exists. Checkpoints are only needed for work still to d
 
 from __future__ import annotations
 
+import collections
+import copy
+import functools
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import ConfigError, PretrainConfig, ScaleConfig, load_config, scale_config
-from .io import ROOT
+from .io import ROOT, repo_relative
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
 NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
@@ -179,7 +182,7 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
     needs, so a run's config does not depend on which study asked first) and the evaluations."""
     s = scale_config(scale) if isinstance(scale, str) else scale
     b = _Builder(s)
-    small, middle, large = s.sizes
+    middle = s.sizes[1]
     # (a) MLM vs CLM across sizes: 3 sizes x {CLM, MLM 20/30/40/50%}
     for size in s.sizes:
         for objective in OBJECTIVES:
@@ -238,40 +241,44 @@ class Paths:
     data: Path = ROOT / "data"
 
 
-def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
-    """The resolved pretraining config of `run`: the scale's template with the run's shape."""
+@functools.lru_cache(maxsize=None)
+def _template_yaml(name: str) -> dict:
     import yaml
 
+    return yaml.safe_load((ROOT / "mlmclm" / "configs" / name).read_text())
+
+
+def run_template(scale: ScaleConfig) -> dict:
+    """The scale's run template (`mlmclm/configs/<run_config>`), a fresh copy."""
+    return copy.deepcopy(_template_yaml(scale.run_config))
+
+
+def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
+    """The resolved pretraining config of `run`: the scale's template with the run's shape."""
     s = plan.scale
-    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / s.run_config).read_text())
+    template = run_template(s)
     named = sorted(c for c in run.checkpoints if c < run.total)
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
-                    results_dir=_rel(paths.results), checkpoints_dir=_rel(paths.checkpoints))
+                    results_dir=repo_relative(paths.results), checkpoints_dir=repo_relative(paths.checkpoints))
     template.setdefault("model", {})["size"] = run.size
-    template.setdefault("data", {}).update(root=_rel(paths.data), offset=run.offset * template.get("batch_size", 16))
+    template.setdefault("data", {}).update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
-        template["init"] = {"kind": "run", "path": _rel(paths.checkpoints / s.scale / run.parent),
+        template["init"] = {"kind": "run", "path": repo_relative(paths.checkpoints / s.scale / run.parent),
                             "step": run.parent_step, "optimizer": run.optimizer}
     return load_config(PretrainConfig, template)
 
 
-def _rel(path: Path) -> str:
-    """A folder as run configs name it: relative to the repository when inside it (runs are started from there, so
-    a clone elsewhere resolves the same config), else absolute."""
-    for candidate in (Path(path).absolute(), Path(path).resolve()):  # a symlinked data/ inside stays data/
-        try:
-            return str(candidate.relative_to(ROOT))
-        except ValueError:
-            pass
-    return str(Path(path).resolve())
+def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict:
+    """The fine-tuning config of each grid of the plan ("default", "stability")."""
+    return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     from .config import finetune_config
 
-    overrides = [f"results_dir={_rel(paths.results)}"] + ([f"data_dir={_rel(data_dir)}"] if data_dir else [])
+    overrides = [f"results_dir={repo_relative(paths.results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
     return finetune_config(plan.scale.scale, overrides)
@@ -300,11 +307,11 @@ def missing_results(e: Evaluation, cfg) -> int:
                for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
 
 
-def work(plan: Plan, paths: Paths, data_dir: Path | None = None) -> tuple[list[Run], list[Evaluation], dict]:
+def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluation], dict]:
     """What to do: the runs to train (in order), the evaluations to run, and for each run to train the named
     checkpoints that later work needs. A run is trained when it is incomplete, or when work still to do needs one
-    of its checkpoints and it is not on disk (then the runs it starts from may be needed too)."""
-    grids = {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
+    of its checkpoints and it is not on disk (then the runs it starts from may be needed too). `grids`: the
+    plan's `grid_configs`."""
     evals = [e for e in plan.evaluations.values() if missing_results(e, grids[e.grid])]
     needs = {(e.run_id, e.step if e.step is not None else plan.runs[e.run_id].total) for e in evals}
     train = {r.run_id for r in plan.runs.values() if not run_complete(r, plan, paths)}
@@ -335,12 +342,12 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
             shutil.rmtree(root / f"step_{step:06d}")
 
 
-def task_names(plan: Plan, paths: Paths) -> list[str]:
+def task_names(plan: Plan, grids: dict) -> list[str]:
     from .finetune import plan_grid
 
     names = []
     for grid in {e.grid for e in plan.evaluations.values()}:
-        for trainer, evaluated in plan_grid(grid_config(plan, grid, paths)):
+        for trainer, evaluated in plan_grid(grids[grid]):
             names += [t.name for t in (trainer, *evaluated)]
     return list(dict.fromkeys(names))
 
@@ -358,8 +365,8 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
     paths = paths or Paths()
     plan = build_plan(scale_config(scale, overrides)).for_studies(names)
     start = time.perf_counter()
-    runs, evals, wanted = work(plan, paths, data_dir)
-    grids = {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
+    grids = grid_configs(plan, paths, data_dir)
+    runs, evals, wanted = work(plan, paths, grids)
     todo = sum(missing_results(e, grids[e.grid]) for e in evals)
     print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
@@ -367,7 +374,7 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
     if evals and grids["default"].suite == "offline":
         from .offline_suite import build_offline
 
-        build_offline(task_names(plan, paths), data_dir, progress=progress)
+        build_offline(task_names(plan, grids), data_dir, progress=progress)
     with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
         for i, r in enumerate(runs, 1):
             print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
@@ -381,7 +388,7 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
                      progress=progress)
     seconds = time.perf_counter() - start
     print(f"study {', '.join(names)} at scale {scale}: done in {seconds / 60:.1f} min; results in "
-          f"{_rel(paths.results / scale)}", flush=True)
+          f"{repo_relative(paths.results / scale)}", flush=True)
     return {"trained": len(runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
 
 
@@ -403,11 +410,9 @@ def _phases(r: Run) -> str:
 # The plan, printed
 # ---------------------------------------------------------------------------------------------------------------
 def _model_config(plan: Plan, size: str):
-    import yaml
-
     from .configuration import MlmClmConfig
 
-    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / plan.scale.run_config).read_text())
+    template = run_template(plan.scale)
     data = template.get("data", {})
     vocab = {"vocab_size": data["vocab_size"]} if data.get("tokenizer", "train") == "train" and "vocab_size" in data \
         else {}
@@ -421,17 +426,20 @@ def compute(plan: Plan, paths: Paths | None = None) -> dict:
 
     paths = paths or Paths()
     parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt")}
+    per_run = {}
     for r in plan.runs.values():
         config, template = _model_config(plan, r.size)
         seq, batch = template["data"]["seq_len"], template["batch_size"]
+        per_run[r.run_id] = r.trained * batch * seq * config.flops_per_token(seq)
         part = parts[r.part]
         part["runs"] += 1
         part["steps"] += r.trained
         part["tokens"] += r.trained * batch * seq
-        part["flops"] += r.trained * batch * seq * config.flops_per_token(seq)
+        part["flops"] += per_run[r.run_id]
+    grids = grid_configs(plan, paths)
     trainings, results = {}, set()  # a stability grid shares its default-lr runs with the default grid
     for e in plan.evaluations.values():
-        cfg = grid_config(plan, e.grid, paths)
+        cfg = grids[e.grid]
         config, _ = _model_config(plan, plan.runs[e.run_id].size)
         length = min(cfg.max_length or int(0.99 * config.max_position_embeddings), config.max_position_embeddings)
         train_tokens = cfg.max_steps * cfg.batch_size * length if cfg.max_steps > 0 else 0
@@ -445,7 +453,7 @@ def compute(plan: Plan, paths: Paths | None = None) -> dict:
                     results.update((e.model_id, t.name, lr, seed) for t in evaluated)
     ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
           "flops": sum(trainings.values()), "per_training": trainings}
-    return {"pretrain": parts, "finetune": ft}
+    return {"pretrain": parts, "per_run": per_run, "finetune": ft}
 
 
 def machine_rate() -> tuple[float, str]:
@@ -469,20 +477,17 @@ def machine_rate() -> tuple[float, str]:
     return rate, what
 
 
-def measured_rate(plan: Plan, paths: Paths) -> float | None:
-    """Pretraining FLOP/s achieved by this scale's completed runs on record, if any."""
+def measured_rate(plan: Plan, paths: Paths, per_run: dict) -> float | None:
+    """Pretraining FLOP/s achieved by this scale's completed runs on record, if any (`per_run`: their FLOPs)."""
     flops = wall = 0.0
-    for r in plan.runs.values():
-        meta = paths.results / plan.scale.scale / r.run_id / "meta.json"
+    for run_id, f in per_run.items():
+        meta = paths.results / plan.scale.scale / run_id / "meta.json"
         if not meta.is_file():
             continue
         m = json.loads(meta.read_text())
         if m.get("status") != "complete" or not m.get("wall_time_s"):
             continue
-        config, template = _model_config(plan, r.size)
-        seq = template["data"]["seq_len"]
-        flops += r.trained * template["batch_size"] * seq * config.flops_per_token(seq)
-        wall += m["wall_time_s"]
+        flops, wall = flops + f, wall + m["wall_time_s"]
     return flops / wall if wall else None
 
 
@@ -504,11 +509,9 @@ def _hours(seconds: float) -> str:
 
 
 def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
-    import yaml
-
     paths = paths or Paths()
     s = plan.scale
-    template = yaml.safe_load((ROOT / "mlmclm" / "configs" / s.run_config).read_text())
+    template = run_template(s)
     tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
     lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
              f"  sizes {' / '.join(s.sizes)} stand for the paper's 210M / 610M / 1B; 1k of the paper's steps = "
@@ -531,14 +534,13 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
         total += v["flops"]
         lines.append(f"  {part:<10} {v['runs']:>5} {v['steps']:>11,} {v['tokens']:>18,} {v['flops']:>10.2e}")
     ft = c["finetune"]
-    by_grid = {}
-    for e in plan.evaluations.values():
-        by_grid[e.grid] = by_grid.get(e.grid, 0) + 1
+    by_grid = collections.Counter(e.grid for e in plan.evaluations.values())
+    grids = grid_configs(plan, paths)
     lines += ["", f"Fine-tuning: {ft['grids']} grids ("
               + ", ".join(f"{n} {g}" for g, n in by_grid.items()) + f"), {ft['trainings']:,} trainings, "
               f"{ft['results']:,} results.json, ~{ft['flops']:.2e} FLOPs"]
     for g in by_grid:
-        cfg = grid_config(plan, g, paths)
+        cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
                      f"lrs {cfg.lrs}; seeds {cfg.seeds}; {cfg.max_steps} steps of {cfg.batch_size}")
     if s.scale == "paper":
@@ -553,7 +555,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
                          f"{p['gpu_hours'][part]:>14,}")
         lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
                      "each part's FLOPs)")
-    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, ft["per_training"])
+    pre_rate = measured_rate(plan, paths, c["per_run"])
+    ft_rate = measured_finetune_rate(plan, paths, ft["per_training"])
     if not (pre_rate and ft_rate):
         peak, what = rate or machine_rate()
     hows = []
