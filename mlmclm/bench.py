@@ -3,6 +3,7 @@ medians and ratios. Results go to `results/bench/<name>.csv` with hardware and v
 
     mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 7]
     mlmclm bench memory [--size mini-m] [--vocab 128256]
+    mlmclm bench finetune [--dataset multiemo_sentiment] [--lrs 6] [--seeds 5] [--size mini-m]
     mlmclm bench notebooks
 
 Pretraining step throughput (forward, backward, AdamW step) of:
@@ -12,6 +13,10 @@ Pretraining step throughput (forward, backward, AdamW step) of:
 - mlmclm MLM and CLM with each attention backend this CPU runs (sdpa, eager, kernels).
 Peak memory of one CLM training step (forward + backward) at the paper's 128k vocabulary, each variant in a fresh
 process (the growth of the process's peak resident memory over what it held before the step).
+A fine-tuning grid (learning rates x seeds, one model, one dataset, the `mini` protocol) run as separate processes
+(one `mlmclm finetune` a run), one run after another in one process, and on worker processes; the per-run results of
+each way against the one-process reference; the padding of the grid's training batches without and with length
+grouping.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -180,6 +186,121 @@ def bench_notebooks(reps: int = 1) -> list[dict]:
              "median_s": f"{statistics.median(times):.1f}", "reps": reps}]
 
 
+FINETUNE_LRS = (1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3)  # the grid's learning rates (the first `lrs` of them)
+
+
+def _random_checkpoint(out: Path, texts: list[str], size: str, vocab: int) -> Path:
+    """A randomly initialised `size` model with a byte-level BPE trained on `texts`: speed does not depend on the
+    weights, and a fresh clone has no pretrained checkpoint."""
+    from transformers import AutoTokenizer
+
+    from .corpus import train_tokenizer
+
+    tok = AutoTokenizer.from_pretrained(train_tokenizer(iter(texts), vocab, out / "tokenizer"))
+    torch.manual_seed(0)
+    config = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                                    bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                    mask_token_id=tok.mask_token_id)
+    MlmClmForMaskedLM(config).save_pretrained(out / "model")
+    tok.save_pretrained(out / "model")
+    return out / "model"
+
+
+def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int = 5, size: str = "mini-m",
+                   data_dir: str | None = None, reps: int = 1) -> list[dict]:
+    """R = lrs x seeds fine-tuning runs of one randomly initialised `size` model on `dataset` with the `mini` protocol,
+    run as R separate `mlmclm finetune` processes (one a run, as a shell loop would), as one grid in one process
+    (one run after another: the reference) and as one grid on worker processes (`grid_workers=0`). Each way writes
+    into its own folder (repetitions rotate the order); every run's training loss and test score are compared with
+    the reference. Then the padding waste of the grid's training batches, without and with length grouping."""
+    import shutil
+    import tempfile
+
+    from .config import finetune_config, to_dict
+    from .finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint
+    from .offline_suite import build_offline
+    from .tasks import SUITES, TASKS_DIR, load_task
+
+    task = SUITES["offline"][dataset]
+    data_dir = Path(data_dir or TASKS_DIR)
+    build_offline([dataset], data_dir, progress=False)
+    grid_lrs, grid_seeds = list(FINETUNE_LRS[:lrs]), list(range(seeds))
+    base = [f"data_dir={data_dir}", f"datasets=[{dataset}]", f"groups=[{task.group}]"]
+    cfg = finetune_config("mini", base + [f"lrs={grid_lrs}", f"seeds={grid_seeds}"])
+    data = load_task(task, data_dir, cfg.max_train, cfg.max_eval)
+    tmp = Path(tempfile.mkdtemp(prefix="mlmclm-bench-finetune-"))
+    try:
+        field = {"SC": "text", "QA": "context", "IR": "query"}.get(task.group)
+        texts = [r[field] if field else " ".join(r["tokens"]) for r in data["train"]]
+        model_dir = _random_checkpoint(tmp / "ckpt", texts, size, 4096)
+
+        def separate(out):
+            for lr in grid_lrs:
+                for seed in grid_seeds:
+                    subprocess.run([sys.executable, "-m", "mlmclm", "finetune", str(model_dir), "--scale", "mini",
+                                    "--data-dir", str(data_dir), "--datasets", dataset, "--groups", task.group,
+                                    "--lrs", str(lr), "--seeds", str(seed), "--model-id", "bench",
+                                    "--results-dir", str(out), "--set", "grid_workers=1"],
+                                   check=True, capture_output=True, cwd=ROOT)
+
+        def in_process(workers):
+            def go(out):
+                run_grid(model_dir, finetune_config("mini", base + [f"lrs={grid_lrs}", f"seeds={grid_seeds}",
+                                                                    f"results_dir={out}", f"grid_workers={workers}"]),
+                         model_id="bench", progress=False)
+            return go
+
+        from .finetune import run_grid
+
+        one, separate_runs, workers = ("one process, one run after another", f"{lrs * seeds} separate processes",
+                                       "one process, grid_workers=0")
+        variants = {one: in_process(1), separate_runs: separate, workers: in_process(0)}
+        warm = tmp / "warm-up"
+        run_grid(model_dir, finetune_config("mini", base + ["lrs=[1e-3]", "seeds=[0]", "max_steps=2",
+                                                            f"results_dir={warm}"]), model_id="bench", progress=False)
+        times, results = {v: [] for v in variants}, {}
+        for rep in range(reps):
+            names = list(variants)
+            for v in names[rep % 3:] + names[:rep % 3]:  # no way always goes first
+                out = tmp / f"rep{rep}-{names.index(v)}"
+                t = time.perf_counter()
+                variants[v](out)
+                times[v].append(time.perf_counter() - t)
+                results[v] = {f.parent.name: json.loads(f.read_text()) for f in out.rglob("results.json")}
+        med = {v: statistics.median(ts) for v, ts in times.items()}
+        shape = {"size": f"{size} {dataset} R={lrs * seeds} ({lrs} lrs x {seeds} seeds)", "seq_len": cfg.max_length,
+                 "batch": cfg.batch_size, "reps": reps}
+        rows = [{"bench": "finetune_grid_s", **shape, "variant": v, "median_s": f"{med[v]:.2f}"} for v in variants]
+        rows += [{"bench": "finetune_grid_speedup", **shape, "variant": f"{fast} vs {slow}",
+                  "ratio": f"{med[slow] / med[fast]:.3f}"}
+                 for fast, slow in ((workers, one), (workers, separate_runs), (one, separate_runs))]
+        for v in (separate_runs, workers):  # the same runs, the same results as the reference
+            if sorted(results[v]) != sorted(results[one]) or len(results[one]) != lrs * seeds:
+                raise RuntimeError(f"{v} wrote other runs than {one}")
+            for what, get in (("train loss", lambda d: d["meta"]["train_loss"]),
+                              ("test score", lambda d: d["test"]["score"])):
+                diff = max(abs(get(results[v][n]) - get(results[one][n])) for n in results[one])
+                rows.append({"bench": "finetune_max_abs_diff", **shape, "variant": f"{v} vs {one}: {what}",
+                             "ratio": f"{diff:.2e}"})
+        n_workers = next(iter(results[workers].values()))["meta"]["grid_workers"]
+        rows.append({"bench": "finetune_workers", **shape, "variant": workers, "ratio": str(n_workers)})
+        # padding waste of the grid's training batches
+        ckpt = open_checkpoint(model_dir)
+        features = encode(task, data, ckpt.tokenizer, max_length(cfg, ckpt), cfg.qa_stride)["train"]["features"]
+        lengths = [_feature_length(f) for f in features]
+        for grouping in (False, True):
+            real = padded = 0
+            for seed in grid_seeds:
+                for idx in batch_plan(lengths, cfg.batch_size, np.random.default_rng(seed), grouping)[:cfg.max_steps]:
+                    real += sum(lengths[i] for i in idx)
+                    padded += len(idx) * max(lengths[i] for i in idx)
+            rows.append({"bench": "finetune_pad_fraction", **shape, "variant": f"length grouping {'on' if grouping else 'off'}",
+                         "ratio": f"{1 - real / padded:.3f}"})
+        return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_rows(name: str, rows: list[dict]) -> Path:
     path = ROOT / "results" / "bench" / f"{name}.csv"
     hw, ver = hardware(), versions()
@@ -219,6 +340,17 @@ def _memory_cli(args) -> int:
     return 0
 
 
+def _finetune_cli(args) -> int:
+    rows = bench_finetune(args.dataset, args.lrs, args.seeds, args.size, args.data_dir, args.reps)
+    path = write_rows("finetune", rows)
+    print(rows[0]["size"], f"mini protocol, median of {args.reps}")
+    for r in rows:
+        value = f"{r['median_s']} s" if r["bench"] == "finetune_grid_s" else r["ratio"]
+        print(f"  {r['bench']:<22} {r['variant']:<64} {value:>10}")
+    print(f"written: {path.relative_to(ROOT)}")
+    return 0
+
+
 def _notebooks_cli(args) -> int:
     rows = bench_notebooks(args.reps)
     path = write_rows("notebooks", rows)
@@ -242,6 +374,14 @@ def add_cli(sub) -> None:
     mem.add_argument("--seq-len", type=int, default=128)
     mem.add_argument("--batch", type=int, default=16)
     mem.set_defaults(run=_memory_cli)
+    ft = b.add_parser("finetune", help="a fine-tuning grid: separate processes vs one process vs worker processes")
+    ft.add_argument("--dataset", default="multiemo_sentiment", help="an offline-suite dataset (built if missing)")
+    ft.add_argument("--lrs", type=int, default=6, help=f"learning rates in the grid (the first of {FINETUNE_LRS})")
+    ft.add_argument("--seeds", type=int, default=5)
+    ft.add_argument("--size", default="mini-m", help="model size of the random checkpoint")
+    ft.add_argument("--data-dir", default=None, help="where the offline suite is (default data/tasks)")
+    ft.add_argument("--reps", type=int, default=1, help="repetitions of every way (rotating order)")
+    ft.set_defaults(run=_finetune_cli)
     nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
     nb.add_argument("--reps", type=int, default=1)
     nb.set_defaults(run=_notebooks_cli)

@@ -325,6 +325,7 @@ class FinetuneConfig:
     qa_n_best: int = 20
     ir_logit_scale: float = 20.0       # InfoNCE: cosine similarity x 20 (sentence-transformers' default)
     length_grouping: bool = True       # batches of similar lengths, padded to their own longest sequence
+    grid_workers: int = 1              # processes running the grid's runs side by side; 0: one a torch thread
     attention_backend: str | None = None   # None: the checkpoint's
     data_dir: str | None = None     # offline: the built suite (default data/tasks); paper: a local hub mirror
     results_dir: str = "results/runs"
@@ -342,6 +343,8 @@ class FinetuneConfig:
         for name in ("batch_size", "eval_batch_size", "qa_max_answer_tokens", "qa_n_best"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.grid_workers < 0:
+            raise ConfigError(f"grid_workers must be 0 (one a torch thread) or more, got {self.grid_workers}")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ConfigError(f"max_steps must be positive or -1 (one epoch), got {self.max_steps}")
         if self.max_length is not None and self.max_length < 16:

@@ -13,6 +13,10 @@ AdamW (0.9, 0.95, eps 1e-5, weight decay 0.1; fused), 10% warmup then linear dec
 clipping at 1.0, at most `max_steps` steps or one epoch. Batches group sequences of similar lengths and are padded to
 their own longest sequence. Evaluation runs once, after training, on validation and test.
 
+A grid's runs go one after another, or with `grid_workers` W > 1 (0: one a torch thread) on W forked processes
+with 1/W of the torch threads each: every run is the same computation either way, so the results are the same
+(tests/test_finetune.py checks it). `mlmclm bench finetune` measures the speed-up.
+
 One `results.json` per (model, group, dataset, lr, seed) at
 `<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{lr:.0e}_sd{seed}/results.json`, written atomically; a grid
 re-run skips the runs whose file exists. Choosing the learning rate and averaging seeds is `mlmclm.results`' job.
@@ -23,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -457,9 +463,90 @@ def plan_grid(cfg: FinetuneConfig) -> list[tuple[Task, list[Task]]]:
     return pairs + list(ir.values())
 
 
+def grid_workers(cfg: FinetuneConfig, device: torch.device) -> int:
+    """Processes a grid runs on: `cfg.grid_workers`, or with 0 one a torch thread (one a core unless the thread
+    count was lowered, e.g. by OMP_NUM_THREADS). Always 1 on a GPU and off Linux (workers are forked)."""
+    if device.type != "cpu" or sys.platform != "linux":
+        return 1
+    return cfg.grid_workers or torch.get_num_threads()
+
+
+@dataclass
+class _Grid:
+    """What every run of one grid shares: the checkpoint, the encoded data, the provenance."""
+    ckpt: Checkpoint
+    cfg: FinetuneConfig
+    encoded: dict
+    train_pool: dict
+    length: int
+    device: torch.device
+    common: dict
+
+    def run(self, job: tuple) -> None:
+        """Train one (trainer, evaluated tasks, lr, seed) job, then evaluate and write each evaluated task's
+        results.json."""
+        trainer, evaluated, lr, seed = job
+        ckpt, cfg, device = self.ckpt, self.cfg, self.device
+        t0 = time.perf_counter()
+        model = load_model(ckpt, trainer, seed, cfg.attention_backend, device)
+        stats = train(model, trainer, self.encoded[trainer.name]["train"]["features"], cfg, lr, seed, ckpt.pad_id,
+                      device)
+        train_time = time.perf_counter() - t0
+        for task in evaluated:
+            t1 = time.perf_counter()
+            result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
+                      for s in ("validation", "test")}
+            result["meta"] = {
+                "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
+                "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
+                "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
+                "attention_backend": model.config.attention_backend, "is_causal": False, "max_length": self.length,
+                **stats, "train_pool": self.train_pool[trainer.name],
+                "n_validation": len(result["validation"]["scores_i"]), "n_test": len(result["test"]["scores_i"]),
+                "train_time_s": round(train_time, 3), "eval_time_s": round(time.perf_counter() - t1, 3),
+                "wall_time_s": round(time.perf_counter() - t0, 3),
+                "task": asdict(task), "config": to_dict(cfg), **self.common,
+                "torch_threads": torch.get_num_threads()}
+            write_json(run_dir(cfg, ckpt.model_id, task, lr, seed) / "results.json", result)
+
+
+_FORKED: _Grid | None = None  # the grid a forked worker inherits
+
+
+def _forked_run(job: tuple) -> None:
+    _FORKED.run(job)
+
+
+def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
+    """The jobs on `workers` forked processes with an equal share of the torch threads each (at least one); every
+    worker inherits the encoded data. A failure stops the grid: the results already written stay."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    global _FORKED
+    threads = max(1, torch.get_num_threads() // workers)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the fast tokenizer's threads do not survive a fork
+    _FORKED = grid
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=torch.set_num_threads, initargs=(threads,))
+    try:
+        futures = {pool.submit(_forked_run, job): job for job in jobs}
+        for future in as_completed(futures):
+            future.result()
+            bar.update()
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        _FORKED = None
+
+
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True) -> dict:
-    """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing.
-    Bad input (names, checkpoint, labels, head) fails before any training. Returns counts and wall time."""
+    """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing, one run after
+    another here or, with `grid_workers` > 1, on forked worker processes (same results: each run is the same
+    computation, on its own thread share). Bad input (names, checkpoint, labels, head) fails before any training.
+    Returns counts and wall time."""
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
@@ -474,38 +561,29 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     todo = [j for j in jobs if j[1]]
     names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
     data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}
+    for trainer, *_ in todo:
+        if "train" not in data[trainer.name]:
+            raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
     length = max_length(cfg, ckpt)
     encoded = {n: encode(t, data[n], ckpt.tokenizer, length, cfg.qa_stride) for n, t in names.items()}
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    common = provenance()
-    bar = tqdm(todo, desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
-    for trainer, evaluated, lr, seed in bar:
-        bar.set_postfix_str(f"{trainer.name} lr={lr:.0e} seed={seed}")
-        if "train" not in encoded[trainer.name]:
-            raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
-        t0 = time.perf_counter()
-        model = load_model(ckpt, trainer, seed, cfg.attention_backend, device)
-        stats = train(model, trainer, encoded[trainer.name]["train"]["features"], cfg, lr, seed, ckpt.pad_id, device)
-        train_time = time.perf_counter() - t0
-        for task in evaluated:
-            t1 = time.perf_counter()
-            result = {s: evaluate(model, task, encoded[task.name][s], cfg, ckpt.pad_id, device)
-                      for s in ("validation", "test")}
-            result["meta"] = {
-                "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
-                "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
-                "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
-                "attention_backend": model.config.attention_backend, "is_causal": False, "max_length": length,
-                **stats, "train_pool": len(data[trainer.name]["train"]),
-                "n_validation": len(result["validation"]["scores_i"]), "n_test": len(result["test"]["scores_i"]),
-                "train_time_s": round(train_time, 3), "eval_time_s": round(time.perf_counter() - t1, 3),
-                "wall_time_s": round(time.perf_counter() - t0, 3),
-                "task": asdict(task), "config": to_dict(cfg), **common}
-            write_json(run_dir(cfg, ckpt.model_id, task, lr, seed) / "results.json", result)
+    workers = min(grid_workers(cfg, device), len(todo))
+    grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for n, d in data.items()}, length, device,
+                 provenance(grid_workers=max(workers, 1)))
+    bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
+    if workers > 1:
+        bar.set_postfix_str(f"{workers} workers")
+        _run_in_workers(grid, todo, workers, bar)
+    else:
+        for job in todo:
+            bar.set_postfix_str(f"{job[0].name} lr={job[2]:.0e} seed={job[3]}")
+            grid.run(job)
+            bar.update()
+    bar.close()
     runs = sum(len(evaluated) for _, evaluated, *_ in todo)
     total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
     return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "seconds": time.perf_counter() - start,
-            "model_id": ckpt.model_id}
+            "model_id": ckpt.model_id, "workers": max(workers, 1)}
 
 
 # ----------------------------------------------------------------------------------------------- command line

@@ -493,14 +493,14 @@ def measured_rate(plan: Plan, paths: Paths, per_run: dict) -> float | None:
 
 def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> float | None:
     """Estimated fine-tuning FLOPs per second of wall time, over this scale's trainings on record (one results.json
-    per training: the one evaluated on its own training set)."""
+    per training: the one evaluated on its own training set; runs of W worker processes share the wall time)."""
     flops = wall = 0.0
     root = paths.results / plan.scale.scale
     for (model_id, trainer, lr, seed), f in per_training.items():
         for path in root.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
             meta = json.loads(path.read_text()).get("meta", {})
             if meta.get("wall_time_s"):
-                flops, wall = flops + f, wall + meta["wall_time_s"]
+                flops, wall = flops + f, wall + meta["wall_time_s"] / meta.get("grid_workers", 1)
     return flops / wall if wall else None
 
 

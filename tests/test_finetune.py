@@ -72,6 +72,33 @@ def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
     assert all(f.stat().st_mtime_ns == stamps[f] for f in files[1:]) and files[0].is_file()
 
 
+def _grid_docs(out):
+    return {f.relative_to(out): json.loads(f.read_text()) for f in out.rglob("results.json")}
+
+
+def test_worker_processes_write_the_same_results_as_one_run_after_another(suite, tmp_path):
+    """grid_workers forks processes that each run whole runs: every result (loss, scores, per-instance scores) is
+    the one the sequential grid writes; a re-run with workers finds nothing left to do."""
+    root, ckpt = suite
+    docs, outs = {}, {}
+    for name, workers in (("sequential", 1), ("workers", 2)):
+        cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / name}",
+                                       "datasets=[multiemo_sentiment,brown_propn_spans,squad11,squad_retrieval]",
+                                       "lrs=[1e-3,3e-3]", "seeds=[0,1]", f"grid_workers={workers}"])
+        outs[name] = run_grid(ckpt, cfg, progress=False)
+        docs[name] = _grid_docs(tmp_path / name)
+    assert outs["workers"]["workers"] == 2 and outs["workers"]["runs"] == outs["sequential"]["runs"] == 16
+    assert sorted(docs["workers"]) == sorted(docs["sequential"])
+    for path, ref in docs["sequential"].items():
+        got = docs["workers"][path]
+        assert got["meta"]["train_loss"] == pytest.approx(ref["meta"]["train_loss"], rel=1e-5, abs=1e-6), path
+        for split in ("validation", "test"):
+            assert got[split]["score"] == pytest.approx(ref[split]["score"], abs=1e-6), (path, split)
+            assert got[split]["scores_i"] == pytest.approx(ref[split]["scores_i"], abs=1e-6), (path, split)
+        assert (got["meta"]["grid_workers"], ref["meta"]["grid_workers"]) == (2, 1)
+    assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
+
+
 def test_seeds_are_reproducible(suite, tmp_path):
     root, ckpt = suite
     docs = []
@@ -91,6 +118,7 @@ def test_seeds_are_reproducible(suite, tmp_path):
     (["--seeds", ""], "the fine-tuning grid is empty: no seeds"),
     (["--datasets", "squad11", "--groups", "SC"], "'squad11' is in group QA, which --groups leaves out"),
     (["--set", "batch_size=0"], "batch_size must be positive, got 0"),
+    (["--set", "grid_workers=-1"], "grid_workers must be 0 (one a torch thread) or more, got -1"),
 ])
 def test_bad_grid_input_is_one_line_and_does_nothing(suite, capsys, args, message):
     root, _ = suite
