@@ -1,12 +1,12 @@
-"""Benchmarks, measured side by side in one process: same shapes, same batch, interleaved repetitions after warm-up,
-medians and ratios. Results go to `results/bench/<name>.csv` with hardware and versions.
+"""Benchmarks, measured side by side: same shapes, same batch, interleaved repetitions after warm-up, medians and
+ratios. Results go to `results/bench/<name>.csv` with hardware, versions, commit and wall time.
 
-    mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 7]
+    mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 5]
     mlmclm bench memory [--size mini-m] [--vocab 128256]
     mlmclm bench finetune [--dataset multiemo_sentiment] [--lrs 6] [--seeds 5] [--size mini-m]
     mlmclm bench notebooks
 
-Pretraining step throughput (forward, backward, AdamW step) of:
+Pretraining step throughput (forward, backward, AdamW step), each group of compared variants in a fresh process:
 - mlmclm MLM (40% masking) with the sparse head vs the same model with a dense head, and vs transformers'
   `EuroBertForMaskedLM` of the same shape (dense logits);
 - mlmclm CLM vs transformers' `LlamaForCausalLM` of the same shape;
@@ -21,6 +21,7 @@ grouping.
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import resource
@@ -35,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .configuration import MlmClmConfig
-from .io import ROOT, hardware, versions, write_text
+from .io import ROOT, git_commit, hardware, versions, write_text
 from .modeling import MlmClmForMaskedLM
 from .objectives import IGNORE
 
@@ -54,10 +55,26 @@ def _hf_twin(config: MlmClmConfig, kind: str):
                                               eos_token_id=2))
 
 
-def _steps(size: str, seq_len: int, batch: int, seed: int = 0):
-    """name -> a function doing one training step; all share one batch and one masking."""
-    torch.manual_seed(seed)
-    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
+MLM, CLM = "mlmclm MLM40 sparse head", "mlmclm CLM"
+BACKENDS_ON_CPU = ("sdpa", "eager", "kernels")  # flex has no backward pass on CPU
+# Variants measured side by side, each group in a fresh process: models of other groups in the same process
+# (allocator and cache state) shifted a group's timings by up to 30% on this CPU.
+PRETRAIN_GROUPS = {
+    "MLM": [MLM, "mlmclm MLM40 dense head", "transformers EuroBertForMaskedLM MLM40"],
+    "CLM": [CLM, "transformers LlamaForCausalLM CLM"],
+    "MLM backends": [MLM] + [f"{MLM} [{b}]" for b in BACKENDS_ON_CPU[1:]],
+    "CLM backends": [CLM] + [f"{CLM} [{b}]" for b in BACKENDS_ON_CPU[1:]],
+}
+RATIOS = [("MLM40 sparse / dense head", MLM, "mlmclm MLM40 dense head"),
+          ("MLM40 mlmclm / EuroBertForMaskedLM", MLM, "transformers EuroBertForMaskedLM MLM40"),
+          ("CLM mlmclm / LlamaForCausalLM", CLM, "transformers LlamaForCausalLM CLM")]
+RATIOS += [(f"{obj} {b} / sdpa", f"{name} [{b}]", name)
+           for b in BACKENDS_ON_CPU[1:] for obj, name in (("MLM40", MLM), ("CLM", CLM))]
+
+
+def _step(name: str, config: MlmClmConfig, seq_len: int, batch: int, seed: int = 0):
+    """A function doing one training step (forward, backward, AdamW) of variant `name`; every variant gets the
+    same batch and the same masking."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g)
     selected = torch.rand(ids.shape, generator=g) < 0.4
@@ -65,73 +82,72 @@ def _steps(size: str, seq_len: int, batch: int, seed: int = 0):
     mlm_inputs = ids.masked_fill(selected, 3)
     clm_labels = torch.full_like(ids, IGNORE)
     clm_labels[:, :-1] = ids[:, 1:]
-
-    def trainer(model, loss_fn):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), eps=1e-5, weight_decay=0.1)
-
-        def step():
-            loss = loss_fn(model)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            return loss
-        return step
-
-    def dense_mlm(model):
-        logits = model(mlm_inputs).logits
-        return F.cross_entropy(logits.flatten(0, 1).float(), mlm_labels.flatten(), ignore_index=IGNORE)
-
-    def ours(backend="sdpa"):
-        model = MlmClmForMaskedLM(config)
+    torch.manual_seed(seed)
+    backend = name.split("[")[1].rstrip("]") if "[" in name else "sdpa"
+    if name.startswith("transformers"):
+        model = _hf_twin(config, "llama" if "Llama" in name else "eurobert")
+        loss_fn = ((lambda m: m(ids, labels=ids).loss) if "Llama" in name else
+                   (lambda m: m(mlm_inputs, labels=mlm_labels).loss))
+    else:
+        model = MlmClmForMaskedLM(copy.deepcopy(config))  # its own config: the backend is set on the config
         model.set_attention_backend(backend)
-        return model
+        if name.startswith(CLM):
+            loss_fn = lambda m: m(ids, labels=clm_labels, is_causal=True).loss  # noqa: E731
+        elif "dense head" in name:
+            loss_fn = lambda m: F.cross_entropy(m(mlm_inputs).logits.flatten(0, 1).float(),  # noqa: E731
+                                                mlm_labels.flatten(), ignore_index=IGNORE)
+        else:
+            loss_fn = lambda m: m(mlm_inputs, labels=mlm_labels, is_causal=False).loss  # noqa: E731
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), eps=1e-5, weight_decay=0.1)
 
-    steps = {
-        "mlmclm MLM40 sparse head": trainer(ours(), lambda m: m(mlm_inputs, labels=mlm_labels, is_causal=False).loss),
-        "mlmclm MLM40 dense head": trainer(ours(), dense_mlm),
-        "transformers EuroBertForMaskedLM MLM40": trainer(_hf_twin(config, "eurobert"), lambda m: m(
-            mlm_inputs, labels=mlm_labels).loss),
-        "mlmclm CLM": trainer(ours(), lambda m: m(ids, labels=clm_labels, is_causal=True).loss),
-        "transformers LlamaForCausalLM CLM": trainer(_hf_twin(config, "llama"), lambda m: m(ids, labels=ids).loss),
-    }
-    for backend in BACKENDS_ON_CPU[1:]:  # the other attention backends this machine runs (sdpa is above)
-        steps[f"mlmclm MLM40 sparse head [{backend}]"] = trainer(ours(backend), lambda m: m(
-            mlm_inputs, labels=mlm_labels, is_causal=False).loss)
-        steps[f"mlmclm CLM [{backend}]"] = trainer(ours(backend), lambda m: m(ids, labels=clm_labels,
-                                                                                  is_causal=True).loss)
-    return config, steps
-
-
-BACKENDS_ON_CPU = ("sdpa", "eager", "kernels")  # flex has no backward pass on CPU
-RATIOS = [("MLM40 sparse / dense head", "mlmclm MLM40 sparse head", "mlmclm MLM40 dense head"),
-          ("MLM40 mlmclm / EuroBertForMaskedLM", "mlmclm MLM40 sparse head", "transformers EuroBertForMaskedLM MLM40"),
-          ("CLM mlmclm / LlamaForCausalLM", "mlmclm CLM", "transformers LlamaForCausalLM CLM")]
+    def step():
+        loss = loss_fn(model)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    return step
 
 
-def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16, reps: int = 7, warmup: int = 2):
-    rows = []
-    for size in sizes:
-        config, steps = _steps(size, seq_len, batch)
-        for step in steps.values():
-            for _ in range(warmup):
-                step()
-        times = {name: [] for name in steps}
-        for _ in range(reps):  # interleaved: machine noise hits every variant alike
-            for name, step in steps.items():
+def _pretrain_probe(size: str, group: str, seq_len: int, batch: int, reps: int, block: int = 3) -> None:
+    """Run in a fresh process: one group's variants in rounds; in each round every variant does one untimed step,
+    then `block` timed ones (the machine's noise hits every variant alike). Prints the median seconds a step."""
+    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
+    steps = {name: _step(name, config, seq_len, batch) for name in PRETRAIN_GROUPS[group]}
+    times = {name: [] for name in steps}
+    for _ in range(reps):
+        for name, step in steps.items():
+            step()
+            for _ in range(block):
                 t = time.perf_counter()
                 step()
                 times[name].append(time.perf_counter() - t)
+    print(json.dumps({name: statistics.median(ts) for name, ts in times.items()}))
+
+
+def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16, reps: int = 5,
+                   threads: int | None = None):
+    rows = []
+    for size in sizes:
+        medians = {}
+        for group in PRETRAIN_GROUPS:
+            code = (f"import torch; torch.set_num_threads({threads or torch.get_num_threads()}); "
+                    f"from mlmclm.bench import _pretrain_probe; "
+                    f"_pretrain_probe({size!r}, {group!r}, {seq_len}, {batch}, {reps})")
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 cwd=ROOT).stdout
+            for name, med in json.loads(out.strip().splitlines()[-1]).items():
+                medians.setdefault(name, {})[group] = med
         tokens = batch * seq_len
-        medians = {name: statistics.median(ts) for name, ts in times.items()}
-        for name, med in medians.items():
-            rows.append({"bench": "pretrain_step", "size": size, "variant": name, "seq_len": seq_len, "batch": batch,
-                         "median_s": f"{med:.5f}", "tokens_per_s": f"{tokens / med:.0f}", "reps": reps})
-        ratios = list(RATIOS) + [(f"{obj} {backend} / sdpa", f"{name} [{backend}]", name)
-                                 for backend in BACKENDS_ON_CPU[1:]
-                                 for obj, name in (("MLM40", "mlmclm MLM40 sparse head"), ("CLM", "mlmclm CLM"))]
-        for label, num, den in ratios:
+        for name, by_group in medians.items():
+            for group, med in by_group.items():
+                rows.append({"bench": "pretrain_step", "size": size, "variant": f"{name} ({group} group)",
+                             "seq_len": seq_len, "batch": batch, "median_s": f"{med:.5f}",
+                             "tokens_per_s": f"{tokens / med:.0f}", "reps": reps})
+        for label, num, den in RATIOS:
+            group = next(g for g, names in PRETRAIN_GROUPS.items() if num in names and den in names)
             rows.append({"bench": "pretrain_ratio", "size": size, "variant": label, "seq_len": seq_len,
-                         "batch": batch, "ratio": f"{medians[den] / medians[num]:.3f}", "reps": reps})
+                         "batch": batch, "ratio": f"{medians[den][group] / medians[num][group]:.3f}", "reps": reps})
     return rows
 
 
@@ -301,11 +317,14 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_rows(name: str, rows: list[dict]) -> Path:
+def write_rows(name: str, rows: list[dict], started: float) -> Path:
+    """`results/bench/<name>.csv`: the rows, each with the machine, versions, commit and the benchmark's wall time
+    (since `started`, a `time.perf_counter()`)."""
     path = ROOT / "results" / "bench" / f"{name}.csv"
     hw, ver = hardware(), versions()
     context = {"machine": f"{hw['machine']} x{hw['cpu_count']}" + (f" {hw['gpu']}" if "gpu" in hw else ""),
-               "torch": ver["torch"], "transformers": ver["transformers"]}
+               "torch": ver["torch"], "transformers": ver["transformers"], "commit": git_commit(),
+               "bench_wall_s": f"{time.perf_counter() - started:.0f}"}
     fields = ["bench", "size", "variant", "seq_len", "batch", "median_s", "tokens_per_s", "peak_mib", "ratio",
               "reps", *context]
     import io
@@ -319,21 +338,22 @@ def write_rows(name: str, rows: list[dict]) -> Path:
 
 
 def _cli(args) -> int:
-    torch.set_num_threads(args.threads or torch.get_num_threads())
-    rows = bench_pretrain(args.sizes, args.seq_len, args.batch, args.reps)
-    path = write_rows("pretrain", rows)
+    started = time.perf_counter()
+    rows = bench_pretrain(args.sizes, args.seq_len, args.batch, args.reps, args.threads)
+    path = write_rows("pretrain", rows, started)
     for r in rows:
         if r["bench"] == "pretrain_step":
-            print(f"{r['size']:<8} {r['variant']:<42} {r['tokens_per_s']:>9} tok/s")
+            print(f"{r['size']:<8} {r['variant']:<60} {r['tokens_per_s']:>9} tok/s")
         else:
-            print(f"{r['size']:<8} {r['variant']:<42} {r['ratio']:>9} x")
+            print(f"{r['size']:<8} {r['variant']:<60} {r['ratio']:>9} x")
     print(f"written: {path.relative_to(ROOT)}")
     return 0
 
 
 def _memory_cli(args) -> int:
+    started = time.perf_counter()
     rows = bench_memory(args.size, args.vocab, args.seq_len, args.batch)
-    path = write_rows("memory", rows)
+    path = write_rows("memory", rows, started)
     for r in rows:
         print(f"{r['size']:<20} {r['variant']:<36} {r.get('peak_mib') or r['ratio']:>8}")
     print(f"written: {path.relative_to(ROOT)}")
@@ -341,8 +361,9 @@ def _memory_cli(args) -> int:
 
 
 def _finetune_cli(args) -> int:
+    started = time.perf_counter()
     rows = bench_finetune(args.dataset, args.lrs, args.seeds, args.size, args.data_dir, args.reps)
-    path = write_rows("finetune", rows)
+    path = write_rows("finetune", rows, started)
     print(rows[0]["size"], f"mini protocol, median of {args.reps}")
     for r in rows:
         value = f"{r['median_s']} s" if r["bench"] == "finetune_grid_s" else r["ratio"]
@@ -352,8 +373,9 @@ def _finetune_cli(args) -> int:
 
 
 def _notebooks_cli(args) -> int:
+    started = time.perf_counter()
     rows = bench_notebooks(args.reps)
-    path = write_rows("notebooks", rows)
+    path = write_rows("notebooks", rows, started)
     print(f"{rows[0]['variant']}: {rows[0]['median_s']} s (median of {args.reps})\nwritten: {path.relative_to(ROOT)}")
     return 0
 
@@ -365,7 +387,7 @@ def add_cli(sub) -> None:
     pre.add_argument("--sizes", nargs="+", default=["tiny", "mini-m"])
     pre.add_argument("--seq-len", type=int, default=128)
     pre.add_argument("--batch", type=int, default=16)
-    pre.add_argument("--reps", type=int, default=7)
+    pre.add_argument("--reps", type=int, default=5, help="rounds of 1 untimed + 3 timed steps per variant")
     pre.add_argument("--threads", type=int, default=None)
     pre.set_defaults(run=_cli)
     mem = b.add_parser("memory", help="peak memory of a CLM training step at a large vocabulary")

@@ -58,13 +58,15 @@ def write_json(path: str | Path, obj) -> None:
 
 
 def git_commit(root: Path = ROOT) -> str | None:
-    """The commit of the working tree, with `-dirty` when it has uncommitted changes; None outside git."""
+    """The commit of the working tree, with `-dirty` when its code has uncommitted changes (what runs write under
+    results/ and figures/ does not count); None outside git."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 timeout=10).stdout.strip()
         if not commit:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)results", ":(exclude)figures"], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
