@@ -27,10 +27,11 @@ test: $(STAMP)
 figures: $(STAMP)
 	$(VENV)/bin/mlmclm figures
 
-# Benchmarks (results/bench/*.csv): side by side in one process, medians and ratios.
+# Benchmarks (results/bench/*.csv): side by side, medians and ratios (~10 min on two cores).
 bench: $(STAMP)
 	$(VENV)/bin/mlmclm bench pretrain
 	$(VENV)/bin/mlmclm bench memory
+	$(VENV)/bin/mlmclm bench finetune
 	$(VENV)/bin/mlmclm bench notebooks
 
 clean-venv:

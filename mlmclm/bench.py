@@ -5,6 +5,7 @@ ratios. Results go to `results/bench/<name>.csv` with hardware, versions, commit
     mlmclm bench memory [--size mini-m] [--vocab 128256]
     mlmclm bench finetune [--dataset multiemo_sentiment] [--lrs 6] [--seeds 5] [--size mini-m]
     mlmclm bench notebooks
+    mlmclm bench mfu [--size 210m] [--seq-len 2048] [--backends sdpa,flex,kernels,eager]   (a GPU)
 
 Pretraining step throughput (forward, backward, AdamW step), each group of compared variants in a fresh process:
 - mlmclm MLM (40% masking) with the sparse head vs the same model with a dense head, and vs transformers'
@@ -16,7 +17,8 @@ process (the growth of the process's peak resident memory over what it held befo
 A fine-tuning grid (learning rates x seeds, one model, one dataset, the `mini` protocol) run as separate processes
 (one `mlmclm finetune` a run), one run after another in one process, and on worker processes; the per-run results of
 each way against the one-process reference; the padding of the grid's training batches without and with length
-grouping.
+grouping. On a GPU, the model FLOPs utilisation of the paper's 210M shape at sequence 2048 in bf16, per attention
+backend (`bench mfu`).
 """
 
 from __future__ import annotations
@@ -148,6 +150,83 @@ def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16
             group = next(g for g, names in PRETRAIN_GROUPS.items() if num in names and den in names)
             rows.append({"bench": "pretrain_ratio", "size": size, "variant": label, "seq_len": seq_len,
                          "batch": batch, "ratio": f"{medians[den][group] / medians[num][group]:.3f}", "reps": reps})
+    return rows
+
+
+PEAK_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4, "A100": 312.0}  # dense, vendor data sheets
+
+
+def peak_tflops(device_name: str) -> float | None:
+    """The dense bf16 peak of a known GPU from its name (`torch.cuda.get_device_name()`), else None."""
+    return next((v for k, v in PEAK_BF16_TFLOPS.items() if all(w in device_name for w in k.split())), None)
+
+
+def bench_mfu(size: str = "210m", seq_len: int = 2048, batch: int = 8, backends=("sdpa", "flex", "kernels", "eager"),
+              objectives=("MLM40", "CLM"), steps: int = 10, warmup: int = 3, device: str = "cuda",
+              peak: float | None = None, compile_model: bool = False) -> list[dict]:
+    """Model FLOPs utilisation of training steps (forward, backward, fused AdamW) of the `size` model at `seq_len`, in
+    bf16 autocast on a GPU (fp32 on a CPU, for testing): tokens/s x model FLOPs a token / the device's peak. Model
+    FLOPs: 6 x the body's weights + attention scores at full context + the output layer on the labelled positions
+    (40% for MLM: the sparse head computes no more)."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("bench mfu needs a GPU (torch.cuda.is_available() is False); --device cpu tests the code")
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    peak = peak or peak_tflops(name)
+    if peak is None:
+        raise SystemExit(f"no known bf16 peak for {name!r}: pass --peak-tflops")
+    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g).to(dev)
+    selected = (torch.rand(ids.shape, generator=g) < 0.4).to(dev)
+    labels = {"MLM40": torch.where(selected, ids, IGNORE), "CLM": torch.cat([ids[:, 1:], ids[:, :1] * 0 + IGNORE], 1)}
+    inputs = {"MLM40": ids.masked_fill(selected, 3), "CLM": ids}
+    p = config.num_parameters_by_part()
+    attn = 2 * 2 * config.num_hidden_layers * config.num_attention_heads * config.head_dim * seq_len
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
+    rows = []
+    for backend in backends:
+        for objective in objectives:
+            fraction = float((labels[objective] != IGNORE).float().mean())
+            flops_token = 3 * (2 * p["body"] + attn + fraction * 2 * config.vocab_size * config.hidden_size)
+            try:
+                torch.manual_seed(0)
+                model = MlmClmForMaskedLM(copy.deepcopy(config)).to(dev)
+                model.set_attention_backend(backend)
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
+                fwd = torch.compile(model) if compile_model else model
+
+                def step():
+                    with autocast:
+                        loss = fwd(inputs[objective], labels=labels[objective], is_causal=objective == "CLM").loss
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                sync = torch.cuda.synchronize if dev.type == "cuda" else lambda: None
+                for _ in range(warmup):
+                    step()
+                sync()
+                if dev.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(dev)
+                times = []
+                for _ in range(steps):
+                    t = time.perf_counter()
+                    step()
+                    sync()
+                    times.append(time.perf_counter() - t)
+                seconds = statistics.median(times)
+            except Exception as e:  # a backend this machine cannot run: say so in the table, go on
+                rows.append({"bench": "mfu", "size": size, "variant": f"{objective} [{backend}] failed: "
+                             f"{type(e).__name__}: {str(e).splitlines()[0][:120]}", "seq_len": seq_len, "batch": batch})
+                continue
+            finally:
+                model = opt = fwd = None
+            tokens = batch * seq_len / seconds
+            rows.append({"bench": "mfu", "size": size, "variant": f"{objective} [{backend}]"
+                         + (" compiled" if compile_model else ""), "seq_len": seq_len, "batch": batch,
+                         "median_s": f"{seconds:.4f}", "tokens_per_s": f"{tokens:.1f}",
+                         "peak_mib": f"{torch.cuda.max_memory_allocated(dev) / 2**20:.0f}" if dev.type == "cuda" else "",
+                         "ratio": f"{tokens * flops_token / (peak * 1e12):.4g}", "reps": steps})
     return rows
 
 
@@ -372,6 +451,17 @@ def _finetune_cli(args) -> int:
     return 0
 
 
+def _mfu_cli(args) -> int:
+    started = time.perf_counter()
+    rows = bench_mfu(args.size, args.seq_len, args.batch, args.backends.split(","), args.objectives.split(","),
+                     args.steps, device=args.device, peak=args.peak_tflops, compile_model=args.compile)
+    path = write_rows("mfu", rows, started)
+    for r in rows:
+        print(f"{r['size']:<6} {r['variant']:<40} {r.get('tokens_per_s', ''):>9} tok/s  MFU {r.get('ratio', '')}")
+    print(f"written: {path.relative_to(ROOT)}")
+    return 0
+
+
 def _notebooks_cli(args) -> int:
     started = time.perf_counter()
     rows = bench_notebooks(args.reps)
@@ -404,6 +494,17 @@ def add_cli(sub) -> None:
     ft.add_argument("--data-dir", default=None, help="where the offline suite is (default data/tasks)")
     ft.add_argument("--reps", type=int, default=1, help="repetitions of every way (rotating order)")
     ft.set_defaults(run=_finetune_cli)
+    mfu = b.add_parser("mfu", help="GPU: model FLOPs utilisation of training steps, every attention backend")
+    mfu.add_argument("--size", default="210m")
+    mfu.add_argument("--seq-len", type=int, default=2048)
+    mfu.add_argument("--batch", type=int, default=8)
+    mfu.add_argument("--backends", default="sdpa,flex,kernels,eager")
+    mfu.add_argument("--objectives", default="MLM40,CLM")
+    mfu.add_argument("--steps", type=int, default=10)
+    mfu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
+    mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
+    mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
+    mfu.set_defaults(run=_mfu_cli)
     nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
     nb.add_argument("--reps", type=int, default=1)
     nb.set_defaults(run=_notebooks_cli)

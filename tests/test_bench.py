@@ -2,6 +2,7 @@
 fine-tuning grid whose three ways (separate processes, one process, worker processes) write the same results."""
 
 import numpy as np
+import pytest
 
 from helpers_finetune import write_offline_sources
 from mlmclm import bench
@@ -31,3 +32,22 @@ def test_finetune_bench_runs_one_grid_three_ways_with_the_same_results(tmp_path)
     pads = {r["variant"]: float(r["ratio"]) for r in rows if r["bench"] == "finetune_pad_fraction"}
     assert 0 <= pads["length grouping on"] <= pads["length grouping off"] < 1  # (the fake sentences are alike)
     assert all(np.isfinite(float(r["ratio"])) for r in rows if r["bench"] == "finetune_grid_speedup")
+
+
+def test_mfu_bench_counts_model_flops_and_reports_backends_it_cannot_run():
+    rows = bench.bench_mfu("tiny", seq_len=32, batch=2, backends=("sdpa", "flex"), steps=2, warmup=1, device="cpu",
+                           peak=1e-3)
+    by = {r["variant"].split(" failed")[0]: r for r in rows}
+    assert set(by) == {"MLM40 [sdpa]", "CLM [sdpa]", "MLM40 [flex]", "CLM [flex]"}
+    assert "GPU only" in by["CLM [flex]"]["variant"] and "ratio" not in by["CLM [flex]"]
+    from mlmclm.configuration import MlmClmConfig
+    c = MlmClmConfig.from_size("tiny", max_position_embeddings=128)
+    body = 6 * c.num_parameters_by_part()["body"] + 3 * 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * 32
+    for objective, labelled in (("MLM40", None), ("CLM", 31 / 32)):
+        r = by[f"{objective} [sdpa]"]
+        flops = float(r["ratio"]) * 1e9 / float(r["tokens_per_s"])  # MFU x peak / tokens per second
+        head = flops - body
+        fraction = labelled or head / (6 * c.vocab_size * c.hidden_size)
+        assert fraction == pytest.approx(labelled or 0.4, abs=0.02 if labelled else 0.2), objective
+    assert bench.peak_tflops("NVIDIA H100 80GB HBM3") == 989.4 and bench.peak_tflops("NVIDIA H100 PCIe") == 756.0
+    assert bench.peak_tflops("Tesla T4") is None
