@@ -1,7 +1,7 @@
 """Benchmarks, measured side by side: same shapes, same batch, interleaved repetitions after warm-up, medians and
 ratios. Results go to `results/bench/<name>.csv` with hardware, versions, commit and wall time.
 
-    mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 5]
+    mlmclm bench pretrain [--sizes tiny mini-m] [--seq-len 128] [--batch 16] [--reps 10]
     mlmclm bench memory [--size mini-m] [--vocab 128256]
     mlmclm bench finetune [--dataset multiemo_sentiment] [--lrs 6] [--seeds 5] [--size mini-m]
     mlmclm bench notebooks
@@ -112,13 +112,16 @@ def _step(name: str, config: MlmClmConfig, seq_len: int, batch: int, seed: int =
 
 
 def _pretrain_probe(size: str, group: str, seq_len: int, batch: int, reps: int, block: int = 3) -> None:
-    """Run in a fresh process: one group's variants in rounds; in each round every variant does one untimed step,
-    then `block` timed ones (the machine's noise hits every variant alike). Prints the median seconds a step."""
+    """Run in a fresh process: one group's variants in rounds (in a rotating order); in each round every variant does
+    one untimed step, then `block` timed ones (the machine's noise hits every variant alike). Prints the median
+    seconds a step."""
     config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
     steps = {name: _step(name, config, seq_len, batch) for name in PRETRAIN_GROUPS[group]}
     times = {name: [] for name in steps}
-    for _ in range(reps):
-        for name, step in steps.items():
+    names = list(steps)
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:  # no variant always goes first
+            step = steps[name]
             step()
             for _ in range(block):
                 t = time.perf_counter()
@@ -127,7 +130,7 @@ def _pretrain_probe(size: str, group: str, seq_len: int, batch: int, reps: int, 
     print(json.dumps({name: statistics.median(ts) for name, ts in times.items()}))
 
 
-def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16, reps: int = 5,
+def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16, reps: int = 10,
                    threads: int | None = None):
     rows = []
     for size in sizes:
@@ -477,7 +480,7 @@ def add_cli(sub) -> None:
     pre.add_argument("--sizes", nargs="+", default=["tiny", "mini-m"])
     pre.add_argument("--seq-len", type=int, default=128)
     pre.add_argument("--batch", type=int, default=16)
-    pre.add_argument("--reps", type=int, default=5, help="rounds of 1 untimed + 3 timed steps per variant")
+    pre.add_argument("--reps", type=int, default=10, help="rounds of 1 untimed + 3 timed steps per variant")
     pre.add_argument("--threads", type=int, default=None)
     pre.set_defaults(run=_cli)
     mem = b.add_parser("memory", help="peak memory of a CLM training step at a large vocabulary")
