@@ -300,11 +300,13 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
     return (checkpoint_dir(plan, paths, run_id, step) / "hf" / "config.json").is_file()
 
 
-def missing_results(e: Evaluation, cfg) -> int:
+def missing_results(e: Evaluation, cfg) -> set[Path]:
+    """The results.json files of `e`'s grid not yet written (a stability grid shares some with the default grid)."""
     from .finetune import plan_grid, run_dir
 
-    return sum(not (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json").is_file()
-               for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
+    paths = (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
+             for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
+    return {p for p in paths if not p.is_file()}
 
 
 def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluation], dict]:
@@ -367,7 +369,7 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
     runs, evals, wanted = work(plan, paths, grids)
-    todo = sum(missing_results(e, grids[e.grid]) for e in evals)
+    todo = len(set().union(*(missing_results(e, grids[e.grid]) for e in evals)))
     print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
