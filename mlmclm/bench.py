@@ -315,7 +315,7 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     import tempfile
 
     from .config import finetune_config, to_dict
-    from .finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint
+    from .finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
     from .offline_suite import build_offline
     from .tasks import SUITES, TASKS_DIR, load_task
 
@@ -347,8 +347,6 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
                                                                     f"results_dir={out}", f"grid_workers={workers}"]),
                          model_id="bench", progress=False)
             return go
-
-        from .finetune import run_grid
 
         one, separate_runs, workers = ("one process, one run after another", f"{lrs * seeds} separate processes",
                                        "one process, grid_workers=0")
