@@ -1,32 +1,43 @@
 """mlmclm: companion code of "Should We Still Pretrain Encoders with Masked Language Modeling?" (arXiv 2507.00994).
 
-Importing the package registers the models with transformers' Auto classes (`AutoConfig`, `AutoModel`,
-`AutoModelForMaskedLM`, `AutoModelForCausalLM`, ...), so mlmclm checkpoints load with `from_pretrained`.
+Four rooms, imported in this direction (a lower room never imports a higher one; `analysis` reads result files and
+never imports torch):
+
+    models/      the transformer: configuration, modeling, attention (backends, kernels/), convert, flops
+    training/    objectives, corpus, pretrain, checkpoints
+    evaluation/  tasks, offline_suite, finetune, metrics
+    analysis/    results, tables, figures, claims, notebooks
+    config, errors, io, fetch, studies, bench, cli   the thin top level
+
+`import mlmclm` is light: the public names below load their room on first use, so a notebook that only reads results
+never starts torch. Using any model name (`mlmclm.MlmClmConfig`, `mlmclm.MlmClmForMaskedLM`, ...) imports
+`mlmclm.models`, which registers the models with transformers' Auto classes, so mlmclm checkpoints load with
+`AutoModel.from_pretrained` and friends.
 """
 
-from transformers import (
-    AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForQuestionAnswering,
-    AutoModelForSequenceClassification, AutoModelForTokenClassification,
-)
-
-from .configuration import MlmClmConfig
-from .convert import from_hf, to_hf
-from .modeling import (
-    MlmClmForCausalLM, MlmClmForMaskedLM, MlmClmForQuestionAnswering, MlmClmForSequenceClassification,
-    MlmClmForTokenClassification, MlmClmModel, mean_pool,
-)
+import importlib
 
 __version__ = "0.1.0"
 
-AutoConfig.register(MlmClmConfig.model_type, MlmClmConfig, exist_ok=True)
-for _auto, _cls in ((AutoModel, MlmClmModel), (AutoModelForMaskedLM, MlmClmForMaskedLM),
-                    (AutoModelForCausalLM, MlmClmForCausalLM),
-                    (AutoModelForSequenceClassification, MlmClmForSequenceClassification),
-                    (AutoModelForTokenClassification, MlmClmForTokenClassification),
-                    (AutoModelForQuestionAnswering, MlmClmForQuestionAnswering)):
-    _auto.register(MlmClmConfig, _cls, exist_ok=True)
+_MODELS = ("MlmClmConfig", "MlmClmModel", "MlmClmForMaskedLM", "MlmClmForCausalLM", "MlmClmForSequenceClassification",
+           "MlmClmForTokenClassification", "MlmClmForQuestionAnswering", "from_hf", "to_hf", "mean_pool")
+# modules users and notebooks import as `from mlmclm import results`: where each one lives
+_MODULES = {"results": "analysis", "tables": "analysis", "figures": "analysis", "claims": "analysis",
+            "notebooks": "analysis", "configuration": "models", "modeling": "models", "attention": "models",
+            "convert": "models", "objectives": "training", "corpus": "training", "pretrain": "training",
+            "checkpoints": "training", "tasks": "evaluation", "offline_suite": "evaluation",
+            "finetune": "evaluation", "metrics": "evaluation"}
 
-__all__ = [
-    "MlmClmConfig", "MlmClmModel", "MlmClmForMaskedLM", "MlmClmForCausalLM", "MlmClmForSequenceClassification",
-    "MlmClmForTokenClassification", "MlmClmForQuestionAnswering", "from_hf", "to_hf", "mean_pool",
-]
+__all__ = list(_MODELS)
+
+
+def __getattr__(name: str):
+    if name in _MODELS:
+        return getattr(importlib.import_module(".models", __name__), name)
+    if name in _MODULES:
+        return importlib.import_module(f".{_MODULES[name]}.{name}", __name__)
+    raise AttributeError(f"module 'mlmclm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_MODELS, *_MODULES])

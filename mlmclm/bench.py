@@ -37,10 +37,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .configuration import MlmClmConfig
+from .models.configuration import MlmClmConfig
 from .io import ROOT, git_commit, hardware, versions, write_text
-from .modeling import MlmClmForMaskedLM
-from .objectives import IGNORE
+from .models.modeling import MlmClmForMaskedLM
+from .training.objectives import IGNORE
 
 
 def _hf_twin(config: MlmClmConfig, kind: str):
@@ -278,7 +278,7 @@ def bench_notebooks(reps: int = 1) -> list[dict]:
     times = []
     for _ in range(reps):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mlmclm.notebooks"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "mlmclm.analysis.notebooks"], cwd=ROOT, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
     return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm figures (5 notebooks)",
              "median_s": f"{statistics.median(times):.1f}", "reps": reps}]
@@ -292,7 +292,7 @@ def _random_checkpoint(out: Path, texts: list[str], size: str, vocab: int) -> Pa
     weights, and a fresh clone has no pretrained checkpoint."""
     from transformers import AutoTokenizer
 
-    from .corpus import train_tokenizer
+    from .training.corpus import train_tokenizer
 
     tok = AutoTokenizer.from_pretrained(train_tokenizer(iter(texts), vocab, out / "tokenizer"))
     torch.manual_seed(0)
@@ -315,9 +315,9 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     import tempfile
 
     from .config import finetune_config, to_dict
-    from .finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
-    from .offline_suite import build_offline
-    from .tasks import SUITES, TASKS_DIR, load_task
+    from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
+    from .evaluation.offline_suite import build_offline
+    from .evaluation.tasks import SUITES, TASKS_DIR, load_task
 
     task = SUITES["offline"][dataset]
     data_dir = Path(data_dir or TASKS_DIR)

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 # modules whose add_cli(subparsers) adds verbs
-VERB_MODULES: list[str] = ["mlmclm.pretrain", "mlmclm.tasks", "mlmclm.finetune", "mlmclm.studies", "mlmclm.bench"]
+VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.tasks", "mlmclm.evaluation.finetune",
+                            "mlmclm.studies", "mlmclm.bench"]
 
 
 def _millions(n: int) -> str:
@@ -25,7 +26,7 @@ def _millions(n: int) -> str:
 
 
 def model_info(size: str, seq_len: int | None = None) -> str:
-    from .configuration import MlmClmConfig
+    from .models.configuration import MlmClmConfig
 
     c = MlmClmConfig.from_size(size)
     p = c.num_parameters_by_part()
@@ -58,8 +59,8 @@ def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
     padding, document boundaries and GQA, causal and bidirectional. Returns (backend, mode, fwd, grad) rows."""
     import torch
 
-    from .attention import attention
-    from .configuration import ATTENTION_BACKENDS
+    from .models.attention import attention
+    from .models.configuration import ATTENTION_BACKENDS
 
     g = torch.Generator().manual_seed(0)
     b, h, hkv, t, d = 2, 4, 2, 24, 16
@@ -90,7 +91,8 @@ def reproduce(args) -> int:
     regenerated with this scale's results beside the paper's."""
     import time
 
-    from . import notebooks, studies
+    from .analysis import notebooks
+    from . import studies
     from .io import ROOT, repo_relative
 
     start = time.perf_counter()
@@ -125,8 +127,8 @@ def reproduce(args) -> int:
 
 def print_verdicts(results_dir: Path, scale: str) -> None:
     """The paper's six judged claims: the paper's verdict and this scale's, with the statistic and its interval."""
-    from . import claims
-    from . import results as R
+    from .analysis import claims
+    from .analysis import results as R
 
     data = R.load(results_dir, sources=["paper", "ours"], scale=scale)
     v = claims.verdicts(data.scores, data.runs, ["1", "3", "4", "5", "6", "7"], numbers=True)
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "attention":
             _print_attention_check(args.device)
         elif args.verb == "figures":
-            from . import notebooks
+            from .analysis import notebooks
             return notebooks.main(rest)
         elif args.verb == "reproduce":
             return reproduce(args)

@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import re
 import types
+from importlib import resources
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,7 +270,7 @@ class PretrainConfig:
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
 
     def validate(self):
-        from .objectives import Schedule
+        from .training.objectives import Schedule
 
         if not re.fullmatch(r"[A-Za-z0-9._-]+", self.run_id):
             raise ConfigError(f"run_id {self.run_id!r} may only hold letters, digits, '.', '_' and '-'")
@@ -354,17 +355,20 @@ class FinetuneConfig:
 
 
 # ---- scales ----
-SCALES_DIR = Path(__file__).parent / "configs" / "scales"
+# Package data (shipped in the wheel, read through importlib.resources): what each scale maps (scales/) and the
+# template of its pretraining runs (recipes/).
+SCALES_DIR = Path(str(resources.files("mlmclm") / "scales"))
+RECIPES_DIR = Path(str(resources.files("mlmclm") / "recipes"))
 
 
 @dataclass
 class ScaleConfig:
-    """What a scale maps the paper's units onto (`mlmclm/configs/scales/<scale>.yaml`): the sizes, the steps per
+    """What a scale maps the paper's units onto (`mlmclm/scales/<scale>.yaml`): the sizes, the steps per
     1,000 of the paper's steps, the template of every pretraining run (data, batch, optimizer) and the fine-tuning
     grids. `mlmclm.studies` writes the five studies in the paper's units and this maps them."""
     scale: str = "tiny"
     purpose: str = ""                       # who it is for and on what hardware (printed by `study plan`)
-    run_config: str = "tiny.yaml"           # the template of every pretraining run, in mlmclm/configs/
+    run_config: str = "tiny.yaml"           # the template of every pretraining run, in mlmclm/recipes/
     sizes: list[str] = field(default_factory=lambda: ["tiny-s", "tiny-m", "tiny-l"])  # the paper's 210M/610M/1B
     steps_per_k: int = 1                    # this scale's steps for 1,000 of the paper's steps
     cpt_warmup_k: float = 0.0               # warmup of continued pretraining, in thousands of the paper's steps
@@ -376,11 +380,18 @@ class ScaleConfig:
             raise ConfigError(f"sizes must name three model sizes (the paper's 210M, 610M and 1B), got {self.sizes}")
         if self.steps_per_k <= 0:
             raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
-        from .configuration import SIZES
+        from .models.configuration import SIZES
 
         bad = [s for s in self.sizes if s not in SIZES]
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
+
+
+def recipe_path(config: str | Path) -> Path:
+    """A pretraining config: a YAML file, or the name of a shipped recipe (`tiny`, `mini`, `small`, `paper`)."""
+    if not Path(config).exists() and (RECIPES_DIR / f"{config}.yaml").is_file():
+        return RECIPES_DIR / f"{config}.yaml"
+    return Path(config)
 
 
 def scale_names() -> list[str]:

@@ -4,7 +4,7 @@
     mlmclm study run biphasic --scale mini     # trains and fine-tunes what is missing; safe to interrupt
 
 A study is a set of pretraining runs and of evaluated checkpoints, in the paper's units: thousands of steps ("k")
-of a 42k-step warmup-stable-decay schedule (2k warmup, 2k decay). A scale (`mlmclm/configs/scales/<scale>.yaml`)
+of a 42k-step warmup-stable-decay schedule (2k warmup, 2k decay). A scale (`mlmclm/scales/<scale>.yaml`)
 says how many of its steps a k is, which three sizes stand for 210M/610M/1B, the template of every run (data, batch,
 optimizer) and the fine-tuning grids. Runs share prefixes as in the paper: a run that continues another starts from
 that run's checkpoint (biphasic runs from the CLM run's checkpoints before any decay, shorter budgets from the base
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import ConfigError, PretrainConfig, ScaleConfig, load_config, scale_config
+from .config import RECIPES_DIR, ConfigError, PretrainConfig, ScaleConfig, load_config, scale_config
 from .io import ROOT, repo_relative
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
@@ -245,11 +245,11 @@ class Paths:
 def _template_yaml(name: str) -> dict:
     import yaml
 
-    return yaml.safe_load((ROOT / "mlmclm" / "configs" / name).read_text())
+    return yaml.safe_load((RECIPES_DIR / name).read_text())
 
 
 def run_template(scale: ScaleConfig) -> dict:
-    """The scale's run template (`mlmclm/configs/<run_config>`), a fresh copy."""
+    """The scale's run template (`mlmclm/recipes/<run_config>`), a fresh copy."""
     return copy.deepcopy(_template_yaml(scale.run_config))
 
 
@@ -302,7 +302,7 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 def missing_results(e: Evaluation, cfg) -> set[Path]:
     """The results.json files of `e`'s grid not yet written (a stability grid shares some with the default grid)."""
-    from .finetune import plan_grid, run_dir
+    from .evaluation.finetune import plan_grid, run_dir
 
     paths = (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
              for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
@@ -335,7 +335,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
     """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it."""
     import shutil
 
-    from .pretrain import checkpoint_steps
+    from .training.pretrain import checkpoint_steps
 
     missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
     root = paths.checkpoints / plan.scale.scale / run.run_id
@@ -345,7 +345,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
 
 
 def task_names(plan: Plan, grids: dict) -> list[str]:
-    from .finetune import plan_grid
+    from .evaluation.finetune import plan_grid
 
     names = []
     for grid in {e.grid for e in plan.evaluations.values()}:
@@ -360,8 +360,8 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
     pretraining resumes from its last checkpoint, fine-tuning skips every results.json already written."""
     import contextlib
 
-    from .finetune import run_grid
-    from .pretrain import pretrain
+    from .evaluation.finetune import run_grid
+    from .training.pretrain import pretrain
 
     names = resolve_names(names)
     paths = paths or Paths()
@@ -374,7 +374,7 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
     if evals and grids["default"].suite == "offline":
-        from .offline_suite import build_offline
+        from .evaluation.offline_suite import build_offline
 
         build_offline(task_names(plan, grids), data_dir, progress=progress)
     with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
@@ -412,7 +412,7 @@ def _phases(r: Run) -> str:
 # The plan, printed
 # ---------------------------------------------------------------------------------------------------------------
 def _model_config(plan: Plan, size: str):
-    from .configuration import MlmClmConfig
+    from .models.configuration import MlmClmConfig
 
     template = run_template(plan.scale)
     data = template.get("data", {})
@@ -424,7 +424,7 @@ def _model_config(plan: Plan, size: str):
 def compute(plan: Plan, paths: Paths | None = None) -> dict:
     """Steps, tokens and FLOPs of the plan's pretraining (per part) and fine-tuning; FLOPs by the usual 6N per
     training token plus attention (`MlmClmConfig.flops_per_token`, dense output layer)."""
-    from .finetune import plan_grid
+    from .evaluation.finetune import plan_grid
 
     paths = paths or Paths()
     parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt")}

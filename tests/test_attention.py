@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mlmclm import MlmClmConfig, MlmClmForMaskedLM
-from mlmclm.attention import KERNEL_DIR, attention, load_kernel
+from mlmclm.models.attention import KERNEL_DIR, attention, load_kernel
 
 CPU_BACKENDS = ["sdpa", "kernels"]
 

@@ -6,7 +6,7 @@ import pytest
 
 from helpers_finetune import write_offline_sources
 from mlmclm import bench
-from mlmclm.offline_suite import build_offline
+from mlmclm.evaluation.offline_suite import build_offline
 
 
 def test_pretrain_bench_measures_every_variant_and_ratio():
@@ -40,7 +40,7 @@ def test_mfu_bench_counts_model_flops_and_reports_backends_it_cannot_run():
     by = {r["variant"].split(" failed")[0]: r for r in rows}
     assert set(by) == {"MLM40 [sdpa]", "CLM [sdpa]", "MLM40 [flex]", "CLM [flex]"}
     assert "GPU only" in by["CLM [flex]"]["variant"] and "ratio" not in by["CLM [flex]"]
-    from mlmclm.configuration import MlmClmConfig
+    from mlmclm.models.configuration import MlmClmConfig
     c = MlmClmConfig.from_size("tiny", max_position_embeddings=128)
     body = 6 * c.num_parameters_by_part()["body"] + 3 * 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * 32
     for objective, labelled in (("MLM40", None), ("CLM", 31 / 32)):

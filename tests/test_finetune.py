@@ -13,12 +13,12 @@ from helpers_finetune import make_checkpoint, make_tokenizer, write_offline_sour
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config
-from mlmclm.finetune import (
+from mlmclm.evaluation.finetune import (
     _encode_qa, _encode_tc, batch_plan, collate, info_nce, open_checkpoint, qa_answers, run_grid,
 )
-from mlmclm.results import load_run_tree
-from mlmclm.offline_suite import build_offline
-from mlmclm.tasks import SUITES, load_task
+from mlmclm.analysis.results import load_run_tree
+from mlmclm.evaluation.offline_suite import build_offline
+from mlmclm.evaluation.tasks import SUITES, load_task
 
 GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
 

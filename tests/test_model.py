@@ -302,7 +302,7 @@ def test_public_api():
 
 def test_chunked_cross_entropy_equals_the_full_one(monkeypatch):
     """Above CE_CHUNK_ELEMENTS the output layer runs chunk by chunk: same loss and gradients, no full logits."""
-    import mlmclm.modeling as modeling
+    import mlmclm.models.modeling as modeling
 
     torch.manual_seed(0)
     model = MlmClmForCausalLM(small_config(is_causal=True))

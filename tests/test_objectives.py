@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mlmclm.config import ConfigError
-from mlmclm.objectives import IGNORE, Schedule, clm_labels, mlm_inputs, parse_objective
+from mlmclm.training.objectives import IGNORE, Schedule, clm_labels, mlm_inputs, parse_objective
 
 MASK, SPECIAL = 3, torch.tensor([0, 1, 2, 3])
 

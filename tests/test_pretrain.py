@@ -14,9 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlmclm.config import ConfigError, PretrainConfig, load_config, to_yaml
-from mlmclm.modeling import MlmClmForMaskedLM
-from mlmclm.pretrain import NonFiniteLoss, pretrain
+from mlmclm.config import RECIPES_DIR, ConfigError, PretrainConfig, load_config, to_yaml
+from mlmclm.models.modeling import MlmClmForMaskedLM
+from mlmclm.training.pretrain import NonFiniteLoss, pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     assert AutoModelForCausalLM.from_pretrained(clm_export).config.is_causal
     assert AutoTokenizer.from_pretrained(last).mask_token == "<|mask|>"
     # fine-tuning reads a run's checkpoints under the paper's names: the run id, and -<step> for intermediate ones
-    from mlmclm.finetune import open_checkpoint
+    from mlmclm.evaluation.finetune import open_checkpoint
     run_ckpts = Path(cfg.checkpoints_dir) / "test" / "t"
     assert (open_checkpoint(run_ckpts).model_id, open_checkpoint(run_ckpts).step) == ("t", 24)
     assert (open_checkpoint(run_ckpts / "step_000006").model_id, open_checkpoint(clm_export).step) == ("t-6", 6)
@@ -279,7 +279,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     assert not (tmp_path / "runs" / "test" / "x").exists()
     from transformers import PreTrainedTokenizerFast
 
-    from mlmclm.corpus import train_tokenizer
+    from mlmclm.training.corpus import train_tokenizer
     tok = PreTrainedTokenizerFast.from_pretrained(train_tokenizer(iter(["some text"] * 50), 300, tmp_path / "t0"))
     tok.mask_token = None
     tok.save_pretrained(tmp_path / "nomask")
@@ -291,7 +291,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
 
 @pytest.mark.parametrize("scale", ["tiny", "mini", "small", "paper"])
 def test_shipped_configs_are_valid(scale):
-    cfg = load_config(PretrainConfig, ROOT / "mlmclm" / "configs" / f"{scale}.yaml")
+    cfg = load_config(PretrainConfig, RECIPES_DIR / f"{scale}.yaml")
     assert cfg.scale == scale
     if scale == "paper":  # Table 1 and section 2 of the paper
         assert cfg.model.size == "610m" and cfg.batch_size * cfg.data.seq_len == 2_359_296

@@ -7,8 +7,8 @@ import pytest
 
 from helpers_finetune import write_offline_sources
 from mlmclm import offline_suite, tasks
-from mlmclm.offline_suite import build_offline
-from mlmclm.tasks import SUITES, TaskError, load_task, select_tasks
+from mlmclm.evaluation.offline_suite import build_offline
+from mlmclm.evaluation.tasks import SUITES, TaskError, load_task, select_tasks
 
 
 @pytest.fixture(scope="module")

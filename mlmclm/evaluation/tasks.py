@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .io import ROOT
+from ..io import ROOT
 
 TASKS_DIR = Path(os.environ.get("MLMCLM_TASKS", ROOT / "data" / "tasks"))
 GROUPS = ("SC", "TC", "QA", "IR")
@@ -318,7 +318,7 @@ def add_cli(subparsers) -> None:
 
 
 def _cli_build(args) -> int:
-    from .fetch import FetchError
+    from ..fetch import FetchError
     from .offline_suite import build_offline
 
     start = time.perf_counter()

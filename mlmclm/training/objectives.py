@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import ConfigError
+from ..config import ConfigError
 
 IGNORE = -100
 

@@ -39,9 +39,9 @@ import torch
 import torch.nn.functional as F
 
 from . import metrics
-from .config import FinetuneConfig, finetune_config, to_dict
-from .io import provenance, repo_relative, write_json
-from .modeling import (
+from ..config import FinetuneConfig, finetune_config, to_dict
+from ..io import provenance, repo_relative, write_json
+from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
 from .tasks import GROUPS, Task, load_task, select_tasks
@@ -73,9 +73,9 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     name for a `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
     from transformers import AutoTokenizer
 
-    from .configuration import MlmClmConfig
+    from ..models.configuration import MlmClmConfig
 
-    from .pretrain import pretrained_model
+    from ..training.pretrain import pretrained_model
 
     path, run_step = Path(path), None
     found = pretrained_model(path)

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .fetch import fetch, sha256
-from .io import atomic_path, write_json
+from ..fetch import fetch, sha256
+from ..io import atomic_path, write_json
 from .tasks import GROUPS, SUITES, TASKS_DIR, select_tasks
 
 BUILD_VERSION = 1  # bump when a builder changes what it writes

@@ -6,7 +6,7 @@ k, v: (B, Hkv, T, D) (grouped-query attention when Hkv < H). Query i may attend 
 positions are not meaningful (they never reach a real token).
 
 Backends: `eager` (the reference: matmul + softmax), `sdpa` (torch's scaled_dot_product_attention, the default),
-`kernels` (a varlen kernel package shipped in `mlmclm/kernels/` in the Hugging Face `kernels` layout, CPU and CUDA
+`kernels` (a varlen kernel package shipped in `mlmclm/models/kernels/` in the Hugging Face `kernels` layout, CPU and CUDA
 variants) and `flex` (FlexAttention, GPU only).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -23,7 +24,7 @@ import torch.nn.functional as F
 from .configuration import ATTENTION_BACKENDS
 
 log = logging.getLogger(__name__)
-KERNEL_DIR = Path(__file__).parent / "kernels" / "varlen_attention"
+KERNEL_DIR = Path(str(resources.files("mlmclm.models") / "kernels" / "varlen_attention"))  # package data
 
 
 def check_backend(backend: str, device: torch.device | str | None = None) -> None:

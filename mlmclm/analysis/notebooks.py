@@ -1,6 +1,6 @@
 """The five notebooks: what they share at start-up, and running them all with papermill in one process.
 
-``python -m mlmclm.notebooks`` (and ``mlmclm figures``) executes notebooks/01_scaling ... 05_cpt in place, which
+``python -m mlmclm.analysis.notebooks`` (and ``mlmclm figures``) executes notebooks/01_scaling ... 05_cpt in place, which
 rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings, absolute
 paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical.
 """
@@ -72,7 +72,7 @@ def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str
     pd.set_option("display.width", 200)
     res_dir = _resolve(root, results_dir)
     if run_study:
-        from . import studies
+        from .. import studies
 
         if study is None:
             raise ValueError("run_study=True needs the notebook's study (setup(..., study='scaling'))")

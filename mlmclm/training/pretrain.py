@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 from . import corpus
-from .config import ConfigError, PretrainConfig, load_config, to_yaml
-from .configuration import MlmClmConfig
-from .io import provenance, write_json, write_text
-from .modeling import MlmClmForCausalLM, MlmClmForMaskedLM
+from ..config import ConfigError, PretrainConfig, load_config, recipe_path, to_yaml
+from ..models.configuration import MlmClmConfig
+from ..io import provenance, write_json, write_text
+from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from .objectives import IGNORE, Schedule, mlm_inputs
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
         src = find_checkpoint(cfg.init.path, cfg.init.step)
         model = MlmClmForMaskedLM.from_pretrained(src / "hf")
     elif cfg.init.kind == "hf":
-        from .convert import from_hf
+        from ..models.convert import from_hf
         body = from_hf(hf_model.float())
         with torch.device("meta"):
             model = MlmClmForMaskedLM(copy.deepcopy(body.config))
@@ -442,7 +442,7 @@ def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def _run_cli(args) -> int:
-    cfg = load_config(PretrainConfig, args.config, args.overrides)
+    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
     if args.dry_run:
         print(to_yaml(cfg), end="")
         return 0
@@ -451,7 +451,7 @@ def _run_cli(args) -> int:
 
 
 def _data_cli(args) -> int:
-    cfg = load_config(PretrainConfig, args.config, args.overrides)
+    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
     hf_tok = load_hf_decoder(cfg.init)[1] if cfg.init.kind == "hf" else None
     tokenizer = prepare_tokenizer(cfg, hf_tok)
     shards = prepare_shards(cfg, tokenizer)
@@ -463,7 +463,7 @@ def _data_cli(args) -> int:
 
 def add_cli(sub) -> None:
     p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
-    p.add_argument("config", help="a YAML run config (see mlmclm/configs/)")
+    p.add_argument("config", help="a YAML run config, or a recipe's name (tiny, mini, small, paper: mlmclm/recipes/)")
     p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
     p.set_defaults(run=_run_cli)

@@ -26,9 +26,9 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
-from .config import ConfigError
-from .fetch import Artifact, fetch
-from .io import atomic_path, write_json
+from ..config import ConfigError
+from ..fetch import Artifact, fetch
+from ..io import atomic_path, write_json
 
 SPECIAL_TOKENS = {"pad_token": "<|pad|>", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
                   "mask_token": "<|mask|>"}
