@@ -25,7 +25,7 @@ test: $(STAMP)
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider; fi
 
 figures: $(STAMP)
-	$(VENV)/bin/mlmclm figures
+	$(VENV)/bin/mlmclm notebooks
 
 # Benchmarks (results/bench/*.csv): side by side, medians and ratios (~10 min on two cores).
 bench: $(STAMP)

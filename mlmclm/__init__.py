@@ -3,11 +3,11 @@
 Four rooms, imported in this direction (a lower room never imports a higher one; `analysis` reads result files and
 never imports torch):
 
-    models/      the transformer: configuration, modeling, attention (backends, kernels/), convert, flops
+    models/      the transformer: configuration, modeling, attention (backends, kernels/), convert
     training/    objectives, corpus, pretrain, checkpoints
     evaluation/  tasks, offline_suite, finetune, metrics
     analysis/    results, tables, figures, claims, notebooks
-    config, errors, io, fetch, studies, bench, cli   the thin top level
+    config, errors, flops, io, fetch, studies, bench, cli, testing   the thin top level
 
 `import mlmclm` is light: the public names below load their room on first use, so a notebook that only reads results
 never starts torch. Using any model name (`mlmclm.MlmClmConfig`, `mlmclm.MlmClmForMaskedLM`, ...) imports

@@ -40,7 +40,13 @@ import torch.nn.functional as F
 from .models.configuration import MlmClmConfig
 from .io import ROOT, git_commit, hardware, versions, write_text
 from .models.modeling import MlmClmForMaskedLM
-from .training.objectives import IGNORE
+from .training.objectives import IGNORE, clm_labels
+
+
+# The benchmarks' batches are random token ids without a tokenizer: ids 0-3 are the special tokens, in a trained
+# tokenizer's order (pad, bos, eos, mask: `corpus.SPECIAL_TOKENS`), text tokens are drawn from 4 up. The model configs
+# the benchmarks build carry these ids; the masked inputs and transformers' twins take them from there.
+SPECIAL_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, mask_token_id=3)
 
 
 def _hf_twin(config: MlmClmConfig, kind: str):
@@ -53,8 +59,9 @@ def _hf_twin(config: MlmClmConfig, kind: str):
                  tie_word_embeddings=False)
     if kind == "llama":
         return LlamaForCausalLM(LlamaConfig(**shape))
-    return EuroBertForMaskedLM(EuroBertConfig(**shape, mask_token_id=3, pad_token_id=0, bos_token_id=1,
-                                              eos_token_id=2))
+    return EuroBertForMaskedLM(EuroBertConfig(**shape, mask_token_id=config.mask_token_id,
+                                              pad_token_id=config.pad_token_id, bos_token_id=config.bos_token_id,
+                                              eos_token_id=config.eos_token_id))
 
 
 MLM, CLM = "mlmclm MLM40 sparse head", "mlmclm CLM"
@@ -81,9 +88,8 @@ def _step(name: str, config: MlmClmConfig, seq_len: int, batch: int, seed: int =
     ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g)
     selected = torch.rand(ids.shape, generator=g) < 0.4
     mlm_labels = torch.where(selected, ids, IGNORE)
-    mlm_inputs = ids.masked_fill(selected, 3)
-    clm_labels = torch.full_like(ids, IGNORE)
-    clm_labels[:, :-1] = ids[:, 1:]
+    mlm_inputs = ids.masked_fill(selected, config.mask_token_id)
+    next_tokens = clm_labels(ids, shift=True)
     torch.manual_seed(seed)
     backend = name.split("[")[1].rstrip("]") if "[" in name else "sdpa"
     if name.startswith("transformers"):
@@ -94,7 +100,7 @@ def _step(name: str, config: MlmClmConfig, seq_len: int, batch: int, seed: int =
         model = MlmClmForMaskedLM(copy.deepcopy(config))  # its own config: the backend is set on the config
         model.set_attention_backend(backend)
         if name.startswith(CLM):
-            loss_fn = lambda m: m(ids, labels=clm_labels, is_causal=True).loss  # noqa: E731
+            loss_fn = lambda m: m(ids, labels=next_tokens, is_causal=True).loss  # noqa: E731
         elif "dense head" in name:
             loss_fn = lambda m: F.cross_entropy(m(mlm_inputs).logits.flatten(0, 1).float(),  # noqa: E731
                                                 mlm_labels.flatten(), ignore_index=IGNORE)
@@ -115,7 +121,7 @@ def _pretrain_probe(size: str, group: str, seq_len: int, batch: int, reps: int, 
     """Run in a fresh process: one group's variants in rounds (in a rotating order); in each round every variant does
     one untimed step, then `block` timed ones (the machine's noise hits every variant alike). Prints the median
     seconds a step."""
-    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
+    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128), **SPECIAL_IDS)
     steps = {name: _step(name, config, seq_len, batch) for name in PRETRAIN_GROUPS[group]}
     times = {name: [] for name in steps}
     names = list(steps)
@@ -178,20 +184,18 @@ def bench_mfu(size: str = "210m", seq_len: int = 2048, batch: int = 8, backends=
     peak = peak or peak_tflops(name)
     if peak is None:
         raise SystemExit(f"no known bf16 peak for {name!r}: pass --peak-tflops")
-    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128))
+    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128), **SPECIAL_IDS)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g).to(dev)
     selected = (torch.rand(ids.shape, generator=g) < 0.4).to(dev)
-    labels = {"MLM40": torch.where(selected, ids, IGNORE), "CLM": torch.cat([ids[:, 1:], ids[:, :1] * 0 + IGNORE], 1)}
-    inputs = {"MLM40": ids.masked_fill(selected, 3), "CLM": ids}
-    p = config.num_parameters_by_part()
-    attn = 2 * 2 * config.num_hidden_layers * config.num_attention_heads * config.head_dim * seq_len
+    labels = {"MLM40": torch.where(selected, ids, IGNORE), "CLM": clm_labels(ids, shift=True)}
+    inputs = {"MLM40": ids.masked_fill(selected, config.mask_token_id), "CLM": ids}
     autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
     rows = []
     for backend in backends:
         for objective in objectives:
             fraction = float((labels[objective] != IGNORE).float().mean())
-            flops_token = 3 * (2 * p["body"] + attn + fraction * 2 * config.vocab_size * config.hidden_size)
+            flops_token = config.flops_per_token(seq_len, output_fraction=fraction)  # the rule: mlmclm.flops
             try:
                 torch.manual_seed(0)
                 model = MlmClmForMaskedLM(copy.deepcopy(config)).to(dev)
@@ -243,8 +247,7 @@ def _memory_probe(variant: str, size: str, vocab: int, seq_len: int, batch: int)
     ids = torch.randint(4, vocab, (batch, seq_len))
     if variant == "mlmclm CLM":
         model = MlmClmForMaskedLM(config)
-        labels = torch.full_like(ids, IGNORE)
-        labels[:, :-1] = ids[:, 1:]
+        labels = clm_labels(ids, shift=True)
         step = lambda: model(ids, labels=labels, is_causal=True).loss.backward()  # noqa: E731
     else:
         model = _hf_twin(config, "llama")
@@ -274,34 +277,17 @@ def bench_memory(size: str = "mini-m", vocab: int = 128_256, seq_len: int = 128,
 
 
 def bench_notebooks(reps: int = 1) -> list[dict]:
-    """Wall time of `mlmclm figures` (all five notebooks: every figure and table), in a fresh process."""
+    """Wall time of `mlmclm notebooks` (all five notebooks: every figure and table), in a fresh process."""
     times = []
     for _ in range(reps):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "mlmclm.analysis.notebooks"], cwd=ROOT, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
-    return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm figures (5 notebooks)",
+    return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm notebooks (5 notebooks)",
              "median_s": f"{statistics.median(times):.1f}", "reps": reps}]
 
 
 FINETUNE_LRS = (1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3)  # the grid's learning rates (the first `lrs` of them)
-
-
-def _random_checkpoint(out: Path, texts: list[str], size: str, vocab: int) -> Path:
-    """A randomly initialised `size` model with a byte-level BPE trained on `texts`: speed does not depend on the
-    weights, and a fresh clone has no pretrained checkpoint."""
-    from transformers import AutoTokenizer
-
-    from .training.corpus import train_tokenizer
-
-    tok = AutoTokenizer.from_pretrained(train_tokenizer(iter(texts), vocab, out / "tokenizer"))
-    torch.manual_seed(0)
-    config = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                                    bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                                    mask_token_id=tok.mask_token_id)
-    MlmClmForMaskedLM(config).save_pretrained(out / "model")
-    tok.save_pretrained(out / "model")
-    return out / "model"
 
 
 def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int = 5, size: str = "mini-m",
@@ -315,6 +301,7 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     import tempfile
 
     from .config import finetune_config, to_dict
+    from .testing import random_checkpoint
     from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
     from .evaluation.offline_suite import build_offline
     from .evaluation.tasks import SUITES, TASKS_DIR, load_task
@@ -330,7 +317,8 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     try:
         field = {"SC": "text", "QA": "context", "IR": "query"}.get(task.group)
         texts = [r[field] if field else " ".join(r["tokens"]) for r in data["train"]]
-        model_dir = _random_checkpoint(tmp / "ckpt", texts, size, 4096)
+        # a random init: speed does not depend on the weights, and a fresh clone has no pretrained checkpoint
+        model_dir = random_checkpoint(tmp / "ckpt" / "model", texts, vocab_size=4096, size=size)
 
         def separate(out):
             for lr in grid_lrs:
@@ -417,57 +405,40 @@ def write_rows(name: str, rows: list[dict], started: float) -> Path:
     return path
 
 
+def _pretrain_line(r: dict) -> str:
+    value = f"{r['tokens_per_s']:>9} tok/s" if r["bench"] == "pretrain_step" else f"{r['ratio']:>9} x"
+    return f"{r['size']:<8} {r['variant']:<60} {value}"
+
+
+def _finetune_line(r: dict) -> str:
+    value = f"{r['median_s']} s" if r["bench"] == "finetune_grid_s" else r["ratio"]
+    return f"  {r['bench']:<22} {r['variant']:<64} {value:>10}"
+
+
+# `mlmclm bench NAME`: how to compute its rows from the arguments, and how to print a row
+BENCHES = {
+    "pretrain": (lambda a: bench_pretrain(a.sizes, a.seq_len, a.batch, a.reps, a.threads), _pretrain_line),
+    "memory": (lambda a: bench_memory(a.size, a.vocab, a.seq_len, a.batch),
+               lambda r: f"{r['size']:<20} {r['variant']:<36} {r.get('peak_mib') or r['ratio']:>8}"),
+    "finetune": (lambda a: bench_finetune(a.dataset, a.lrs, a.seeds, a.size, a.data_dir, a.reps), _finetune_line),
+    "mfu": (lambda a: bench_mfu(a.size, a.seq_len, a.batch, a.backends.split(","), a.objectives.split(","), a.steps,
+                                device=a.device, peak=a.peak_tflops, compile_model=a.compile),
+            lambda r: f"{r['size']:<6} {r['variant']:<40} {r.get('tokens_per_s', ''):>9} tok/s  "
+                      f"MFU {r.get('ratio', '')}"),
+    "notebooks": (lambda a: bench_notebooks(a.reps), lambda r: f"{r['variant']}: {r['median_s']} s"),
+}
+
+
 def _cli(args) -> int:
     started = time.perf_counter()
-    rows = bench_pretrain(args.sizes, args.seq_len, args.batch, args.reps, args.threads)
-    path = write_rows("pretrain", rows, started)
+    compute, line = BENCHES[args.bench]
+    rows = compute(args)
+    path = write_rows(args.bench, rows, started)
+    if args.bench == "finetune":
+        print(rows[0]["size"], f"mini protocol, median of {args.reps}")
     for r in rows:
-        if r["bench"] == "pretrain_step":
-            print(f"{r['size']:<8} {r['variant']:<60} {r['tokens_per_s']:>9} tok/s")
-        else:
-            print(f"{r['size']:<8} {r['variant']:<60} {r['ratio']:>9} x")
+        print(line(r))
     print(f"written: {path.relative_to(ROOT)}")
-    return 0
-
-
-def _memory_cli(args) -> int:
-    started = time.perf_counter()
-    rows = bench_memory(args.size, args.vocab, args.seq_len, args.batch)
-    path = write_rows("memory", rows, started)
-    for r in rows:
-        print(f"{r['size']:<20} {r['variant']:<36} {r.get('peak_mib') or r['ratio']:>8}")
-    print(f"written: {path.relative_to(ROOT)}")
-    return 0
-
-
-def _finetune_cli(args) -> int:
-    started = time.perf_counter()
-    rows = bench_finetune(args.dataset, args.lrs, args.seeds, args.size, args.data_dir, args.reps)
-    path = write_rows("finetune", rows, started)
-    print(rows[0]["size"], f"mini protocol, median of {args.reps}")
-    for r in rows:
-        value = f"{r['median_s']} s" if r["bench"] == "finetune_grid_s" else r["ratio"]
-        print(f"  {r['bench']:<22} {r['variant']:<64} {value:>10}")
-    print(f"written: {path.relative_to(ROOT)}")
-    return 0
-
-
-def _mfu_cli(args) -> int:
-    started = time.perf_counter()
-    rows = bench_mfu(args.size, args.seq_len, args.batch, args.backends.split(","), args.objectives.split(","),
-                     args.steps, device=args.device, peak=args.peak_tflops, compile_model=args.compile)
-    path = write_rows("mfu", rows, started)
-    for r in rows:
-        print(f"{r['size']:<6} {r['variant']:<40} {r.get('tokens_per_s', ''):>9} tok/s  MFU {r.get('ratio', '')}")
-    print(f"written: {path.relative_to(ROOT)}")
-    return 0
-
-
-def _notebooks_cli(args) -> int:
-    started = time.perf_counter()
-    rows = bench_notebooks(args.reps)
-    path = write_rows("notebooks", rows, started)
-    print(f"{rows[0]['variant']}: {rows[0]['median_s']} s (median of {args.reps})\nwritten: {path.relative_to(ROOT)}")
     return 0
 
 
@@ -486,7 +457,7 @@ def add_cli(sub) -> None:
     mem.add_argument("--vocab", type=int, default=128_256)
     mem.add_argument("--seq-len", type=int, default=128)
     mem.add_argument("--batch", type=int, default=16)
-    mem.set_defaults(run=_memory_cli)
+    mem.set_defaults(run=_cli)
     ft = b.add_parser("finetune", help="a fine-tuning grid: separate processes vs one process vs worker processes")
     ft.add_argument("--dataset", default="multiemo_sentiment", help="an offline-suite dataset (built if missing)")
     ft.add_argument("--lrs", type=int, default=6, help=f"learning rates in the grid (the first of {FINETUNE_LRS})")
@@ -494,7 +465,7 @@ def add_cli(sub) -> None:
     ft.add_argument("--size", default="mini-m", help="model size of the random checkpoint")
     ft.add_argument("--data-dir", default=None, help="where the offline suite is (default data/tasks)")
     ft.add_argument("--reps", type=int, default=1, help="repetitions of every way (rotating order)")
-    ft.set_defaults(run=_finetune_cli)
+    ft.set_defaults(run=_cli)
     mfu = b.add_parser("mfu", help="GPU: model FLOPs utilisation of training steps, every attention backend")
     mfu.add_argument("--size", default="210m")
     mfu.add_argument("--seq-len", type=int, default=2048)
@@ -505,7 +476,7 @@ def add_cli(sub) -> None:
     mfu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
     mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
     mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
-    mfu.set_defaults(run=_mfu_cli)
+    mfu.set_defaults(run=_cli)
     nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
     nb.add_argument("--reps", type=int, default=1)
-    nb.set_defaults(run=_notebooks_cli)
+    nb.set_defaults(run=_cli)

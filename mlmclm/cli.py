@@ -2,7 +2,7 @@
 
     mlmclm model info SIZE       architecture, parameter counts and FLOPs a token (no weights are allocated)
     mlmclm attention check       every attention backend on this machine against the eager reference
-    mlmclm figures               execute the five notebooks: every figure and table from results/
+    mlmclm notebooks             execute the five notebooks: every figure and table from results/
     mlmclm reproduce             the main job (see `reproduce --help`)
 
 Modules that own a job add their own verbs: each module in `VERB_MODULES` has `add_cli(subparsers)`, which adds its
@@ -16,8 +16,10 @@ import importlib
 import sys
 from pathlib import Path
 
+from .errors import MlmClmError
+
 # modules whose add_cli(subparsers) adds verbs
-VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.tasks", "mlmclm.evaluation.finetune",
+VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.offline_suite", "mlmclm.evaluation.finetune",
                             "mlmclm.studies", "mlmclm.bench"]
 
 
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
     chk = att.add_parser("check", help="every backend against the eager reference")
     chk.add_argument("--device", default="cpu")
-    sub.add_parser("figures", help="execute the five notebooks (figures/ and results/tables/)",
+    sub.add_parser("notebooks", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
     rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
     rep.add_argument("--scale", default="mini", help="tiny, mini, small or paper (default: mini)")
@@ -174,21 +176,21 @@ def main(argv: list[str] | None = None) -> int:
     for name in VERB_MODULES:
         importlib.import_module(name).add_cli(sub)
     args, rest = parser.parse_known_args(argv)
-    if rest and args.verb != "figures":
+    if rest and args.verb != "notebooks":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         if args.verb == "model":
             print(model_info(args.size, args.seq_len))
         elif args.verb == "attention":
             _print_attention_check(args.device)
-        elif args.verb == "figures":
+        elif args.verb == "notebooks":
             from .analysis import notebooks
             return notebooks.main(rest)
         elif args.verb == "reproduce":
             return reproduce(args)
         else:
             return args.run(args) or 0
-    except ValueError as e:  # bad input: one clear line, no traceback
+    except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
     return 0

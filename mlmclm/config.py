@@ -20,9 +20,7 @@ from typing import Any, Literal, Optional, Union
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A bad config: the message is one line naming the field and what to do."""
+from .errors import ConfigError
 
 
 def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
@@ -290,8 +288,20 @@ class PretrainConfig:
             raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")
 
 
+# ---- spellings shared by the studies and the analysis ----
+
+
+def step_text(steps: int, unit: str) -> str:
+    """A step count as this repository spells it: whole thousands in thousands followed by ``unit``, any other count
+    as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `studies.step_token`), the paper's tables and
+    figures ``"K"`` (42000 -> "42K", `analysis.results.step_label`)."""
+    return f"{steps // 1000}{unit}" if steps % 1000 == 0 else str(steps)
+
+
 # ---- fine-tuning ----
-# The paper's downstream protocol (paper.md section 4) and its per-scale values; `mlmclm.finetune` runs it.
+# The paper's downstream protocol (README.md, "Fine-tuning (downstream evaluation)") and its per-scale values;
+# `mlmclm.evaluation.finetune` runs it. The paper's four task groups, in its column order, are defined here only
+# (`evaluation.tasks.GROUPS` and `analysis.results.GROUPS` are this tuple).
 FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
 PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
 
@@ -405,7 +415,9 @@ def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfi
     return load_config(ScaleConfig, SCALES_DIR / f"{scale}.yaml", overrides)
 
 
-def finetune_config(scale: str, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
-    """The fine-tuning config of `scale` with `key=value` overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
-    data = {"scale": scale, **_deepcopy(scale_config(scale).finetune)}
+def finetune_config(scale: str | ScaleConfig, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
+    """The fine-tuning config of `scale` (a scale's name, read here, or a resolved `ScaleConfig`) with `key=value`
+    overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
+    s = scale_config(scale) if isinstance(scale, str) else scale
+    data = {"scale": s.scale, **_deepcopy(s.finetune)}
     return load_config(FinetuneConfig, data, overrides)

@@ -17,13 +17,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import FetchError
 from .io import atomic_path
 
 CACHE = Path(os.environ.get("MLMCLM_CACHE", Path(__file__).resolve().parents[1] / "data" / "cache"))
-
-
-class FetchError(RuntimeError):
-    """A package could not be fetched: the message names the package and the tool."""
 
 
 @dataclass(frozen=True)

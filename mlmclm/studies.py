@@ -18,20 +18,21 @@ from __future__ import annotations
 
 import collections
 import copy
-import functools
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import RECIPES_DIR, ConfigError, PretrainConfig, ScaleConfig, load_config, scale_config
+from .config import RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
+from .errors import ConfigError
 from .io import ROOT, repo_relative
+from .training import checkpoints
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
 NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
                   "04_biphasic": "biphasic", "05_cpt": "cpt"}
 
-# ---- the paper's units (paper.md, section 3): thousands of steps ----
+# ---- the paper's units (its Section 3; results/paper/table01.csv): thousands of steps ----
 TOTAL, WARMUP, DECAY = 42, 2, 2
 OBJECTIVES = ("clm", "mlm20", "mlm30", "mlm40", "mlm50")
 MAIN = "mlm40"                                   # the MLM of every later study (610M + 40%)
@@ -39,7 +40,7 @@ INTERMEDIATE = (1, 2, 5, 10, 20, 40)             # (b) evaluated checkpoints of 
 BUDGETS = {12: (0, 3, 6, 9, 12), 22: (0, 5, 11, 17, 22), 42: (0, 10, 21, 32, 42)}  # (d) CLM steps of each split
 SWITCH = 40                                      # (d) CLM 40k + MLM 2k at every masking ratio
 CPT = (2, 12, 22)                                # (e) MLM-40 continued pretraining of the decayed CLM and MLM-40 runs
-PAPER_ACCOUNTING = {  # paper.md, section 2 and 3: what the paper says it trained
+PAPER_ACCOUNTING = {  # what the paper says it trained (its Sections 2 and 3)
     "models": "15 base + 17 PFS + 6 CPT = 38 final models, + 12 intermediate checkpoints = 50 evaluated",
     "gpu_hours": {"base": 81_000, "biphasic": 16_000, "cpt": 4_000, "finetune": 9_000},
     "steps": {"base": 15 * 42_000, "biphasic": 120_000, "cpt": 26_000},
@@ -48,8 +49,8 @@ PAPER_ACCOUNTING = {  # paper.md, section 2 and 3: what the paper says it traine
 
 
 def step_token(steps: int) -> str:
-    """Steps as in the paper's model names: 42000 -> "42k"; a scale's own counts stay as they are (420)."""
-    return f"{steps // 1000}k" if steps and steps % 1000 == 0 else str(steps)
+    """Steps as in the paper's model names: 42000 -> "42k"; a scale's own counts stay as they are (420, and 0)."""
+    return step_text(steps, "k") if steps else str(steps)
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Plan:
     scale: ScaleConfig
     runs: dict[str, Run]                         # in training order: parents before children
     evaluations: dict[tuple[str, str], Evaluation]
+    template: dict                               # the scale's run template (`run_template`), read once; never changed
 
     def for_studies(self, names) -> "Plan":
         """The part of the plan that `names` need: their evaluations, their runs and every run those start from."""
@@ -110,7 +112,7 @@ class Plan:
             if parent and parent not in keep:
                 keep.add(parent)
                 todo.append(parent)
-        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals)
+        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals, self.template)
 
 
 class _Builder:
@@ -140,7 +142,7 @@ class _Builder:
                                   Evaluation(run.run_id, step, grid))
         e.studies.add(study)
 
-    # ---- run names and shapes (design.md, "Names") ----
+    # ---- run names and shapes: the paper's released model names (results/README.md, "Model ids") ----
     def base(self, study: str, size: str, objective: str) -> Run:
         t = self.k(TOTAL)
         return self.add(study, Run(f"{size}-{objective}-{step_token(t)}", size, [(objective, t)], "base",
@@ -179,7 +181,8 @@ class _Builder:
 
 def build_plan(scale: ScaleConfig | str) -> Plan:
     """Every study at `scale`: the runs (merged by id; their named checkpoints are the union of what every study
-    needs, so a run's config does not depend on which study asked first) and the evaluations."""
+    needs, so a run's config does not depend on which study asked first) and the evaluations. `scale`: a resolved
+    scale, or a scale's name to read. The scale's run template is read here, once, and travels in the plan."""
     s = scale_config(scale) if isinstance(scale, str) else scale
     b = _Builder(s)
     middle = s.sizes[1]
@@ -213,7 +216,7 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
         b.evaluate("cpt", b.base("cpt", middle, objective))
         for steps in CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
-    return Plan(s, _training_order(b.runs), b.evals)
+    return Plan(s, _training_order(b.runs), b.evals, run_template(s))
 
 
 def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
@@ -241,22 +244,17 @@ class Paths:
     data: Path = ROOT / "data"
 
 
-@functools.lru_cache(maxsize=None)
-def _template_yaml(name: str) -> dict:
+def run_template(scale: ScaleConfig) -> dict:
+    """The scale's run template (`mlmclm/recipes/<run_config>`), read from its file (`build_plan` does, once)."""
     import yaml
 
-    return yaml.safe_load((RECIPES_DIR / name).read_text())
-
-
-def run_template(scale: ScaleConfig) -> dict:
-    """The scale's run template (`mlmclm/recipes/<run_config>`), a fresh copy."""
-    return copy.deepcopy(_template_yaml(scale.run_config))
+    return yaml.safe_load((RECIPES_DIR / scale.run_config).read_text())
 
 
 def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     """The resolved pretraining config of `run`: the scale's template with the run's shape."""
     s = plan.scale
-    template = run_template(s)
+    template = copy.deepcopy(plan.template)
     named = sorted(c for c in run.checkpoints if c < run.total)
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
                     results_dir=repo_relative(paths.results), checkpoints_dir=repo_relative(paths.checkpoints))
@@ -265,7 +263,8 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
-        template["init"] = {"kind": "run", "path": repo_relative(paths.checkpoints / s.scale / run.parent),
+        template["init"] = {"kind": "run", "path": repo_relative(checkpoints.run_root(paths.checkpoints, s.scale,
+                                                                                     run.parent)),
                             "step": run.parent_step, "optimizer": run.optimizer}
     return load_config(PretrainConfig, template)
 
@@ -281,7 +280,7 @@ def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = Non
     overrides = [f"results_dir={repo_relative(paths.results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
-    return finetune_config(plan.scale.scale, overrides)
+    return finetune_config(plan.scale, overrides)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -293,11 +292,11 @@ def run_complete(run: Run, plan: Plan, paths: Paths) -> bool:
 
 
 def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
-    return paths.checkpoints / plan.scale.scale / run_id / f"step_{step:06d}"
+    return checkpoints.step_dir(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run_id), step)
 
 
 def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
-    return (checkpoint_dir(plan, paths, run_id, step) / "hf" / "config.json").is_file()
+    return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step))
 
 
 def missing_results(e: Evaluation, cfg) -> set[Path]:
@@ -333,15 +332,9 @@ def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluat
 # ---------------------------------------------------------------------------------------------------------------
 def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
     """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it."""
-    import shutil
-
-    from .training.pretrain import checkpoint_steps
-
     missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
-    root = paths.checkpoints / plan.scale.scale / run.run_id
-    for step in checkpoint_steps(root) if missing else ():
-        if step > min(missing):
-            shutil.rmtree(root / f"step_{step:06d}")
+    if missing:
+        checkpoints.drop_after(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run.run_id), min(missing))
 
 
 def task_names(plan: Plan, grids: dict) -> list[str]:
@@ -354,20 +347,24 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = None, overrides=(),
+def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: Path | None = None, overrides=(),
         progress: bool = True) -> dict:
-    """Train and fine-tune what `names` (studies, or "all") still miss at `scale`. Safe to interrupt and re-run:
-    pretraining resumes from its last checkpoint, fine-tuning skips every results.json already written."""
+    """Train and fine-tune what `names` (studies, or "all") still miss at `scale` (a name, with `overrides`, or a
+    resolved `ScaleConfig`). Safe to interrupt and re-run: pretraining resumes from its last checkpoint, fine-tuning
+    skips every results.json already written."""
     import contextlib
 
-    from .evaluation.finetune import run_grid
+    from .evaluation.finetune import plan_grid, run_grid
     from .training.pretrain import pretrain
 
     names = resolve_names(names)
     paths = paths or Paths()
-    plan = build_plan(scale_config(scale, overrides)).for_studies(names)
+    s = scale_config(scale, overrides) if isinstance(scale, str) else scale
+    plan = build_plan(s).for_studies(names)
+    scale = s.scale
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
+    pairs = {g: plan_grid(cfg) for g, cfg in grids.items()}
     runs, evals, wanted = work(plan, paths, grids)
     todo = len(set().union(*(missing_results(e, grids[e.grid]) for e in evals)))
     print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
@@ -387,7 +384,7 @@ def run(names, scale: str, paths: Paths | None = None, data_dir: Path | None = N
             step = e.step if e.step is not None else plan.runs[e.run_id].total
             print(f"[finetune {i}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)
             run_grid(checkpoint_dir(plan, paths, e.run_id, step), grids[e.grid], model_id=e.model_id,
-                     progress=progress)
+                     progress=progress, pairs=pairs[e.grid])
     seconds = time.perf_counter() - start
     print(f"study {', '.join(names)} at scale {scale}: done in {seconds / 60:.1f} min; results in "
           f"{repo_relative(paths.results / scale)}", flush=True)
@@ -414,17 +411,18 @@ def _phases(r: Run) -> str:
 def _model_config(plan: Plan, size: str):
     from .models.configuration import MlmClmConfig
 
-    template = run_template(plan.scale)
+    template = plan.template
     data = template.get("data", {})
     vocab = {"vocab_size": data["vocab_size"]} if data.get("tokenizer", "train") == "train" and "vocab_size" in data \
         else {}
     return MlmClmConfig.from_size(size, **vocab), template
 
 
-def compute(plan: Plan, paths: Paths | None = None) -> dict:
+def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -> dict:
     """Steps, tokens and FLOPs of the plan's pretraining (per part) and fine-tuning; FLOPs by the usual 6N per
-    training token plus attention (`MlmClmConfig.flops_per_token`, dense output layer)."""
-    from .evaluation.finetune import plan_grid
+    training token plus attention (`MlmClmConfig.flops_per_token`, dense output layer). `grids`: the plan's
+    `grid_configs`, when the caller has them."""
+    from .evaluation.finetune import max_length, plan_grid
 
     paths = paths or Paths()
     parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt")}
@@ -438,12 +436,12 @@ def compute(plan: Plan, paths: Paths | None = None) -> dict:
         part["steps"] += r.trained
         part["tokens"] += r.trained * batch * seq
         part["flops"] += per_run[r.run_id]
-    grids = grid_configs(plan, paths)
+    grids = grids or grid_configs(plan, paths)
     trainings, results = {}, set()  # a stability grid shares its default-lr runs with the default grid
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
         config, _ = _model_config(plan, plan.runs[e.run_id].size)
-        length = min(cfg.max_length or int(0.99 * config.max_position_embeddings), config.max_position_embeddings)
+        length = max_length(cfg, config)
         train_tokens = cfg.max_steps * cfg.batch_size * length if cfg.max_steps > 0 else 0
         eval_tokens = 2 * (cfg.max_eval or 2000) * length
         flops = (train_tokens * config.flops_per_token(length)
@@ -513,7 +511,7 @@ def _hours(seconds: float) -> str:
 def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
     paths = paths or Paths()
     s = plan.scale
-    template = run_template(s)
+    template = plan.template
     tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
     lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
              f"  sizes {' / '.join(s.sizes)} stand for the paper's 210M / 610M / 1B; 1k of the paper's steps = "
@@ -529,7 +527,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     models = len({e.model_id for e in plan.evaluations.values()})
     lines.append(f"  -> {len(plan.runs)} trained models, {inter} intermediate checkpoints evaluated, "
                  f"{models} evaluated models")
-    c = compute(plan, paths)
+    grids = grid_configs(plan, paths)
+    c = compute(plan, paths, grids)
     lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]
     total = 0.0
     for part, v in c["pretrain"].items():
@@ -537,7 +536,6 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
         lines.append(f"  {part:<10} {v['runs']:>5} {v['steps']:>11,} {v['tokens']:>18,} {v['flops']:>10.2e}")
     ft = c["finetune"]
     by_grid = collections.Counter(e.grid for e in plan.evaluations.values())
-    grids = grid_configs(plan, paths)
     lines += ["", f"Fine-tuning: {ft['grids']} grids ("
               + ", ".join(f"{n} {g}" for g, n in by_grid.items()) + f"), {ft['trainings']:,} trainings, "
               f"{ft['results']:,} results.json, ~{ft['flops']:.2e} FLOPs"]
@@ -600,9 +598,10 @@ def paths_from(args) -> Paths:
 def _cli(args) -> int:
     names = resolve_names(args.name)
     paths = paths_from(args)
+    scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     if args.action == "plan":
-        plan = build_plan(scale_config(args.scale, args.overrides)).for_studies(names)
+        plan = build_plan(scale).for_studies(names)
         print(format_plan(plan, names, paths))
         return 0
-    run(names, args.scale, paths, overrides=args.overrides)
+    run(names, scale, paths)
     return 0

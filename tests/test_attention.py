@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mlmclm import MlmClmConfig, MlmClmForMaskedLM
-from mlmclm.models.attention import KERNEL_DIR, attention, load_kernel
+from mlmclm.models.attention import KERNEL_DIR, attention, load_kernel, prepare_mask
 
 CPU_BACKENDS = ["sdpa", "kernels"]
 
@@ -46,6 +46,28 @@ def test_backend_matches_eager_forward_and_backward(backend, causal, padding, do
     got = _run(backend, causal, *inputs)
     for name, a, r in zip(("output", "dq", "dk", "dv"), got, ref):
         assert (a - r).abs().max() <= 1e-5, f"{backend} {name}: {(a - r).abs().max():.2e}"
+
+
+@pytest.mark.parametrize("backend", ["eager"] + CPU_BACKENDS)
+def test_the_model_prepares_the_mask_once_a_forward(backend, monkeypatch):
+    q, k, v, mask, docs, _ = _inputs(True, True)
+    prepared = prepare_mask(mask, docs, is_causal=True, backend=backend, batch=3, seq_len=20, device="cpu")
+    for _ in range(2):  # reused as is: the same outputs as a mask built by the call itself
+        assert torch.equal(attention(q, k, v, is_causal=True, attention_mask=prepared, backend=backend),
+                           attention(q, k, v, is_causal=True, attention_mask=mask, document_ids=docs, backend=backend))
+    with pytest.raises(ValueError, match="prepared for"):
+        attention(q, k, v, is_causal=False, attention_mask=prepared, backend=backend)
+    from mlmclm.models import attention as attention_module, modeling
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs["backend"])
+        return prepare_mask(*args, **kwargs)
+    monkeypatch.setattr(attention_module, "prepare_mask", counting)
+    monkeypatch.setattr(modeling, "prepare_mask", counting)
+    model = MlmClmForMaskedLM(MlmClmConfig.from_size("tiny", attention_backend=backend))
+    model(torch.randint(4, 100, (3, 20)), attention_mask=mask, document_ids=docs)
+    assert calls == [backend] and model.config.num_hidden_layers > 1
 
 
 def test_eager_reference_is_right():

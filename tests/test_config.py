@@ -5,7 +5,8 @@ from typing import Literal
 
 import pytest
 
-from mlmclm.config import ConfigError, load_config, to_yaml
+from mlmclm.config import load_config, to_yaml
+from mlmclm.errors import ConfigError
 from mlmclm.io import atomic_path, provenance, write_json
 
 

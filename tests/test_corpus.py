@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from mlmclm.config import ConfigError
+from mlmclm.errors import ConfigError
 from mlmclm.training.corpus import (
     SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, iter_texts, load_tokenizer,
     train_tokenizer,

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mlmclm.fetch import FetchError, fetch
+from mlmclm.errors import FetchError
+from mlmclm.fetch import fetch
 
 
 def test_fetch_npm_is_cached_and_hashed(tmp_path):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pandas as pd
-from results_helpers import REPO, write_sample_tree, write_synthetic_study
+from mlmclm.io import ROOT as REPO
+from mlmclm.testing import write_sample_tree, write_synthetic_study
 
 from mlmclm import figures, results
 

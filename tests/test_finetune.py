@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers_finetune import make_checkpoint, make_tokenizer, write_offline_sources
+from mlmclm.testing import random_checkpoint, tokenizer, write_offline_sources
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config
@@ -29,7 +29,7 @@ def suite(tmp_path_factory):
     build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
     texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
     texts += [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
-    ckpt = make_checkpoint(root / "ckpts" / "tiny-mlm40-100", texts)
+    ckpt = random_checkpoint(root / "ckpts" / "tiny-mlm40-100", texts)
     return root, ckpt
 
 
@@ -99,16 +99,18 @@ def test_worker_processes_write_the_same_results_as_one_run_after_another(suite,
     assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
 
 
-def test_seeds_are_reproducible(suite, tmp_path):
+def test_seeds_are_reproducible_and_matter(suite, tmp_path):
+    """The same seed gives the same run; another seed (head initialisation, data order) gives another one."""
     root, ckpt = suite
     docs = []
-    for i in range(2):
+    for i, seed in enumerate((3, 3, 4)):
         cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / str(i)}",
-                                       "datasets=[brown_propn_spans]", "lrs=[1e-3]", "seeds=[3]"])
+                                       "datasets=[brown_propn_spans]", "lrs=[1e-3]", f"seeds=[{seed}]"])
         run_grid(ckpt, cfg, progress=False)
         f = next((tmp_path / str(i)).rglob("results.json"))
         docs.append(json.loads(f.read_text()))
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["meta"]["train_loss"] == docs[1]["meta"]["train_loss"]
+    assert docs[2]["meta"]["train_loss"] != docs[0]["meta"]["train_loss"]
 
 
 @pytest.mark.parametrize("args,message", [
@@ -156,7 +158,7 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tok():
-    return make_tokenizer(["Paris is the capital of France and a city on the Seine river."] * 20, vocab_size=300)
+    return tokenizer(["Paris is the capital of France and a city on the Seine river."] * 20, vocab_size=300)
 
 
 def test_tc_labels_sit_on_the_first_sub_word_of_each_word(tok):
@@ -165,8 +167,9 @@ def test_tc_labels_sit_on_the_first_sub_word_of_each_word(tok):
     ids, labels = enc["features"][0]["input_ids"], enc["features"][0]["labels"]
     first = enc["first"][0]
     assert sorted(first) == [0, 1, 2, 3] and [labels[first[w]] for w in range(4)] == [1, 0, 2, 0]
-    assert sum(lab != -100 for lab in labels) == 4 and labels[0] == -100  # <s> carries no label
-    words = [tok.decode(ids[first[w]:(first[w + 1] if w < 3 else len(ids) - 1)]).strip() for w in range(4)]
+    # the pretraining tokenizer adds no special tokens here, so the first word starts at position 0
+    assert sum(lab != -100 for lab in labels) == 4 and first[0] == 0
+    words = [tok.decode(ids[first[w]:(first[w + 1] if w < 3 else len(ids))]).strip() for w in range(4)]
     assert words == rows[0]["tokens"]
     assert len(tok.tokenize(" Parisians")) > 1  # the test really covers a word of several sub-words
     short = _encode_tc(rows, tok, length=4, stride=0)  # truncation: the words cut off get no prediction
@@ -238,7 +241,7 @@ def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
     random initialisation (no pretraining), fine-tuned for 120 steps, beats the majority class on test by far."""
     build_offline(["bbc_news_topic"], tmp_path / "tasks", progress=False)
     data = load_task(SUITES["offline"]["bbc_news_topic"], tmp_path / "tasks")
-    ckpt = make_checkpoint(tmp_path / "bbc-random-init", [r["text"] for r in data["train"]], vocab_size=2048)
+    ckpt = random_checkpoint(tmp_path / "bbc-random-init", [r["text"] for r in data["train"]], vocab_size=2048)
     cfg = finetune_config("tiny", [f"data_dir={tmp_path / 'tasks'}", f"results_dir={tmp_path / 'results'}",
                                    "groups=[SC]", "datasets=[bbc_news_topic]", "lrs=[1e-3]", "seeds=[0]",
                                    "max_steps=120", "batch_size=16", "max_train=null", "max_eval=null"])

@@ -326,3 +326,53 @@ def test_chunked_cross_entropy_equals_the_full_one(monkeypatch):
     with torch.no_grad():
         torch.testing.assert_close(model(ids, labels=labels, num_items_in_batch=40).loss, full.loss, rtol=1e-6,
                                    atol=1e-6)
+
+
+def test_flops_callers_agree_with_the_one_definition(monkeypatch):
+    """Model info, the Fig. 10 count and bench mfu all count with `mlmclm.flops` (torch-free), each as documented."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mlmclm import bench, flops
+    from mlmclm.analysis import results
+
+    code = "import mlmclm.flops, mlmclm.analysis.results, sys; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+    for size in ("210m", "610m", "1b", "mini-m", "tiny"):  # MlmClmConfig.flops_per_token: 6N (norms in) + attention
+        c = MlmClmConfig.from_size(size)
+        shape = dict(layers=c.num_hidden_layers, d_model=c.hidden_size, ffn=c.intermediate_size,
+                     heads=c.num_attention_heads, kv_heads=c.num_key_value_heads, head_dim=c.head_dim,
+                     vocab=c.vocab_size)
+        for t, training in ((None, True), (512, True), (512, False)):
+            got = c.flops_per_token(t, training=training)
+            t = t or c.max_position_embeddings
+            assert type(got) is int and got == flops.flops_per_token(**shape, seq_len=t, training=training)
+            dense = 2 * (c.num_parameters_by_part()["body"] + c.vocab_size * c.hidden_size)
+            assert got == (dense + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * t) * (
+                3 if training else 1)
+    arch = results.architecture(Path(__file__).resolve().parents[1] / "results" / "paper")
+    for a in arch.values():  # Fig. 10: App. F per step (embeddings, softmax, no norms), sparse MLM head
+        shape = {k: a[k] for k in ("layers", "ffn", "heads", "kv_heads", "vocab", "seq_len")}
+        for fraction in (1.0, 0.4, 0.15):
+            got = results.flops_per_step(a, fraction)
+            assert got == flops.flops_per_step(**shape, d_model=a["d_model"], tokens_per_step=a["tokens_per_step"],
+                                               output_fraction=fraction, embeddings=True, softmax=True,
+                                               norm_weights=False)
+            assert got == pytest.approx(a["tokens_per_step"] * flops.flops_per_token(
+                **shape, d_model=a["d_model"], output_fraction=fraction, embeddings=True, softmax=True,
+                norm_weights=False), rel=1e-12)
+    calls = []  # bench mfu: the config's count with the measured fraction of labelled positions
+
+    def spy(**kw):
+        calls.append((kw, flops_per_token(**kw)))
+        return calls[-1][1]
+    flops_per_token = flops.flops_per_token
+    monkeypatch.setattr(flops, "flops_per_token", spy)
+    rows = bench.bench_mfu("tiny", seq_len=32, batch=2, backends=("sdpa",), steps=1, warmup=0, device="cpu",
+                           peak=1e-3)
+    fractions = [kw["output_fraction"] for kw, _ in calls]  # MLM40, then CLM (the last position has no label)
+    assert len(fractions) == len(rows) == 2 and abs(fractions[0] - 0.4) < 0.2 and fractions[1] == 31 / 32
+    for r, (kw, value) in zip(rows, calls):
+        assert kw["seq_len"] == 32 and kw["training"] and kw["norm_weights"] and not kw["embeddings"]
+        assert float(r["ratio"]) == pytest.approx(float(r["tokens_per_s"]) * value / 1e9, rel=1e-3)

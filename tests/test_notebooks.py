@@ -6,7 +6,7 @@ import ast
 import json
 
 import pytest
-from results_helpers import REPO
+from mlmclm.io import ROOT as REPO
 
 from mlmclm import notebooks
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mlmclm.config import ConfigError
+from mlmclm.errors import ConfigError
 from mlmclm.training.objectives import IGNORE, Schedule, clm_labels, mlm_inputs, parse_objective
 
 MASK, SPECIAL = 3, torch.tensor([0, 1, 2, 3])
@@ -91,3 +91,22 @@ def test_schedule_rejects_bad_phases():
         Schedule([("clm", 0)], 1e-3, 0, 0)
     with pytest.raises(ConfigError, match="must fit"):
         Schedule([("clm", 10)], 1e-3, 8, 8)
+
+
+def test_shifted_clm_labels_are_the_causal_lm_objective_and_skip_document_starts():
+    """`shift=True` (pretraining, the benchmarks: MlmClmForMaskedLM run causally) gives the loss MlmClmForCausalLM
+    computes from aligned labels; a document start (bos) is never a target."""
+    from mlmclm import MlmClmConfig, MlmClmForCausalLM, MlmClmForMaskedLM
+
+    ids = _ids(400)[:, :40]
+    ids[:, 20] = 1  # a second document starts mid-row
+    shifted = clm_labels(ids, bos_token_id=1, shift=True)
+    assert (shifted[:, -1] == IGNORE).all() and (shifted[:, 19] == IGNORE).all() and (shifted[:, 0] == ids[:, 1]).all()
+    torch.manual_seed(0)
+    config = MlmClmConfig.from_size("tiny", vocab_size=1000)
+    masked = MlmClmForMaskedLM(config)
+    causal = MlmClmForCausalLM(config)
+    causal.load_state_dict(masked.state_dict())
+    a = masked(ids, labels=shifted, is_causal=True).loss
+    b = causal(ids, labels=clm_labels(ids, bos_token_id=1), is_causal=True).loss
+    assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)

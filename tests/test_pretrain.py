@@ -14,9 +14,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mlmclm.config import RECIPES_DIR, ConfigError, PretrainConfig, load_config, to_yaml
+from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
+from mlmclm.errors import ConfigError, NonFiniteLoss
 from mlmclm.models.modeling import MlmClmForMaskedLM
-from mlmclm.training.pretrain import NonFiniteLoss, pretrain
+from mlmclm.training.pretrain import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from mlmclm import cli, studies
-from mlmclm.config import ConfigError, scale_config
+from mlmclm.config import scale_config
+from mlmclm.errors import ConfigError
 
 
 def test_paper_plan_is_the_papers_inventory():

@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from helpers_finetune import write_offline_sources
+from mlmclm.testing import write_offline_sources
 from mlmclm import offline_suite, tasks
 from mlmclm.evaluation.offline_suite import build_offline
-from mlmclm.evaluation.tasks import SUITES, TaskError, load_task, select_tasks
+from mlmclm.errors import TaskError
+from mlmclm.evaluation.tasks import SUITES, load_task, select_tasks
 
 
 @pytest.fixture(scope="module")

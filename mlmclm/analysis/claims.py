@@ -1,9 +1,10 @@
-"""The paper's headline claims (paper.md, section 7) checked on any source's results.
+"""The paper's headline claims (``CLAIMS``: one line each, as the paper states them) checked on any source's results.
 
 Each claim has a check, which returns the comparison behind it (one row per source x size x task group ...), and a
-rule that turns one source's rows into evidence and a verdict. Differences between two independent means get the
-95% half-width sqrt(ci_a^2 + ci_b^2); a difference larger than it is "beyond the CI". Task-group averages
-(``dataset == "Avg"``) are compared, as in the paper's figures.
+way to judge one source's rows: a statistic with a 95% interval (claims 1, 3, 4, 5, 6 and 7) or a rule on the point
+estimates (the others). Differences between two independent means get the 95% half-width sqrt(ci_a^2 + ci_b^2); a
+difference larger than it is "beyond the CI". Task-group averages (``dataset == "Avg"``) are compared, as in the
+paper's figures.
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ import numpy as np
 import pandas as pd
 
 from . import results as R
-
-
-def _avgs(view: pd.DataFrame) -> pd.DataFrame:
-    return view[view["dataset"] == R.AVG]
 
 
 def _sorted(df: pd.DataFrame, *keys: str) -> pd.DataFrame:
@@ -42,7 +39,7 @@ def _compare(a: pd.DataFrame, b: pd.DataFrame, on: list[str], names: tuple[str, 
 
 def check_mlm_vs_clm(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 1: MLM-40% minus CLM at the full budget, per source, size and task group."""
-    v = _avgs(R.scaling_view(scores))
+    v = R.group_averages(R.scaling_view(scores))
     out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "size", "task_group"],
                    ("MLM", "CLM"))
     return _sorted(out)
@@ -50,7 +47,7 @@ def check_mlm_vs_clm(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
 
 def check_masking_ratio(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 2: the best masking ratio per source, size and task group, with the runner-up and the gap to it."""
-    v = _avgs(R.scaling_view(scores))
+    v = R.group_averages(R.scaling_view(scores))
     v = v[v["objective"] == "mlm"].sort_values(["score", "mask_ratio"], ascending=[False, True])
     rows = []
     for (source, size, group), part in v.groupby(["source", "size", "task_group"], sort=False):
@@ -69,7 +66,7 @@ def check_masking_ratio(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
 
 def check_data_efficiency(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 3: CLM minus MLM-40% at each intermediate checkpoint, per source, size and task group."""
-    v = _avgs(R.data_efficiency_view(scores))
+    v = R.group_averages(R.data_efficiency_view(scores))
     out = _compare(v[v["objective"] == "clm"], v[v["objective"] == "mlm"],
                    ["source", "size", "task_group", "steps"], ("CLM", "MLM"))
     return _sorted(out, "steps")
@@ -94,7 +91,7 @@ def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.
 
 def check_biphasic(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 5: each CLM share's gain over MLM-only at the same budget, per source, size and task group."""
-    v = _avgs(R.biphasic_view(scores))
+    v = R.group_averages(R.biphasic_view(scores))
     keys = ["source", "size", "budget", "task_group"]
     mlm_only = v[v["clm_share"] == 0]
     parts = [_compare(v[v["clm_share"] == share], mlm_only, keys, ("split", "MLM-only")).assign(clm_share=share)
@@ -108,7 +105,7 @@ def check_biphasic(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
 
 def check_clm_only_worst(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 5b: the lowest split on SC and QA at each budget (and whether it is CLM-only)."""
-    v = _avgs(R.biphasic_view(scores))
+    v = R.group_averages(R.biphasic_view(scores))
     v = v[v["task_group"].isin(["SC", "QA"])]
     rows = [{"source": s, "size": z, "budget": b, "task_group": g,
              "lowest share": int(p.loc[p["score"].idxmin(), "clm_share"])}
@@ -135,23 +132,20 @@ def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") ->
 
 def check_cpt(scores: pd.DataFrame, runs=None) -> pd.DataFrame:
     """Claim 7: CLM-based minus MLM-based model after each CPT length, per source, size and task group."""
-    v = _avgs(R.cpt_view(scores))
+    v = R.group_averages(R.cpt_view(scores))
     out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "size", "cpt_steps", "task_group"],
                    ("CLM-based", "MLM-based"))
     return _sorted(out, "cpt_steps")
 
 
-# ----------------------------------------------------------------------------------------------- verdicts
+# ----------------------------------------------------------------------------------------------- the claims
 
 
-def _majority(df: pd.DataFrame, what: str) -> tuple[str, bool]:
-    """'k/n cells positive (b beyond the 95% CI)', and whether k > n/2."""
-    k, beyond = int((df["diff"] > 0).sum()), int(df["call"].str.endswith("ahead").sum())
-    return f"{what}: positive in {k}/{len(df)} cells, {beyond}/{len(df)} beyond their 95% CI", k > len(df) / 2
+def _at(df: pd.DataFrame, how: str) -> pd.DataFrame:
+    return df[df["steps"] == df.groupby(["size", "task_group"])["steps"].transform(how)]
 
 
-def _rule_1(df):
-    return _majority(df, "MLM - CLM over size x group cells")
+# Rules of the claims read from point estimates: one source's check rows -> (evidence, whether the claim holds).
 
 
 def _rule_1b(df):
@@ -175,15 +169,6 @@ def _rule_2b(df):
     return f"best IR ratio by size: {best}", len(ir) > 0 and bool((ir["best ratio"] == ir["highest tested"]).all())
 
 
-def _at(df: pd.DataFrame, how: str) -> pd.DataFrame:
-    return df[df["steps"] == df.groupby(["size", "task_group"])["steps"].transform(how)]
-
-
-def _rule_3(df):
-    first = _at(df, "min")
-    return _majority(first, f"CLM - MLM at the first checkpoint ({R.step_label(first['steps'].min())})")
-
-
 def _rule_3b(df):
     last = _at(df, "max")
     groups = ", ".join(f"{g} {d:+.2f}" for g, d in zip(last["task_group"], last["diff"]))
@@ -192,64 +177,14 @@ def _rule_3b(df):
             behind > len(last) / 2)
 
 
-def _rule_4(df):
-    k = int((df["call"] == "CLM tighter").sum())
-    return (f"CLM spread smaller on {k}/{len(df)} datasets (median sd: CLM {df['CLM sd'].median():.2f}, "
-            f"MLM {df['MLM sd'].median():.2f})", k > len(df) / 2)
-
-
-def _rule_5(df):
-    return _majority(df[df["clm_share"] == 25], "25%-75% split minus MLM-only over budget x group cells")
-
-
 def _rule_5b(df):
     k = int((df["lowest share"] == 100).sum())
     return f"CLM-only is the lowest split in {k}/{len(df)} budget x group cells (SC, QA)", k == len(df)
 
 
-def _rule_6(df):
-    k = int((df["call"] == "CLM+MLM tighter").sum())
-    return f"CLM+MLM spread smaller on {k}/{len(df)} datasets", k > len(df) / 2
+# Scopes and cell values of the claims judged with an interval.
 
 
-def _rule_7(df):
-    last = df[df["cpt_steps"] == df["cpt_steps"].max()]
-    groups = ", ".join(f"{g} {d:+.2f}" for g, d in zip(last["task_group"], last["diff"]))
-    mean = last["CLM-based"].mean() - last["MLM-based"].mean()
-    text, ok = _majority(last, f"CLM-based - MLM-based after {R.step_label(last['cpt_steps'].max())} CPT")
-    return f"{text}; {groups}; mean over groups {mean:+.2f}", ok
-
-
-@dataclass(frozen=True)
-class Claim:
-    text: str
-    check: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
-    rule: Callable[[pd.DataFrame], tuple[str, bool]]
-    per_run: bool = False  # needs run-level results (the paper prints no numbers for it)
-
-
-CLAIMS = {
-    "1": Claim("MLM generally outperforms CLM", check_mlm_vs_clm, _rule_1),
-    "1b": Claim("The SC gap between MLM and CLM widens with model size", check_mlm_vs_clm, _rule_1b),
-    "2": Claim("No masking ratio is best for every size and task group", check_masking_ratio, _rule_2),
-    "2b": Claim("IR prefers the highest masking ratio at every size", check_masking_ratio, _rule_2b),
-    "3": Claim("CLM is more data-efficient early in pretraining", check_data_efficiency, _rule_3),
-    "3b": Claim("MLM catches up and ends ahead of CLM", check_data_efficiency, _rule_3b),
-    "4": Claim("CLM-pretrained models are less sensitive to the fine-tuning learning rate", check_lr_sensitivity,
-               _rule_4, per_run=True),
-    "5": Claim("A 25%-75% CLM-then-MLM split beats MLM-only at a fixed budget", check_biphasic, _rule_5),
-    "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst, _rule_5b),
-    "6": Claim("CLM+MLM is less sensitive to the masking ratio than MLM-only", check_masking_robustness, _rule_6,
-               per_run=True),
-    "7": Claim("MLM continued pretraining of a CLM model beats continued MLM of an MLM model", check_cpt, _rule_7),
-}
-
-
-# ----------------------------------------------------------------------------------------------- bootstrap
-
-# The six claims judged with a confidence interval (issue 6): a statistic that is positive when the claim holds, the
-# mean of one value per cell of the claim's check over the cells each scope picks (task groups for claim 1, whose
-# paper claim is per group; one scope, "all", for the others).
 def _all(d):
     return [("all", d)]
 
@@ -258,25 +193,61 @@ def _diff(rows):
     return rows["diff"]
 
 
-STATISTICS = {
-    "1": ("MLM-40% minus CLM, mean over sizes (points)", lambda d: list(d.groupby("task_group")), _diff),
-    "3": ("CLM minus MLM-40% at the first checkpoint, mean over task groups (points)",
-          lambda d: [("all", _at(d, "min"))], _diff),
-    "4": ("MLM sd minus CLM sd of centered scores, mean over datasets (points)", _all,
-          lambda rows: rows["MLM sd"] - rows["CLM sd"]),
-    "5": ("25%-75% split minus MLM-only, mean over budgets and task groups (points)",
-          lambda d: [("all", d[d["clm_share"] == 25])], _diff),
-    "6": ("MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)", _all,
-          lambda rows: rows["MLM sd"] - rows["CLM+MLM sd"]),
-    "7": ("CLM-based minus MLM-based after the longest CPT, mean over task groups (points)",
-          lambda d: [("all", d[d["cpt_steps"] == d["cpt_steps"].max()])], _diff),
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim: its text, the check that computes the comparison behind it, and how it is judged.
+
+    A claim with a ``statistic`` (what it measures; positive when the claim holds) is judged with a 95% interval: the
+    statistic is the mean of ``value`` (one value per row of the check) over the rows of each scope that ``scopes``
+    picks (task groups for claim 1, whose paper claim is per group; one scope, "all", for the others). Any other
+    claim is read from the point estimates by its ``rule``.
+    """
+
+    text: str
+    check: Callable[..., pd.DataFrame]
+    rule: Callable[[pd.DataFrame], tuple[str, bool]] | None = None
+    statistic: str | None = None
+    scopes: Callable[[pd.DataFrame], list] = _all
+    value: Callable[[pd.DataFrame], pd.Series] = _diff
+    per_run: bool = False  # needs run-level results (the paper prints no numbers for it)
+
+
+CLAIMS = {
+    "1": Claim("MLM generally outperforms CLM", check_mlm_vs_clm,
+               statistic="MLM-40% minus CLM, mean over sizes (points)",
+               scopes=lambda d: list(d.groupby("task_group"))),
+    "1b": Claim("The SC gap between MLM and CLM widens with model size", check_mlm_vs_clm, _rule_1b),
+    "2": Claim("No masking ratio is best for every size and task group", check_masking_ratio, _rule_2),
+    "2b": Claim("IR prefers the highest masking ratio at every size", check_masking_ratio, _rule_2b),
+    "3": Claim("CLM is more data-efficient early in pretraining", check_data_efficiency,
+               statistic="CLM minus MLM-40% at the first checkpoint, mean over task groups (points)",
+               scopes=lambda d: [("all", _at(d, "min"))]),
+    "3b": Claim("MLM catches up and ends ahead of CLM", check_data_efficiency, _rule_3b),
+    "4": Claim("CLM-pretrained models are less sensitive to the fine-tuning learning rate", check_lr_sensitivity,
+               statistic="MLM sd minus CLM sd of centered scores, mean over datasets (points)",
+               value=lambda rows: rows["MLM sd"] - rows["CLM sd"], per_run=True),
+    "5": Claim("A 25%-75% CLM-then-MLM split beats MLM-only at a fixed budget", check_biphasic,
+               statistic="25%-75% split minus MLM-only, mean over budgets and task groups (points)",
+               scopes=lambda d: [("all", d[d["clm_share"] == 25])]),
+    "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst, _rule_5b),
+    "6": Claim("CLM+MLM is less sensitive to the masking ratio than MLM-only", check_masking_robustness,
+               statistic="MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)",
+               value=lambda rows: rows["MLM sd"] - rows["CLM+MLM sd"], per_run=True),
+    "7": Claim("MLM continued pretraining of a CLM model beats continued MLM of an MLM model", check_cpt,
+               statistic="CLM-based minus MLM-based after the longest CPT, mean over task groups (points)",
+               scopes=lambda d: [("all", d[d["cpt_steps"] == d["cpt_steps"].max()])]),
 }
+
+
+# ----------------------------------------------------------------------------------------------- bootstrap
 
 
 def _statistic(claim: str, d: pd.DataFrame) -> dict:
     """{scope: the claim's statistic} on one source's check output."""
-    _, pick, cell = STATISTICS[claim]
-    return {scope: float(cell(rows).mean()) for scope, rows in pick(d)}
+    c = CLAIMS[claim]
+    if c.statistic is None:
+        raise KeyError(f"claim {claim} has no statistic: it is read from point estimates")
+    return {scope: float(c.value(rows).mean()) for scope, rows in c.scopes(d)}
 
 
 def _resample(runs: pd.DataFrame, n_boot: int, seed: int):
@@ -362,7 +333,7 @@ def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str,
     for scope, v in value.items():
         d = dist[scope].dropna() if scope in dist else pd.Series(dtype=float)
         lo, hi = (np.percentile(d, [2.5, 97.5]) if len(d) else (np.nan, np.nan))
-        rows.append({"scope": scope, "statistic": STATISTICS[claim][0], "value": round(v, 2),
+        rows.append({"scope": scope, "statistic": c.statistic, "value": round(v, 2),
                      "ci_low": round(float(lo), 2), "ci_high": round(float(hi), 2), "replicas": len(d)})
     return pd.DataFrame(rows)
 
@@ -379,17 +350,17 @@ def _per_run_models(claim: str, runs: pd.DataFrame) -> pd.Series:
 def _from_table(claim: str, scores: pd.DataFrame, source: str) -> pd.DataFrame | None:
     """The statistic from a source with tables only (the paper): the interval from the printed half-widths, as for
     a mean of independent differences, sqrt(sum of squared half-widths) / count."""
-    what, pick, cell = STATISTICS[claim]
-    if CLAIMS[claim].per_run:
+    c = CLAIMS[claim]
+    if c.per_run:
         return None
-    d = CLAIMS[claim].check(scores[scores["source"] == source])
+    d = c.check(scores[scores["source"] == source])
     if d.empty:
         return None
     rows = []
-    for scope, part in pick(d):
-        v = float(cell(part).mean())
+    for scope, part in c.scopes(d):
+        v = float(c.value(part).mean())
         hw = float(np.sqrt((part["diff ±"].astype(float) ** 2).sum()) / len(part)) if len(part) else np.nan
-        rows.append({"scope": scope, "statistic": what, "value": round(v, 2), "ci_low": round(v - hw, 2),
+        rows.append({"scope": scope, "statistic": c.statistic, "value": round(v, 2), "ci_low": round(v - hw, 2),
                      "ci_high": round(v + hw, 2), "replicas": 0})
     return pd.DataFrame(rows)
 
@@ -420,7 +391,7 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
         for source in sources:
             words = ("supported", "not supported") if source == "paper" else ("reproduced", "not reproduced")
             base = {"claim": f"{key}. {claim.text}", "source": source}
-            if key in STATISTICS:
+            if claim.statistic is not None:
                 table = _from_table(key, scores, source) if source not in run_sources else bootstrap(
                     key, scores, runs, source, n_boot, seed, split)
                 if table is None:

@@ -1,9 +1,9 @@
 """The paper's figures: one function per figure, one style, PNG and PDF written deterministically.
 
-Every function takes the tidy results of mlmclm.results (``scores`` or ``runs``, any mix of sources) and an output
-folder, draws one file per source that has the data (the paper's figures at the top of the folder, another source's
-in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no source
-has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
+Every function takes the tidy results of mlmclm.analysis.results (``scores`` or ``runs``, any mix of sources) and an
+output folder, draws one file per source that has the data (the paper's figures at the top of the folder, another
+source's in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no
+source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
 left open and notebooks show only what ``show`` displays. No torch import here.
 """
 
@@ -145,10 +145,6 @@ def _palette(name: str, levels) -> dict:
     return dict(zip(levels, sns.color_palette(name, len(levels)).as_hex()))
 
 
-def _avgs(view: pd.DataFrame) -> pd.DataFrame:
-    return view[view["dataset"] == R.AVG]
-
-
 def _obj(df: pd.DataFrame) -> pd.Series:
     return df["objective"].str.upper()
 
@@ -179,7 +175,7 @@ def _steps_axis(ax) -> None:
 
 def fig2(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 2: MLM-40% vs CLM, task-group averages, against model size."""
-    v = _avgs(R.scaling_view(scores))
+    v = R.group_averages(R.scaling_view(scores))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
                  lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
@@ -189,7 +185,7 @@ def fig2(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = _avgs(R.scaling_view(scores))
+    v = R.group_averages(R.scaling_view(scores))
     v = v[v["objective"] == "mlm"]
     colors = {src: _palette("crest", R.ordered_sizes(part["size"])) for src, part in v.groupby("source")}
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
@@ -199,7 +195,7 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 def fig4(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = _avgs(R.data_efficiency_view(scores)).assign(Objective=_obj)
+    v = R.group_averages(R.data_efficiency_view(scores)).assign(Objective=_obj)
 
     def draw(ax, d):
         _lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
@@ -219,7 +215,7 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[P
 
 def fig6(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
-    v = _avgs(R.biphasic_view(scores))
+    v = R.group_averages(R.biphasic_view(scores))
     v = v[v["size"] == v["source"].map(_main_sizes(v))].assign(Budget=lambda d: d["budget"].map(R.step_label))
     colors = {src: _palette("flare", [R.step_label(b) for b in sorted(part["budget"].unique())])
               for src, part in v.groupby("source")}  # per source: one source's figure never depends on another's
@@ -247,7 +243,7 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
-    v = _avgs(R.cpt_view(scores))
+    v = R.group_averages(R.cpt_view(scores))
     longest = v.groupby("source")["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
     v = v.assign(stage=["Base" if c == 0 else f"+{R.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
@@ -262,13 +258,13 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS)
         _steps_axis(ax)
-    return _draw(_avgs(R.cpt_view(scores)), out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length", draw,
-                 "MLM continued-pretraining steps", "starting point", tables="Tables 14-17")
+    return _draw(R.group_averages(R.cpt_view(scores)), out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length",
+                 draw, "MLM continued-pretraining steps", "starting point", tables="Tables 14-17")
 
 
 def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
-    """Fig. 10: Fig. 4 against training FLOPs (mlmclm.results.flops_per_step), for sizes of known architecture."""
-    v = R.with_flops(_avgs(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
+    """Fig. 10: Fig. 4 against training FLOPs (counted by results.with_flops), for sizes of known architecture."""
+    v = R.with_flops(R.group_averages(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
 
     def draw(ax, d):
         _lines(ax, d, "flops", "Objective", OBJECTIVE_COLORS, band=True)
@@ -279,7 +275,7 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
-    v = _avgs(R.biphasic_view(scores))
+    v = R.group_averages(R.biphasic_view(scores))
     v = v[v["size"] != v["source"].map(_main_sizes(v))]
     v = v[v["budget"] == v.groupby(["source", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "size"]].drop_duplicates())  # sizes with a split

@@ -1,14 +1,15 @@
 """The five notebooks: what they share at start-up, and running them all with papermill in one process.
 
-``python -m mlmclm.analysis.notebooks`` (and ``mlmclm figures``) executes notebooks/01_scaling ... 05_cpt in place, which
-rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings, absolute
-paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical.
+``python -m mlmclm.analysis.notebooks`` (and ``mlmclm notebooks``) executes notebooks/01_scaling ... 05_cpt in
+place, which rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings,
+absolute paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .results import Results
@@ -30,7 +33,7 @@ def repo_root(start: str | Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / "pyproject.toml").is_file():
             return folder
-    raise FileNotFoundError(f"no pyproject.toml in {here} or above: run from inside the mlmclm repository")
+    raise ConfigError(f"no pyproject.toml in {here} or above: run from inside the mlmclm repository")
 
 
 @dataclass
@@ -61,7 +64,7 @@ def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str
           encodeval_dir: str | None = None, run_study: bool = False, study: str | None = None,
           sample_csv: str | None = None) -> Context:
     """Quiet warnings, set display options, say what is (and is not) there, and load the results. With
-    `run_study`, first train and fine-tune what the notebook's `study` still misses at `scale` (`mlmclm.studies`)."""
+    `run_study`, first train and fine-tune what the notebook's `study` still misses at `scale` (`mlmclm study run`)."""
     import pandas as pd
 
     from . import results
@@ -71,12 +74,19 @@ def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str
     pd.set_option("display.max_columns", None)
     pd.set_option("display.width", 200)
     res_dir = _resolve(root, results_dir)
-    if run_study:
-        from .. import studies
+    if run_study:  # the study runner trains models: it runs in its own process, so analysis never imports torch
+        import subprocess
 
         if study is None:
-            raise ValueError("run_study=True needs the notebook's study (setup(..., study='scaling'))")
-        studies.run([study], scale, studies.Paths(results=res_dir / "runs"), progress=False)
+            raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling'))")
+        cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
+               str(res_dir / "runs")]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
+            for line in proc.stdout:  # the runner's report, into the notebook as it comes
+                print(line, end="", flush=True)
+        if proc.returncode:
+            raise RuntimeError(f"`{' '.join(cmd[1:])}` failed with exit status {proc.returncode} (its output is above)")
     runs_dir = res_dir / "runs" / scale
     encodeval = _resolve(root, encodeval_dir)
     if "ours" in sources and not runs_dir.is_dir():
@@ -120,7 +130,7 @@ def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str 
     paths = [folder / f"{name}.ipynb" for name in names]
     for path in paths:
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
+            raise ConfigError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
     if output_dir:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     pairs = [(p, Path(output_dir) / p.name if output_dir else p) for p in paths]
@@ -139,7 +149,7 @@ def _value(text: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mlmclm figures", description=(
+    parser = argparse.ArgumentParser(prog="mlmclm notebooks", description=(
         "Execute the five notebooks in place: regenerates figures/ and results/tables/."))
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help=f"which to run (default: all of {', '.join(NOTEBOOKS)})")

@@ -7,9 +7,9 @@ Two levels of data, both pandas DataFrames with a ``source`` column:
 - **runs** (run level): one row per fine-tuning run (model x dataset x learning rate x seed), ``validation`` and
   ``test`` scores in points.
 
-``aggregate`` turns runs into scores with the paper's rule ("How the tables aggregate" in paper.md): for each seed,
-the learning rate with the best validation score; the mean test score over seeds; +- 1.96 x s / sqrt(n), s the sample
-standard deviation. No torch import here: this module must stay cheap to import.
+``aggregate`` turns runs into scores with the paper's rule (results/README.md, "Aggregation (runs -> scores)"): for
+each seed, the learning rate with the best validation score; the mean test score over seeds; +- 1.96 x s / sqrt(n),
+s the sample standard deviation. No torch import here: this module must stay cheap to import.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-GROUPS = ("SC", "TC", "QA", "IR")
+from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
+from ..config import step_text
+from ..errors import ConfigError, ResultFileError
+
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
 DATASETS = {
@@ -43,10 +46,6 @@ RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset",
                "test_i", "path"]
 
 
-class ResultFileError(ValueError):
-    """A result file that cannot be read: the message names the file and what is wrong."""
-
-
 # ----------------------------------------------------------------------------------------------- model ids
 
 _MODEL_ID = re.compile(
@@ -64,7 +63,7 @@ def _size_label(size: str) -> str:
 
 
 def parse_model_id(model: str) -> dict:
-    """Size, objective, masking ratio and step counts from a run id (design.md, "Names").
+    """Size, objective, masking ratio and step counts from a run id (results/README.md, "Model ids").
 
     ``{size}-{clm|mlmR}-{steps}``, ``{size}-clm-{k1}-mlmR-{total}`` (two phases from scratch),
     ``{size}-{clm|mlmR}-dec{steps}-mlmR-{total}`` (MLM continued pretraining from a decayed checkpoint), each with an
@@ -74,12 +73,12 @@ def parse_model_id(model: str) -> dict:
     """
     m = _MODEL_ID.match(model)
     if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
-        raise ValueError(f"model id {model!r} does not follow "
+        raise ResultFileError(f"model id {model!r} does not follow "
                          "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-{step}]")
     first = _steps(m["steps1"])
     total = _steps(m["total"]) if m["total"] else first
     if total < first:
-        raise ValueError(f"model id {model!r}: total {total} steps is less than its first phase ({first})")
+        raise ResultFileError(f"model id {model!r}: total {total} steps is less than its first phase ({first})")
     steps = int(m["ckpt"]) if m["ckpt"] else total
     clm = min(first, steps) if m["obj"] == "clm" else 0
     mlm = steps - clm
@@ -118,9 +117,9 @@ def output_subdir(source: str, scale: str) -> str:
 
 
 def step_label(steps: int) -> str:
-    """Steps as the paper prints them: 42000 -> "42K" (a scale's own counts that are not thousands stay as they are)."""
-    steps = int(steps)
-    return f"{steps // 1000}K" if steps % 1000 == 0 else str(steps)
+    """Steps as the paper prints them: 42000 -> "42K", 0 -> "0K" (a scale's own counts that are not thousands stay as
+    they are). Run ids spell steps with a small k (`studies.step_token`); both are `config.step_text`."""
+    return step_text(int(steps), "K")
 
 
 def size_key(size: str) -> tuple:
@@ -137,6 +136,11 @@ def ordered_sizes(sizes) -> list:
     return sorted(set(sizes), key=size_key)
 
 
+def group_averages(df: pd.DataFrame) -> pd.DataFrame:
+    """The task-group average rows (``dataset == "Avg"``) of scores or of a study view."""
+    return df[df["dataset"] == AVG]
+
+
 def dataset_order(datasets) -> list:
     """The paper's column order, then any other dataset (this repository's offline stand-ins) by name."""
     known = list(DATASETS.values())
@@ -151,7 +155,7 @@ def load_paper(paper_dir: str | Path) -> pd.DataFrame:
     files = sorted(Path(paper_dir).glob("table[0-9][0-9].csv"))
     frames = [pd.read_csv(f) for f in files if f.name != "table01.csv"]
     if not frames:
-        raise FileNotFoundError(f"{paper_dir}: no table02.csv ... table17.csv")
+        raise ResultFileError(f"{paper_dir}: no table02.csv ... table17.csv")
     df = pd.concat(frames, ignore_index=True)
     df = _with_attributes(df[["table", "model", "task_group", "dataset", "score", "ci"]])
     df["source"], df["scale"], df["n"] = "paper", "paper", pd.NA
@@ -296,7 +300,7 @@ def select_lr(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
         mean_val = runs.groupby([*_KEYS, "lr"], sort=False, as_index=False)["validation"].mean()
         best = mean_val.loc[mean_val.groupby(_KEYS, sort=False)["validation"].idxmax(), [*_KEYS, "lr"]]
         return runs.merge(best, on=[*_KEYS, "lr"])
-    raise ValueError(f"unknown learning-rate rule {rule!r}: use 'per_seed' or 'seed_average'")
+    raise ConfigError(f"unknown learning-rate rule {rule!r}: use 'per_seed' or 'seed_average'")
 
 
 def summarize(selected: pd.DataFrame) -> pd.DataFrame:
@@ -372,7 +376,7 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
     results_dir = Path(results_dir)
     unknown = set(sources) - {"paper", "ours", "encodeval", "encodeval-sample"}
     if unknown:
-        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}: "
+        raise ConfigError(f"unknown source(s) {', '.join(sorted(unknown))}: "
                          "use paper, ours, encodeval, encodeval-sample")
     runs = []
     if "ours" in sources and (results_dir / "runs" / scale).is_dir():
@@ -510,15 +514,14 @@ def flops_per_step(arch: dict, mlm_fraction: float) -> float:
     Forward per sequence of ``seq_len``: embeddings, per layer Q/K/V projections (K and V on ``kv_heads``), attention
     logits, softmax, reduction and output projection, a SwiGLU block (three matrices), and the output logits, which an
     MLM step computes only at its masked positions (``mlm_fraction`` of the tokens); backward = 2 x forward.
+    The rule is ``mlmclm.flops.flops_per_step`` (with App. F's embeddings and softmax, without norm weights).
     """
-    s, d, v, f = arch["seq_len"], arch["d_model"], arch["vocab"], arch["ffn"]
-    head = d // arch["heads"]
-    q, kv = arch["heads"] * head, arch["kv_heads"] * head
-    attention = (2 * s * d * (q + 2 * kv) + 2 * s * s * q + 3 * arch["heads"] * s * s + 2 * s * s * q
-                 + 2 * s * q * d)
-    dense = 2 * s * 3 * d * f
-    forward = 2 * s * v * d + arch["layers"] * (attention + dense) + mlm_fraction * 2 * s * d * v
-    return 3 * forward * arch["tokens_per_step"] / s
+    from ..flops import flops_per_step as per_step  # standard library only: no torch here
+
+    return per_step(tokens_per_step=arch["tokens_per_step"], layers=arch["layers"], d_model=arch["d_model"],
+                    ffn=arch["ffn"], heads=arch["heads"], kv_heads=arch["kv_heads"], vocab=arch["vocab"],
+                    seq_len=arch["seq_len"], output_fraction=mlm_fraction, embeddings=True, softmax=True,
+                    norm_weights=False)
 
 
 def with_flops(view: pd.DataFrame, arch: dict) -> pd.DataFrame:

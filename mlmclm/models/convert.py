@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from transformers import EuroBertConfig, LlamaConfig, PreTrainedModel
 
+from ..errors import ConversionError
 from .configuration import MlmClmConfig
 from .modeling import MlmClmForCausalLM, MlmClmForMaskedLM, MlmClmModel
 
@@ -22,7 +23,7 @@ def _rope_theta(config) -> float:
     params = getattr(config, "rope_parameters", None) or {}
     scaling = params.get("rope_type", "default") if isinstance(params, dict) else "default"
     if scaling not in ("default", None):
-        raise ValueError(f"RoPE type {scaling!r} of {type(config).__name__} is not supported; only default RoPE")
+        raise ConversionError(f"RoPE type {scaling!r} of {type(config).__name__} is not supported; only default RoPE")
     theta = params.get("rope_theta") if isinstance(params, dict) else None
     return float(theta if theta is not None else getattr(config, "rope_theta", 10_000.0))
 
@@ -31,9 +32,9 @@ def config_from_hf(hf_config) -> MlmClmConfig:
     """MlmClmConfig of a transformers Llama or EuroBert config (biases, dropout and MLP variants must be default)."""
     for name in ("attention_bias", "mlp_bias"):
         if getattr(hf_config, name, False):
-            raise ValueError(f"{type(hf_config).__name__}.{name}=True is not supported: mlmclm models have no biases")
+            raise ConversionError(f"{type(hf_config).__name__}.{name}=True is not supported: mlmclm models have no biases")
     if getattr(hf_config, "hidden_act", "silu") != "silu":
-        raise ValueError(f"{type(hf_config).__name__}.hidden_act={hf_config.hidden_act!r}: only 'silu' (SwiGLU)")
+        raise ConversionError(f"{type(hf_config).__name__}.hidden_act={hf_config.hidden_act!r}: only 'silu' (SwiGLU)")
     is_encoder = isinstance(hf_config, EuroBertConfig)
     kwargs = {k: getattr(hf_config, k) for k in _SHARED if getattr(hf_config, k, None) is not None}
     return MlmClmConfig(**kwargs, rope_theta=_rope_theta(hf_config), is_causal=not is_encoder,
@@ -47,7 +48,7 @@ def from_hf(model: PreTrainedModel):
     targets = {"LlamaForCausalLM": MlmClmForCausalLM, "LlamaModel": MlmClmModel,
                "EuroBertForMaskedLM": MlmClmForMaskedLM, "EuroBertModel": MlmClmModel}
     if name not in targets:
-        raise ValueError(f"from_hf: cannot convert {name}; supported: {', '.join(targets)}")
+        raise ConversionError(f"from_hf: cannot convert {name}; supported: {', '.join(targets)}")
     config = config_from_hf(model.config)
     target = targets[name]
     with torch.device("meta"):
@@ -65,9 +66,9 @@ def to_hf(model: PreTrainedModel, kind: str):
     from transformers import EuroBertForMaskedLM, EuroBertModel, LlamaForCausalLM, LlamaModel
 
     if kind not in ("llama", "eurobert"):
-        raise ValueError(f"to_hf: kind must be 'llama' or 'eurobert', got {kind!r}")
+        raise ConversionError(f"to_hf: kind must be 'llama' or 'eurobert', got {kind!r}")
     if not isinstance(model, (MlmClmModel, MlmClmForMaskedLM, MlmClmForCausalLM)):
-        raise ValueError(f"to_hf: cannot convert {type(model).__name__}; convert the language model or its body")
+        raise ConversionError(f"to_hf: cannot convert {type(model).__name__}; convert the language model or its body")
     c = model.config
     kwargs = {k: getattr(c, k) for k in _SHARED}
     rope = {"rope_type": "default", "rope_theta": c.rope_theta}

@@ -17,7 +17,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .attention import attention, check_backend
+from .attention import attention, check_backend, prepare_mask
 from .configuration import MlmClmConfig
 
 
@@ -37,8 +37,8 @@ class MlmClmRMSNorm(nn.Module):
 def rotary_cos_sin(position_ids, head_dim: int, theta: float, dtype):
     """cos and sin of RoPE for (B, T) positions: (B, 1, T, head_dim) each."""
     inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=position_ids.device, dtype=torch.float32) / head_dim)
-    freqs = position_ids[..., None].float() * inv_freq
-    emb = torch.cat([freqs, freqs], dim=-1)[:, None]
+    freqs = position_ids[..., None].float() * inv_freq  # (B, T, head_dim / 2)
+    emb = torch.cat([freqs, freqs], dim=-1)[:, None]  # (B, 1, T, head_dim)
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
@@ -62,15 +62,16 @@ class MlmClmAttention(nn.Module):
         self.v_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, d, bias=False)
 
-    def forward(self, x, cos, sin, is_causal, attention_mask, document_ids):
+    def forward(self, x, cos, sin, mask):
+        """x: (B, T, d); `mask`: the AttentionMask the model prepared once for all its layers."""
         b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.k_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)  # (B, n_kv, T, hs)
+        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)  # (B, n_kv, T, hs)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        out = attention(q, k, v, is_causal=is_causal, attention_mask=attention_mask, document_ids=document_ids,
-                        backend=self.config.attention_backend)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        out = attention(q, k, v, is_causal=mask.is_causal, attention_mask=mask,
+                        backend=self.config.attention_backend)  # (B, nh, T, hs)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))  # (B, T, nh * hs) -> (B, T, d)
 
 
 class MlmClmMLP(nn.Module):
@@ -93,8 +94,8 @@ class MlmClmDecoderLayer(GradientCheckpointingLayer):
         self.input_layernorm = MlmClmRMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = MlmClmRMSNorm(config.hidden_size, config.rms_norm_eps)
 
-    def forward(self, x, cos, sin, is_causal, attention_mask, document_ids):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, is_causal, attention_mask, document_ids)
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -153,16 +154,20 @@ class MlmClmModel(MlmClmPreTrainedModel):
                 is_causal: bool | None = None, output_hidden_states: bool = False, **kwargs) -> BaseModelOutput:
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
-        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)
         b, t = x.shape[:2]
         if position_ids is None:
             position_ids = (document_position_ids(document_ids) if document_ids is not None
                             else torch.arange(t, device=x.device).expand(b, t))
         cos, sin = rotary_cos_sin(position_ids, self.config.head_dim, self.config.rope_theta, x.dtype)
         causal = self._is_causal(is_causal)
+        # The attention mask, prepared once for every layer (as LlamaModel.forward does): its host sync, if any, and
+        # its (B, 1, T, T) mask, document layout or block mask are made here, not in each layer.
+        mask = prepare_mask(attention_mask, document_ids, is_causal=causal, backend=self.config.attention_backend,
+                            batch=b, seq_len=t, device=x.device)
         hidden_states = [x] if output_hidden_states else None
         for layer in self.layers:
-            x = layer(x, cos, sin, causal, attention_mask, document_ids)
+            x = layer(x, cos, sin, mask)
             if output_hidden_states:
                 hidden_states.append(x)
         x = self.norm(x)
@@ -171,6 +176,7 @@ class MlmClmModel(MlmClmPreTrainedModel):
         return BaseModelOutput(last_hidden_state=x, hidden_states=tuple(hidden_states) if hidden_states else None)
 
 
+IGNORE = -100  # the label of a position that has no target (padding, unmasked tokens, non-first sub-words)
 CE_CHUNK_ELEMENTS = 1 << 25  # logits above this many elements (128 MiB in fp32) are never materialised at once
 
 
@@ -237,8 +243,8 @@ class _MlmClmLanguageModel(MlmClmPreTrainedModel):
         `num_items_in_batch` when given (the global label count under gradient accumulation), else by the local
         count. Returns (loss, logits of the labelled positions), or (loss, None) when those logits would exceed
         `CE_CHUNK_ELEMENTS`: then the loss is computed chunk by chunk and the full logits never exist."""
-        selected = labels != -100
-        hidden, targets = hidden[selected], labels[selected]
+        selected = labels != IGNORE
+        hidden, targets = hidden[selected], labels[selected]  # host sync (boolean indexing): (N, d), (N,)
         if hidden.shape[0] * self.config.vocab_size > CE_CHUNK_ELEMENTS:
             logits = None
             chunk = max(1, CE_CHUNK_ELEMENTS // self.config.vocab_size)
@@ -282,7 +288,7 @@ class MlmClmForCausalLM(_MlmClmLanguageModel):
             return CausalLMOutput(logits=self.lm_head(out.last_hidden_state), hidden_states=out.hidden_states)
         shifted = labels[:, 1:]
         if document_ids is not None:  # never predict the first token of a document from the previous document
-            shifted = shifted.masked_fill(document_ids[:, 1:] != document_ids[:, :-1], -100)
+            shifted = shifted.masked_fill(document_ids[:, 1:] != document_ids[:, :-1], IGNORE)
         loss, logits = self._sparse_loss(out.last_hidden_state[:, :-1], shifted, num_items_in_batch)
         return CausalLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
 
@@ -330,7 +336,7 @@ class MlmClmForTokenClassification(_LinearHeadModel):
         return hidden
 
     def _loss(self, logits, labels):
-        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
 
 
 class MlmClmForQuestionAnswering(MlmClmPreTrainedModel):

@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..config import ConfigError
+from ..errors import ConfigError
 from ..fetch import Artifact, fetch
 from ..io import atomic_path, write_json
 

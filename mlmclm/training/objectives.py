@@ -4,7 +4,8 @@
 - `mlm_inputs`: each non-special token is selected independently with probability p; the paper's recipe replaces
   every selected token by the mask token (`recipe="mask"`); `"80-10-10"` (mask / random / keep) is an option. Masks
   come from an explicit generator on the training device, so a step's masks are a function of (seed, step) alone.
-- `clm_labels`: next-token targets (the shift happens in the model), padding ignored.
+- `clm_labels`: next-token targets, padding ignored; aligned with the inputs (`MlmClmForCausalLM` shifts) or shifted
+  here (`shift=True`: the sparse head of `MlmClmForMaskedLM` run causally, as pretraining and the benchmarks do).
 - `Schedule`: a list of `(objective, steps)` phases sharing one warmup-stable-decay learning-rate schedule.
 """
 
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import ConfigError
+from ..errors import ConfigError
+from ..models.modeling import IGNORE  # the ignore index, defined beside the losses that use it
 
-IGNORE = -100
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,19 @@ def mlm_inputs(input_ids: torch.Tensor, mask_ratio: float, mask_token_id: int, s
     return torch.where(selected & (action >= 0.8) & (action < 0.9), random_tokens, out), labels
 
 
-def clm_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Targets aligned with the inputs (the model shifts): every real token, padding ignored."""
-    return input_ids if attention_mask is None else input_ids.masked_fill(~attention_mask.bool(), IGNORE)
+def clm_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+               bos_token_id: int | None = None, shift: bool = False) -> torch.Tensor:
+    """Next-token targets: every real token, padding ignored, and with `bos_token_id` every document start (it is
+    never predicted). Aligned with the inputs by default (`MlmClmForCausalLM` shifts); with `shift`, shifted here:
+    position t holds token t+1 and the last position IGNORE (`MlmClmForMaskedLM` with `is_causal=True`)."""
+    labels = input_ids
+    if attention_mask is not None:
+        labels = labels.masked_fill(~attention_mask.bool(), IGNORE)
+    if bos_token_id is not None:
+        labels = labels.masked_fill(labels == bos_token_id, IGNORE)
+    if shift:
+        labels = torch.cat([labels[..., 1:], torch.full_like(labels[..., :1], IGNORE)], dim=-1)
+    return labels
 
 
 class Schedule:

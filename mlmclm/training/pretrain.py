@@ -10,7 +10,7 @@ by (seed, s): the data and masks of a step do not depend on how many processes r
 Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.csv, meta.json. Checkpoints
 `checkpoints/<scale>/<run_id>/step_NNNNNN/`: accelerate state (model, optimizer, RNG) for resume, `hf/` (the model
 and tokenizer in transformers format) and trainer_state.json. Every checkpoint is written under a temporary name and
-renamed when complete.
+renamed when complete; `mlmclm.training.checkpoints` owns that layout.
 """
 
 from __future__ import annotations
@@ -21,27 +21,24 @@ import csv
 import hashlib
 import json
 import logging
-import re
-import shutil
 import time
 from pathlib import Path
 
 import torch
 
 from . import corpus
-from ..config import ConfigError, PretrainConfig, load_config, recipe_path, to_yaml
+from ..config import PretrainConfig, load_config, recipe_path, to_yaml
+from ..errors import ConfigError, NonFiniteLoss
 from ..models.configuration import MlmClmConfig
 from ..io import provenance, write_json, write_text
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from .objectives import IGNORE, Schedule, mlm_inputs
+from . import checkpoints
+from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
+from .optim import build_optimizer
 
 log = logging.getLogger(__name__)
 CSV_FIELDS = ["step", "phase", "objective", "lr", "loss", "label_tokens", "tokens_seen", "tokens_per_s",
               "wall_time_s"]
-
-
-class NonFiniteLoss(RuntimeError):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -113,47 +110,8 @@ def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Checkpoints
+# Checkpoints (their layout: checkpoints.py)
 # ---------------------------------------------------------------------------------------------------------------
-def checkpoint_steps(ckpt_root: Path) -> list[int]:
-    return sorted(int(p.name.split("_")[1]) for p in ckpt_root.glob("step_*") if (p / "trainer_state.json").exists())
-
-
-def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
-    """A run's checkpoint folder at `step` (default: the last one). `path` is a run's checkpoint folder or a step."""
-    path = Path(path)
-    if (path / "trainer_state.json").exists() and step is None:
-        return path
-    steps = checkpoint_steps(path)
-    if not steps:
-        raise ConfigError(f"init.path={str(path)!r} holds no checkpoint (expected step_NNNNNN folders)")
-    if step is None:
-        step = steps[-1]
-    if step not in steps:
-        raise ConfigError(f"{path} has no checkpoint at step {step}; it has steps {', '.join(map(str, steps))}")
-    return path / f"step_{step:06d}"
-
-
-def pretrained_model(path: str | Path) -> tuple[Path, str, int] | None:
-    """For a pretraining run's checkpoint folder (`checkpoints/<scale>/<run_id>`, its last checkpoint), one of its
-    `step_NNNNNN` folders, or that folder's `hf/`: (the transformers folder, the model id, the step). The model id is
-    the run id for the run's last checkpoint and `<run_id>-<step>` for an intermediate one, as the paper's names.
-    None when `path` is not such a folder."""
-    path = Path(path)
-    if path.name == "hf" and re.fullmatch(r"step_\d+", path.parent.name):
-        path = path.parent
-    if not re.fullmatch(r"step_\d+", path.name):
-        if not checkpoint_steps(path):
-            return None
-        path = find_checkpoint(path)
-    if not (path / "hf" / "config.json").is_file():
-        return None
-    step = int(path.name.split("_")[1])
-    run_id = path.parent.name
-    last = checkpoint_steps(path.parent)[-1]
-    return path / "hf", (run_id if step == last else f"{run_id}-{step}"), step
-
-
 def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:
     """The model in transformers format, as a causal LM (CLM last) or a masked LM, with its tokenizer."""
     config = copy.deepcopy(config)
@@ -177,8 +135,8 @@ def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer
 def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
     torch.manual_seed(cfg.seed)
     if cfg.init.kind == "run":
-        src = find_checkpoint(cfg.init.path, cfg.init.step)
-        model = MlmClmForMaskedLM.from_pretrained(src / "hf")
+        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
+        model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
     elif cfg.init.kind == "hf":
         from ..models.convert import from_hf
         body = from_hf(hf_model.float())
@@ -206,20 +164,15 @@ def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
     return model
 
 
-def _optimizer(model, o) -> torch.optim.AdamW:
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]  # norms: no weight decay
-    fused = {"fused": True} if torch.cuda.is_available() else {}
-    return torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}],
-                             lr=o.lr, betas=tuple(o.betas), eps=o.eps, **fused)
+def _optimizer(model, o, device=None) -> torch.optim.AdamW:
+    return build_optimizer(model, o.lr, o.betas, o.eps, o.weight_decay, device)  # norms: no weight decay
 
 
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
     if cfg.init.kind == "run":
-        src = find_checkpoint(cfg.init.path, cfg.init.step)
+        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
         if cfg.init.optimizer:
-            state = json.loads((src / "trainer_state.json").read_text())
+            state = checkpoints.read_state(src)
             if state["step"] >= schedule.total:
                 raise ConfigError(f"init checkpoint {src} is at step {state['step']}, at or past this run's "
                                   f"{schedule.total} steps")
@@ -236,14 +189,14 @@ def pretrain(cfg: PretrainConfig) -> Path:
                         cfg.optim.final_lr_ratio)
     _check_before_work(cfg, schedule)
     run_dir = Path(cfg.results_dir) / cfg.scale / cfg.run_id
-    ckpt_root = Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id
+    ckpt_root = checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)
     resolved = to_yaml(cfg)
     if (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with a different config; choose another run_id, "
                           f"or delete that folder and its checkpoints to start over")
     meta_path = run_dir / "meta.json"
     if meta_path.exists() and json.loads(meta_path.read_text()).get("status") == "complete" \
-            and checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
+            and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
         print(f"{cfg.run_id}: already complete ({run_dir})")
         return run_dir
 
@@ -267,7 +220,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     model = _build_model(cfg, tokenizer, hf_model)
     del hf_model
-    optimizer = _optimizer(model, cfg.optim)
+    optimizer = _optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
     model, optimizer = accelerator.prepare(model, optimizer)
     if cfg.compile:
         model = torch.compile(model)
@@ -277,15 +230,13 @@ def pretrain(cfg: PretrainConfig) -> Path:
     # ---- where to start: our own last checkpoint, else the init checkpoint's step (biphasic), else 0 ----
     start, elapsed, tokens_seen = 0, 0.0, 0
     if accelerator.is_main_process:
-        for stale in ckpt_root.glob(".tmp-step_*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        checkpoints.clear_temporary(ckpt_root)
     accelerator.wait_for_everyone()
-    own = checkpoint_steps(ckpt_root)
-    resume_from = ckpt_root / f"step_{own[-1]:06d}" if own else (
-        find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer else None)
+    own = checkpoints.last(ckpt_root)
+    resume_from = own or (checkpoints.find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer else None)
     if resume_from is not None:
         accelerator.load_state(str(resume_from))
-        state = json.loads((resume_from / "trainer_state.json").read_text())
+        state = checkpoints.read_state(resume_from)
         start = state["step"]
         if own:
             elapsed, tokens_seen = state["wall_time_s"], state["tokens_seen"]
@@ -348,7 +299,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
             loss_sum = accelerator.reduce(interval_loss, reduction="sum")
             if int(bad_step):
                 raise NonFiniteLoss(f"{cfg.run_id}: non-finite loss at step {int(bad_step)}; stopped. The last good "
-                                    f"checkpoint is kept: {_last(ckpt_root)}")
+                                    f"checkpoint is kept: {checkpoints.last(ckpt_root) or 'none'}")
             now = time.perf_counter()
             last_loss = float(loss_sum) / interval_steps
             row = {"step": step, "phase": schedule.phase_index(step), "objective": str(objective),
@@ -369,7 +320,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
                              {"step": step, "objective": str(objective), "lr": lr, "tokens_seen": tokens_seen,
                               "wall_time_s": time.perf_counter() - t0, "named": step in named})
             if accelerator.is_main_process:
-                _prune(ckpt_root, named, cfg.checkpoint.keep_last)
+                checkpoints.prune(ckpt_root, named, cfg.checkpoint.keep_last)
     bar.close()
     if logf:
         logf.close()
@@ -382,39 +333,24 @@ def pretrain(cfg: PretrainConfig) -> Path:
 
 def _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device):
     if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
-        labels = torch.full_like(ids, IGNORE)
-        labels[:, :-1] = ids[:, 1:].masked_fill(ids[:, 1:] == bos, IGNORE)  # never predict a document start
-        return ids, labels
+        return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
     gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
     return mlm_inputs(ids, objective.mask_ratio, tokenizer.mask_token_id, special, gen, cfg.mlm_recipe,
                       len(tokenizer))
 
 
 def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict) -> None:
-    tmp, final = root / f".tmp-step_{step:06d}", root / f"step_{step:06d}"
+    tmp = checkpoints.tmp_dir(root, step)
     if accelerator.is_main_process:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        checkpoints.begin(root, step)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
     state_dict = accelerator.get_state_dict(model)  # collective under FSDP: every process takes part
     if accelerator.is_main_process:
-        export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, tmp / "hf")
-        write_json(tmp / "trainer_state.json", state)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
+        export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
+        checkpoints.write_state(tmp, state)
+        checkpoints.publish(root, step)
     accelerator.wait_for_everyone()
-
-
-def _prune(root: Path, named: set[int], keep_last: int) -> None:
-    periodic = [s for s in checkpoint_steps(root) if s not in named]
-    for s in periodic[:-keep_last]:
-        shutil.rmtree(root / f"step_{s:06d}", ignore_errors=True)
-
-
-def _last(root: Path) -> str:
-    steps = checkpoint_steps(root)
-    return str(root / f"step_{steps[-1]:06d}") if steps else "none"
 
 
 def _truncate_log(path: Path, step: int) -> None:

@@ -1,0 +1,149 @@
+"""Fixtures shared by the tests and the benchmarks: a tokenizer and a randomly initialised checkpoint exactly as a
+pretraining run makes them (`training.corpus.train_tokenizer`), package folders with the schema of the offline suite's
+real sources (BIG-bench task files, the Brown corpus, BBC News folders), and per-run result trees.
+
+Nothing here reads outside the repository; torch and transformers are imported only by the functions that need them.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from .io import ROOT
+
+ENCODEVAL_SAMPLE = ROOT / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
+
+
+def tokenizer(texts, vocab_size: int = 512, out: Path | None = None):
+    """The byte-level BPE a pretraining run trains (`training.corpus.train_tokenizer`), on `texts`, loaded as a
+    transformers tokenizer. Saved in `out` (default: a temporary folder)."""
+    from .training.corpus import load_tokenizer, train_tokenizer
+
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mlmclm-tokenizer-"))
+    return load_tokenizer(str(train_tokenizer(iter(texts), vocab_size, out)))
+
+
+def random_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, size: str = "tiny",
+                      **config) -> Path:
+    """A randomly initialised MlmClmForMaskedLM of `size` with the tokenizer a pretraining run would train on
+    `texts`, saved in transformers format in `path` (what fine-tuning reads)."""
+    import torch
+
+    from .models import MlmClmConfig, MlmClmForMaskedLM
+
+    path = Path(path)
+    tok = tokenizer(texts, vocab_size)
+    torch.manual_seed(seed)
+    cfg = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                 mask_token_id=tok.mask_token_id, **config)
+    MlmClmForMaskedLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+# ----------------------------------------------------------------------------------------------- offline sources
+
+WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda river mountain city market music film "
+         "team player election minister").split()
+
+
+def _sentence(i: int, n: int = 8) -> str:
+    return " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(n)).capitalize() + "."
+
+
+def write_offline_sources(root: Path, n: int = 60) -> dict[str, Path]:
+    """Package folders with the real files' layout and schema, `n` examples each; returns `roots` for
+    `build_offline`."""
+    bb = root / "bigbench"
+    labels = ["negative", "neutral", "positive", "ambivalent"]
+    _json(bb / "multiemo/all_sentence_en/task.json", {"examples": [
+        {"input": f"{_sentence(i)} {labels[i % 4]} review {i}.",
+         "target_scores": {k: int(k == labels[i % 4]) for k in labels}} for i in range(n)]})
+    verdicts = ["True", "False", "Neither"]
+    _json(bb / "vitaminc_fact_verification/task.json", {"examples": [
+        {"input": f"Page {i % 12}: {_sentence(i)} number {i}.\nClaim: {_sentence(i + 1)} {verdicts[i % 3].lower()}",
+         "target_scores": {v: int(v == verdicts[i % 3]) for v in verdicts}} for i in range(n)]})
+    _json(bb / "contextual_parametric_knowledge_conflicts/task.json", {"examples": [
+        {"input": f"\nQuestion: who is person {i}?\nContext: {_sentence(i)} Person {i} is Name{i} Surname.",
+         "target": f"Name{i} Surname", "target_scores": {f"Name{i} Surname": 1, "Other": 0}} for i in range(n)]})
+    for file, articles in (("squaddev_v1.1.json", 12), ("nyt_v1.0.json", 12), ("reddit_v1.0.json", 1)):
+        data = []
+        for a in range(articles):
+            paragraphs = []
+            for p in range(max(1, n // 5 // articles)):
+                k = a * 100 + p
+                ctx = f"{_sentence(k, 12)} The answer {k} is Value{k} today. {_sentence(k + 1, 40)}"
+                start = ctx.index(f"Value{k}")
+                paragraphs.append({"context": ctx, "qas": [
+                    {"id": f"{file}-{k}-{q}", "question": f"What is answer {k} number {q}?",
+                     "answers": [{"text": f"Value{k}", "answer_start": start}] * 2} for q in range(5)]})
+            data.append({"title": f"Article_{a}", "paragraphs": paragraphs})
+        _json(bb / "squad_shifts" / file, {"version": "1.1", "data": data})
+    brown = root / "brown"
+    brown.mkdir(parents=True)
+    for f in range(10):
+        lines = [f"\tThe/at Fulton/np-tl County/nn-tl jury/nn said/vbd {f}/cd ,/, ``/`` it's/pps+bez fine/jj ''/'' ./."]
+        lines += ["\tMr./np Smith/np of/in Atlanta's/np$ court/nn did/dod n't/* go/vb ./." for _ in range(n // 10)]
+        (brown / f"c{'abcdefghjk'[f]}0{f}").write_text("\n\n".join(lines) + "\n", encoding="latin-1")
+    bbc = root / "bbc"
+    for c, topic in enumerate(("business", "entertainment", "politics", "sports", "tech")):
+        (bbc / topic).mkdir(parents=True)
+        for i in range(n // 5):
+            (bbc / topic / f"{i:03d}.txt").write_text(f"{topic.title()} headline {i}\n\n{_sentence(i + c)} {topic}.")
+    return {"bigbench": bb, "brown": brown, "bbc": bbc}
+
+
+def _json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+# ----------------------------------------------------------------------------------------------- result trees
+
+def write_run(root: Path, model: str, group: str, dataset: str, lr: float, seed: int, validation: float,
+              test: float, prefix: str = "", meta: dict | None = None) -> Path:
+    """One results.json (scores as fractions, EncodEval layout); return its path."""
+    path = root / model / group / dataset / f"{prefix}lr{lr:.0e}_sd{seed}" / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"validation": {"score": validation, "scores_i": [validation]}, "test": {"score": test, "scores_i": [test]}}
+    if meta is not None:
+        doc["meta"] = meta
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def write_sample_tree(root: Path) -> pd.DataFrame:
+    """The authors' sample (610M CLM and MLM-40% on SST-2) as EncodEval files; runs whose test was not read are left
+    out (the paper's rule never selects them). Returns the rows written."""
+    import pandas as pd
+
+    sample = pd.read_csv(ENCODEVAL_SAMPLE)
+    sample["test_score"] = pd.to_numeric(sample["test_score"], errors="coerce")
+    written = sample.dropna(subset=["test_score"])
+    for r in written.itertuples():
+        write_run(root, r.model, r.group, r.dataset, r.lr, r.seed, r.validation_score, r.test_score)
+    return written
+
+
+def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 50), seed: int = 0) -> None:
+    """A small, fully specified grid of synthetic runs covering every study (scores drawn from a seeded RNG)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    models = [f"{size}-clm-400", *[f"{size}-mlm{r}-400" for r in ratios], f"{size}-clm-100-mlm40-400",
+              f"{size}-clm-200-mlm40-400", f"{size}-clm-300-mlm40-400",
+              *[f"{size}-clm-380-mlm{r}-400" for r in ratios],
+              f"{size}-clm-400-100", f"{size}-mlm40-400-100", f"{size}-clm-400-200", f"{size}-mlm40-400-200",
+              f"{size}-clm-dec400-mlm40-500", f"{size}-mlm40-dec400-mlm40-500"]
+    for model in models:
+        for group, datasets in {"SC": ["sst2", "toy_sc"], "TC": ["toy_ner"], "QA": ["toy_qa"],
+                                "IR": ["toy_ir"]}.items():
+            for dataset in datasets:
+                for lr in (1e-5, 1e-4, 1e-3):
+                    for sd in range(3):
+                        val, test = rng.uniform(0.5, 0.9, size=2)
+                        write_run(root, model, group, dataset, lr, sd, float(val), float(test),
+                                  meta={"attention": "sdpa"})

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Fine-tuning calibration at the mini scale (issue: evidence that holds). Pretrains mini-m CLM and MLM-40% for
+# 2,100 steps of the mini template (checkpoints at 10, 420 and the decayed 2,100), builds a random-init model, then
+# fine-tunes them on five offline datasets over 4 learning rates x 2 seeds at 384 steps of 16 (18,432 training
+# examples, 1,000 validation and test examples), and on the two main datasets at 128 and 1,152 steps too, to see
+# where validation plateaus. One torch thread, resumable: re-run it and it skips what is complete.
+# Ran at commit f76ec9b (before the package moved into four rooms; its recipes were then in mlmclm/configs/).
+# Run from the repository root:  bash results/calibration/mini/run.sh
+set -euo pipefail
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false
+M=".venv/bin/python -m mlmclm.cli"   # the code of the checkout it runs in (cwd first on sys.path)
+OUT=results/calibration/mini
+CK=checkpoints/calibration/mini
+for obj in clm mlm40; do
+  $M pretrain mlmclm/configs/mini.yaml run_id=mini-m-$obj-2100 "phases=[[$obj, 2100]]" \
+    results_dir=results/calibration checkpoints_dir=checkpoints/calibration "checkpoint.steps=[10, 420]" optim.warmup_steps=100 optim.decay_steps=100
+done
+if [ ! -f $CK/mini-m-random/config.json ]; then
+  .venv/bin/python - <<'PY'
+import torch, mlmclm
+from transformers import AutoTokenizer
+src = "checkpoints/calibration/mini/mini-m-mlm40-2100/step_000010/hf"
+cfg = mlmclm.MlmClmConfig.from_pretrained(src)
+torch.manual_seed(0)
+model = mlmclm.MlmClmForMaskedLM(cfg)
+model.save_pretrained("checkpoints/calibration/mini/mini-m-random")
+AutoTokenizer.from_pretrained(src).save_pretrained("checkpoints/calibration/mini/mini-m-random")
+PY
+fi
+ft() {  # ft STEPS MODEL_DIR MODEL_ID DATASETS
+  $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs 3e-4,1e-3,3e-3,1e-2 --seeds 0,1 \
+    --results-dir $OUT/finetune-$1 --set max_steps=$1 --set max_train=18432 --set max_eval=1000 --set grid_workers=1
+}
+MAIN=multiemo_sentiment,brown_upos
+MORE=vitaminc_nli,brown_propn_spans,squad_retrieval
+C=$CK/mini-m-clm-2100; L=$CK/mini-m-mlm40-2100
+ft 384 $C/step_002100 mini-m-clm-2100 $MAIN
+ft 384 $L/step_002100 mini-m-mlm40-2100 $MAIN
+ft 384 $CK/mini-m-random mini-m-random $MAIN
+ft 384 $L/step_000010 mini-m-mlm40-2100-10 $MAIN
+ft 384 $C/step_000420 mini-m-clm-2100-420 $MAIN
+ft 384 $L/step_000420 mini-m-mlm40-2100-420 $MAIN
+for s in 128 1152; do
+  ft $s $C/step_002100 mini-m-clm-2100 $MAIN
+  ft $s $L/step_002100 mini-m-mlm40-2100 $MAIN
+  ft $s $CK/mini-m-random mini-m-random $MAIN
+done
+ft 384 $C/step_002100 mini-m-clm-2100 $MORE
+ft 384 $L/step_002100 mini-m-mlm40-2100 $MORE
+ft 384 $CK/mini-m-random mini-m-random $MORE
