@@ -399,9 +399,12 @@ class ScaleConfig:
 
 def recipe_path(config: str | Path) -> Path:
     """A pretraining config: a YAML file, or the name of a shipped recipe (`tiny`, `mini`, `small`, `paper`)."""
-    if not Path(config).exists() and (RECIPES_DIR / f"{config}.yaml").is_file():
+    if Path(config).exists():
+        return Path(config)
+    if (RECIPES_DIR / f"{config}.yaml").is_file():
         return RECIPES_DIR / f"{config}.yaml"
-    return Path(config)
+    recipes = ", ".join(sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")))
+    raise ConfigError(f"config {str(config)!r} is neither a YAML file nor a recipe; name a file or one of {recipes}")
 
 
 def scale_names() -> list[str]:

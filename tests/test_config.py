@@ -85,3 +85,14 @@ def test_atomic_writes_leave_nothing_half_written(tmp_path):
 def test_provenance_has_commit_versions_hardware():
     p = provenance(attention_backend="sdpa")
     assert p["versions"]["torch"] and p["hardware"]["cpu_count"] and p["attention_backend"] == "sdpa"
+
+
+def test_a_recipe_is_named_or_a_file(tmp_path):
+    from mlmclm.config import RECIPES_DIR, recipe_path
+
+    assert recipe_path("mini") == RECIPES_DIR / "mini.yaml"
+    own = tmp_path / "mini"  # a file of the user's wins over the recipe of that name
+    own.write_text("run_id: mine\n")
+    assert recipe_path(own) == own
+    with pytest.raises(ConfigError, match="'nosuch' is neither a YAML file nor a recipe; .* mini, paper, small, tiny"):
+        recipe_path("nosuch")
