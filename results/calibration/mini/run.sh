@@ -11,8 +11,10 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false
 M=".venv/bin/python -m mlmclm.cli"   # the code of the checkout it runs in (cwd first on sys.path)
 OUT=results/calibration/mini
 CK=checkpoints/calibration/mini
+# the mini recipe: a file at f76ec9b, a recipe name since the package moved into four rooms
+RECIPE=$([ -f mlmclm/configs/mini.yaml ] && echo mlmclm/configs/mini.yaml || echo mini)
 for obj in clm mlm40; do
-  $M pretrain mlmclm/configs/mini.yaml run_id=mini-m-$obj-2100 "phases=[[$obj, 2100]]" \
+  $M pretrain $RECIPE run_id=mini-m-$obj-2100 "phases=[[$obj, 2100]]" \
     results_dir=results/calibration checkpoints_dir=checkpoints/calibration "checkpoint.steps=[10, 420]" optim.warmup_steps=100 optim.decay_steps=100
 done
 if [ ! -f $CK/mini-m-random/config.json ]; then
