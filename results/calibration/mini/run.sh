@@ -2,8 +2,8 @@
 # Fine-tuning calibration at the mini scale (issue: evidence that holds). Pretrains mini-m CLM and MLM-40% for
 # 2,100 steps of the mini template (checkpoints at 10, 420 and the decayed 2,100), builds a random-init model, then
 # fine-tunes them on five offline datasets over 4 learning rates x 2 seeds at 384 steps of 16 (18,432 training
-# examples, 1,000 validation and test examples), and on the two main datasets at 128 and 1,152 steps too, to see
-# where validation plateaus. One torch thread, resumable: re-run it and it skips what is complete.
+# examples, 1,000 validation and test examples), and on the two main datasets at 128 steps (3 learning rates) and
+# 1,152 steps (the 2 best at 384) too, to see where validation plateaus. One torch thread, resumable: re-run it and it skips what is complete.
 # Ran at commit f76ec9b (before the package moved into four rooms; its recipes were then in mlmclm/configs/).
 # Run from the repository root:  bash results/calibration/mini/run.sh
 set -euo pipefail
@@ -29,8 +29,8 @@ model.save_pretrained("checkpoints/calibration/mini/mini-m-random")
 AutoTokenizer.from_pretrained(src).save_pretrained("checkpoints/calibration/mini/mini-m-random")
 PY
 fi
-ft() {  # ft STEPS MODEL_DIR MODEL_ID DATASETS
-  $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs 3e-4,1e-3,3e-3,1e-2 --seeds 0,1 \
+ft() {  # ft STEPS MODEL_DIR MODEL_ID DATASETS [LRS]
+  $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs ${5:-3e-4,1e-3,3e-3,1e-2} --seeds 0,1 \
     --results-dir $OUT/finetune-$1 --set max_steps=$1 --set max_train=18432 --set max_eval=1000 --set grid_workers=1
 }
 MAIN=multiemo_sentiment,brown_upos
@@ -40,13 +40,15 @@ ft 384 $C/step_002100 mini-m-clm-2100 $MAIN
 ft 384 $L/step_002100 mini-m-mlm40-2100 $MAIN
 ft 384 $CK/mini-m-random mini-m-random $MAIN
 ft 384 $L/step_000010 mini-m-mlm40-2100-10 $MAIN
+# the step ladder (where validation plateaus): 128 steps on three learning rates, 1,152 steps on the two best at 384
+for s in 128 1152; do
+  lrs=$([ $s = 128 ] && echo 1e-3,3e-3,1e-2 || echo 1e-3,3e-3)
+  ft $s $C/step_002100 mini-m-clm-2100 $MAIN $lrs
+  ft $s $L/step_002100 mini-m-mlm40-2100 $MAIN $lrs
+  ft $s $CK/mini-m-random mini-m-random $MAIN $lrs
+done
 ft 384 $C/step_000420 mini-m-clm-2100-420 $MAIN
 ft 384 $L/step_000420 mini-m-mlm40-2100-420 $MAIN
-for s in 128 1152; do
-  ft $s $C/step_002100 mini-m-clm-2100 $MAIN
-  ft $s $L/step_002100 mini-m-mlm40-2100 $MAIN
-  ft $s $CK/mini-m-random mini-m-random $MAIN
-done
 ft 384 $C/step_002100 mini-m-clm-2100 $MORE
 ft 384 $L/step_002100 mini-m-mlm40-2100 $MORE
 ft 384 $CK/mini-m-random mini-m-random $MORE
