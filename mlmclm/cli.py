@@ -108,7 +108,7 @@ def reproduce(args) -> int:
     paths = studies.Paths(results=results / "runs",
                           checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
-    studies.run(list(studies.STUDIES), args.scale, paths)
+    studies.run("all", args.scale, paths)
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scale": args.scale, "results_dir": str(results), "figures_dir": str(figures),

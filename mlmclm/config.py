@@ -242,7 +242,8 @@ class InitSpec:
 class CheckpointSpec:
     every: int = 1000                       # periodic checkpoints for resume
     keep_last: int = 2                      # periodic checkpoints kept (named ones are always kept)
-    steps: list[int] = field(default_factory=list)   # named checkpoints: intermediate and phase-switch steps
+    steps: list[int] = field(default_factory=list)   # named checkpoints: intermediate and phase-switch steps; 0: the
+                                                     # initial weights (a random-init control)
     pre_decay: bool = True                  # a named checkpoint just before the learning rate decays
 
 
@@ -281,9 +282,9 @@ class PretrainConfig:
         schedule = Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps)
         if self.steps is not None and schedule.total != self.steps:
             raise ConfigError(f"phases sum to {schedule.total} steps but steps (the budget) is {self.steps}")
-        bad = [s for s in self.checkpoint.steps if not 0 < s <= schedule.total]
+        bad = [s for s in self.checkpoint.steps if not 0 <= s <= schedule.total]
         if bad:
-            raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 1..{schedule.total} steps")
+            raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 0..{schedule.total} steps")
         if self.checkpoint.every <= 0 or self.checkpoint.keep_last <= 0:
             raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")
 
@@ -383,13 +384,20 @@ class ScaleConfig:
     steps_per_k: int = 1                    # this scale's steps for 1,000 of the paper's steps
     cpt_warmup_k: float = 0.0               # warmup of continued pretraining, in thousands of the paper's steps
     finetune: dict = field(default_factory=dict)     # FinetuneConfig fields: the grid of every evaluated model
-    stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s grid
+    stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s own grid (none: the
+                                                     # default grid, which must then span several learning rates)
+    studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
+    intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
+    pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
 
     def validate(self):
-        if len(self.sizes) != 3:
-            raise ConfigError(f"sizes must name three model sizes (the paper's 210M, 610M and 1B), got {self.sizes}")
+        if len(self.sizes) not in (1, 3):
+            raise ConfigError(f"sizes must name three model sizes (the paper's 210M, 610M and 1B) or one (the "
+                              f"middle size only), got {self.sizes}")
         if self.steps_per_k <= 0:
             raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
+        if self.pretrain_seeds < 1:
+            raise ConfigError(f"pretrain_seeds must be 1 or more, got {self.pretrain_seeds}")
         from .models.configuration import SIZES
 
         bad = [s for s in self.sizes if s not in SIZES]

@@ -66,6 +66,7 @@ class Run:
     warmup: int = 0
     decay: int = 0
     offset: int = 0                              # first sample of the data stream, in steps of the run's batch
+    seed: int = 0                                # pretraining seed (initialisation and masks); ids end -p{seed}
     checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
     studies: set[str] = field(default_factory=set)
 
@@ -143,10 +144,10 @@ class _Builder:
         e.studies.add(study)
 
     # ---- run names and shapes: the paper's released model names (results/README.md, "Model ids") ----
-    def base(self, study: str, size: str, objective: str) -> Run:
+    def base(self, study: str, size: str, objective: str, seed: int = 0) -> Run:
         t = self.k(TOTAL)
-        return self.add(study, Run(f"{size}-{objective}-{step_token(t)}", size, [(objective, t)], "base",
-                                   warmup=self.k(WARMUP), decay=self.k(DECAY)))
+        return self.add(study, Run(f"{size}-{objective}-{step_token(t)}" + (f"-p{seed}" if seed else ""), size,
+                                   [(objective, t)], "base", warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
 
     def budget(self, study: str, size: str, budget: int, clm: int) -> Run:
         """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end."""
@@ -180,26 +181,52 @@ class _Builder:
 
 
 def build_plan(scale: ScaleConfig | str) -> Plan:
-    """Every study at `scale`: the runs (merged by id; their named checkpoints are the union of what every study
-    needs, so a run's config does not depend on which study asked first) and the evaluations. `scale`: a resolved
-    scale, or a scale's name to read. The scale's run template is read here, once, and travels in the plan."""
+    """Every study at `scale` (those its `studies` names): the runs (merged by id; their named checkpoints are the
+    union of what every study needs, so a run's config does not depend on which study asked first) and the
+    evaluations. `scale`: a resolved scale, or a scale's name to read. The scale's run template is read here, once,
+    and travels in the plan."""
     s = scale_config(scale) if isinstance(scale, str) else scale
     b = _Builder(s)
-    middle = s.sizes[1]
-    # (a) MLM vs CLM across sizes: 3 sizes x {CLM, MLM 20/30/40/50%}
-    for size in s.sizes:
+    middle = s.sizes[len(s.sizes) // 2]
+    wanted = scale_studies(s)
+    # (a) MLM vs CLM across sizes: each size x {CLM, MLM 20/30/40/50%}; the controls: each size's initial weights
+    # (step 0 of its MLM-40 run: a random-init model, fine-tuned as every other) and more pretraining seeds of the
+    # base CLM and MLM-40 runs
+    for size in s.sizes if "scaling" in wanted else ():
         for objective in OBJECTIVES:
             b.evaluate("scaling", b.base("scaling", size, objective))
+        b.evaluate("scaling", b.base("scaling", size, MAIN), 0)
+        for seed in range(1, s.pretrain_seeds):
+            for objective in ("clm", MAIN):
+                b.evaluate("scaling", b.base("scaling", size, objective, seed))
     # (b) data efficiency: the middle size's CLM and MLM-40 runs at intermediate checkpoints, and at the end
-    for objective in ("clm", MAIN):
+    for objective in ("clm", MAIN) if "data_efficiency" in wanted else ():
         run = b.base("data_efficiency", middle, objective)
-        for k in INTERMEDIATE:
+        for k in s.intermediate_k or INTERMEDIATE:
             b.evaluate("data_efficiency", run, b.k(k))
         b.evaluate("data_efficiency", run)
     # (c) stability: the learning-rate x seed grid of those two models
-    for objective in ("clm", MAIN):  # a scale whose default grid is the paper's needs no second grid
+    for objective in ("clm", MAIN) if "stability" in wanted else ():  # no second grid: the default one
         b.evaluate("stability", b.base("stability", middle, objective), grid="stability" if s.stability else "default")
-    # (d) biphasic: budgets x CLM shares, and CLM 40k + MLM 2k at every masking ratio beside MLM-only
+    if "biphasic" in wanted:
+        _biphasic(b, middle)
+        if len(s.sizes) > 1:  # Fig. 11: the 25%-75% split of the 42k budget at the largest size
+            b.evaluate("biphasic", b.budget("biphasic", s.sizes[-1], TOTAL, BUDGETS[TOTAL][1]))
+    if "cpt" in wanted:
+        _cpt(b, middle)
+    return Plan(s, _training_order(b.runs), b.evals, run_template(s))
+
+
+def scale_studies(s: ScaleConfig) -> list[str]:
+    """The studies `s` can test, in the paper's order (its `studies`, or all five)."""
+    bad = [n for n in s.studies if n not in STUDIES]
+    if bad:
+        raise ConfigError(f"scale {s.scale}: unknown study {bad[0]!r} in studies; choose from {', '.join(STUDIES)}")
+    return [n for n in STUDIES if n in (s.studies or STUDIES)]
+
+
+def _biphasic(b: _Builder, middle: str) -> None:
+    """(d) biphasic: budgets x CLM shares, and CLM 40k + MLM 2k at every masking ratio beside MLM-only."""
     for budget, splits in BUDGETS.items():
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
@@ -211,12 +238,14 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
                                     [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id, switch,
                                     True, b.k(WARMUP), b.k(DECAY)))
         b.evaluate("biphasic", run)
-    # (e) CPT: the decayed CLM and MLM-40 models continued with MLM-40
+
+
+def _cpt(b: _Builder, middle: str) -> None:
+    """(e) CPT: the decayed CLM and MLM-40 models continued with MLM-40."""
     for objective in ("clm", MAIN):
         b.evaluate("cpt", b.base("cpt", middle, objective))
         for steps in CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
-    return Plan(s, _training_order(b.runs), b.evals, run_template(s))
 
 
 def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
@@ -259,6 +288,8 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
                     results_dir=repo_relative(paths.results), checkpoints_dir=repo_relative(paths.checkpoints))
     template.setdefault("model", {})["size"] = run.size
+    if run.seed:
+        template["seed"] = run.seed
     template.setdefault("data", {}).update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
@@ -277,7 +308,8 @@ def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     from .config import finetune_config
 
-    overrides = [f"results_dir={repo_relative(paths.results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
+    results = paths.results / "stability" if grid == "stability" else paths.results  # its own tree: never mixed
+    overrides = [f"results_dir={repo_relative(results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
     return finetune_config(plan.scale, overrides)
@@ -300,7 +332,7 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 
 def missing_results(e: Evaluation, cfg) -> set[Path]:
-    """The results.json files of `e`'s grid not yet written (a stability grid shares some with the default grid)."""
+    """The results.json files of `e`'s grid not yet written."""
     from .evaluation.finetune import plan_grid, run_dir
 
     paths = (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
@@ -357,9 +389,9 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
     from .evaluation.finetune import plan_grid, run_grid
     from .training.pretrain import pretrain
 
-    names = resolve_names(names)
     paths = paths or Paths()
     s = scale_config(scale, overrides) if isinstance(scale, str) else scale
+    names = resolve_names(names, s)
     plan = build_plan(s).for_studies(names)
     scale = s.scale
     start = time.perf_counter()
@@ -391,13 +423,19 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
     return {"trained": len(runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
 
 
-def resolve_names(names) -> list[str]:
+def resolve_names(names, scale: ScaleConfig | None = None) -> list[str]:
+    """Study names ("all": every study `scale` can test); a study the scale leaves out is an error that says so."""
     names = [names] if isinstance(names, str) else list(names)
+    at = scale_studies(scale) if scale else list(STUDIES)
     if "all" in names:
-        return list(STUDIES)
+        return at
     bad = [n for n in names if n not in STUDIES]
     if bad:
         raise ConfigError(f"unknown study {bad[0]!r}; choose from {', '.join(STUDIES)} or all")
+    left = [n for n in names if n not in at]
+    if left:
+        raise ConfigError(f"scale {scale.scale} does not run the {left[0]} study (it runs {', '.join(at)}); "
+                          f"choose another scale")
     return names
 
 
@@ -437,7 +475,7 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
         part["tokens"] += r.trained * batch * seq
         part["flops"] += per_run[r.run_id]
     grids = grids or grid_configs(plan, paths)
-    trainings, results = {}, set()  # a stability grid shares its default-lr runs with the default grid
+    trainings, results = {}, set()
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
         config, _ = _model_config(plan, plan.runs[e.run_id].size)
@@ -449,8 +487,8 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
         for trainer, evaluated in plan_grid(cfg):
             for lr in cfg.lrs:
                 for seed in cfg.seeds:
-                    trainings[(e.model_id, trainer.name, lr, seed)] = flops * len(evaluated)
-                    results.update((e.model_id, t.name, lr, seed) for t in evaluated)
+                    trainings[(e.model_id, e.grid, trainer.name, lr, seed)] = flops * len(evaluated)
+                    results.update((e.model_id, e.grid, t.name, lr, seed) for t in evaluated)
     ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
           "flops": sum(trainings.values()), "per_training": trainings}
     return {"pretrain": parts, "per_run": per_run, "finetune": ft}
@@ -496,8 +534,9 @@ def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> floa
     per training: the one evaluated on its own training set; runs of W worker processes share the wall time)."""
     flops = wall = 0.0
     root = paths.results / plan.scale.scale
-    for (model_id, trainer, lr, seed), f in per_training.items():
-        for path in root.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
+    for (model_id, grid, trainer, lr, seed), f in per_training.items():
+        tree = paths.results / "stability" / plan.scale.scale if grid == "stability" else root
+        for path in tree.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
             meta = json.loads(path.read_text()).get("meta", {})
             if meta.get("wall_time_s"):
                 flops, wall = flops + f, wall + meta["wall_time_s"] / meta.get("grid_workers", 1)
@@ -514,7 +553,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     template = plan.template
     tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
     lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
-             f"  sizes {' / '.join(s.sizes)} stand for the paper's 210M / 610M / 1B; 1k of the paper's steps = "
+             f"  sizes {' / '.join(s.sizes)} stand for the paper's "
+             f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
              f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
              f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)", "",
              f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
@@ -596,9 +636,9 @@ def paths_from(args) -> Paths:
 
 
 def _cli(args) -> int:
-    names = resolve_names(args.name)
     paths = paths_from(args)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
+    names = resolve_names(args.name, scale)
     if args.action == "plan":
         plan = build_plan(scale).for_studies(names)
         print(format_plan(plan, names, paths))

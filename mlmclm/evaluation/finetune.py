@@ -24,6 +24,7 @@ re-run skips the runs whose file exists. Choosing the learning rate and averagin
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -466,6 +467,21 @@ def grid_workers(cfg: FinetuneConfig, device: torch.device) -> int:
     return cfg.grid_workers or torch.get_num_threads()
 
 
+def majority(task: Task, enc: dict) -> dict | None:
+    """{"validation", "test"} scores of a constant predictor, the training set's most frequent label (SC) or tag
+    (TC), with the task's own metric: the floor a fine-tuned model must beat. None for QA and IR."""
+    if task.group not in ("SC", "TC") or not enc["train"]["gold"]:
+        return None
+    if task.group == "SC":
+        label = collections.Counter(enc["train"]["gold"]).most_common(1)[0][0]
+        return {s: metrics.accuracy([label] * len(enc[s]["gold"]), enc[s]["gold"])[0] for s in ("validation", "test")}
+    tag = task.labels[collections.Counter(t for tags in enc["train"]["gold"] for t in tags).most_common(1)[0][0]]
+    fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
+    return {s: fn([[tag] * len(tags) for tags in enc[s]["gold"]], [[task.labels[t] for t in tags]
+                                                                   for tags in enc[s]["gold"]])[0]
+            for s in ("validation", "test")}
+
+
 @dataclass
 class _Grid:
     """What every run of one grid shares: the checkpoint, the encoded data, the provenance."""
@@ -491,6 +507,9 @@ class _Grid:
             t1 = time.perf_counter()
             result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
+            floor = majority(task, self.encoded[task.name]) if "train" in self.encoded[task.name] else None
+            if floor:
+                result["baselines"] = {"majority": floor}
             result["meta"] = {
                 "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,

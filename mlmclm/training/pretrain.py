@@ -264,6 +264,10 @@ def pretrain(cfg: PretrainConfig) -> Path:
     bar = tqdm(total=schedule.total, initial=start, desc=cfg.run_id, unit="step",
                disable=not accelerator.is_main_process)
     t0 = time.perf_counter() - elapsed
+    if start == 0 and 0 in named and not checkpoints.complete(checkpoints.step_dir(ckpt_root, 0)):
+        _save_checkpoint(accelerator, ckpt_root, 0, model, tokenizer, schedule.objective(1).is_causal,
+                         {"step": 0, "objective": str(schedule.objective(1)), "lr": 0.0, "tokens_seen": 0,
+                          "wall_time_s": 0.0, "named": True})
 
     for step in range(start + 1, schedule.total + 1):
         objective = schedule.objective(step)
