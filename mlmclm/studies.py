@@ -563,10 +563,11 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
         start = f"{r.parent} @{r.parent_step}" if r.parent else "scratch"
         phases = " + ".join(f"{o} {n}" for o, n in r.phases)
         lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {','.join(sorted(r.studies))}")
-    inter = sum(e.step is not None for e in plan.evaluations.values())
+    inter = sum(bool(e.step) for e in plan.evaluations.values())
+    controls = sum(e.step == 0 for e in plan.evaluations.values())
     models = len({e.model_id for e in plan.evaluations.values()})
-    lines.append(f"  -> {len(plan.runs)} trained models, {inter} intermediate checkpoints evaluated, "
-                 f"{models} evaluated models")
+    lines.append(f"  -> {len(plan.runs)} trained models, {inter} intermediate checkpoints and {controls} random-init "
+                 f"control(s) evaluated, {models} evaluated models")
     grids = grid_configs(plan, paths)
     c = compute(plan, paths, grids)
     lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]

@@ -251,3 +251,4 @@ def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
     baseline = sum(r["label"] == majority for r in data["test"]) / len(data["test"])
     assert result["meta"]["n_test"] == len(data["test"]) > 200
     assert result["test"]["score"] > baseline + 0.3, (result["test"]["score"], baseline)
+    assert result["baselines"]["majority"]["test"] == pytest.approx(baseline)  # the floor, stored beside the score

@@ -68,7 +68,7 @@ def make_config(tmp_path, text_corpus, data_root, run_id="t", phases=(("clm", 12
 def final_weights(cfg, step=None):
     root = Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id
     steps = sorted(p.name for p in root.glob("step_*"))
-    return load_file(root / (f"step_{step:06d}" if step else steps[-1]) / "model.safetensors")
+    return load_file(root / (f"step_{step:06d}" if step is not None else steps[-1]) / "model.safetensors")
 
 
 def read_log(cfg):
@@ -78,7 +78,7 @@ def read_log(cfg):
 
 
 def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, data_root):
-    cfg = make_config(tmp_path, text_corpus, data_root)
+    cfg = make_config(tmp_path, text_corpus, data_root, checkpoint={"steps": [0, 6]})
     run_dir = pretrain(cfg)
     assert (run_dir / "config.yaml").read_text() == to_yaml(cfg)
     meta = json.loads((run_dir / "meta.json").read_text())
@@ -92,8 +92,11 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     mlm_labels = [int(r["label_tokens"]) for r in log[6:]]
     assert all(abs(n / (2 * 8 * 32) - 0.4) < 0.06 for n in mlm_labels)  # 40% of the tokens of 2 steps
     ckpts = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "t").iterdir())
-    # named: 6 (intermediate), 20 (pre-decay), 24 (final); periodic every 8 with keep_last=1: 16
-    assert ckpts == ["step_000006", "step_000016", "step_000020", "step_000024"]
+    # named: 0 (the initial weights: a random-init control), 6 (intermediate), 20 (pre-decay), 24 (final); periodic
+    # every 8 with keep_last=1: 16
+    assert ckpts == ["step_000000", "step_000006", "step_000016", "step_000020", "step_000024"]
+    w0, w6 = final_weights(cfg, 0), final_weights(cfg, 6)
+    assert w0.keys() == w6.keys() and not any(torch.equal(w0[k], w6[k]) for k in w0 if "norm" not in k)
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     last = Path(cfg.checkpoints_dir) / "test" / "t" / "step_000024" / "hf"
     assert type(AutoModelForMaskedLM.from_pretrained(last)).__name__ == "MlmClmForMaskedLM"

@@ -12,9 +12,13 @@ from mlmclm.errors import ConfigError
 def test_paper_plan_is_the_papers_inventory():
     plan = studies.build_plan("paper")
     parts = {p: [r for r in plan.runs.values() if r.part == p] for p in ("base", "biphasic", "cpt")}
-    assert [len(parts[p]) for p in parts] == [15, 17, 6]  # 38 models (paper.md, "Model inventory")
-    assert sum(e.step is not None for e in plan.evaluations.values()) == 12
-    assert len({e.model_id for e in plan.evaluations.values()}) == 50
+    # 38 models (paper.md, "Model inventory") + Fig. 11's 1B 25%-75% run, which the paper's 38 seem to omit
+    assert [len(parts[p]) for p in parts] == [15, 18, 6]
+    assert "1b-clm-10k-mlm40-42k" in plan.runs
+    assert sum(bool(e.step) for e in plan.evaluations.values()) == 12
+    controls = {e.model_id for e in plan.evaluations.values() if e.step == 0}  # one random-init model a size
+    assert controls == {"210m-mlm40-42k-0", "610m-mlm40-42k-0", "1b-mlm40-42k-0"}
+    assert len({e.model_id for e in plan.evaluations.values()}) == 50 + 1 + 3
     assert sum(r.trained for r in parts["base"]) == 15 * 42_000
     seen = ["210m-mlm20-42k", "610m-clm-42k", "1b-mlm50-42k", "610m-clm-22k", "610m-mlm40-12k",
             "610m-clm-3k-mlm40-12k", "610m-clm-17k-mlm40-22k", "610m-clm-21k-mlm40-42k", "610m-clm-40k-mlm20-42k",
@@ -39,7 +43,8 @@ def test_a_study_needs_only_its_runs_and_their_parents():
 def test_plan_cli_prints_the_paper_accounting(capsys):
     assert cli.main(["study", "plan", "all", "--scale", "paper"]) == 0
     out = capsys.readouterr().out
-    assert "38 trained models, 12 intermediate checkpoints evaluated, 50 evaluated models" in out
+    assert "39 trained models, 12 intermediate checkpoints and 3 random-init control(s) evaluated, 54 evaluated " \
+           "models" in out
     assert "The paper's own accounting" in out and "81,000" in out
 
 
@@ -52,6 +57,29 @@ def test_bad_study_input_is_one_line(capsys, argv, message):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_mini_plan_one_size_controls_and_pretraining_seeds():
+    plan = studies.build_plan("mini")
+    assert set(plan.runs) == {f"mini-m-{o}-840" for o in ("clm", "mlm20", "mlm30", "mlm40", "mlm50")} | {
+        "mini-m-clm-840-p1", "mini-m-mlm40-840-p1"}
+    assert plan.runs["mini-m-clm-840-p1"].seed == 1 and plan.runs["mini-m-clm-840"].seed == 0
+    cfg = studies.run_config(plan, plan.runs["mini-m-mlm40-840-p1"], studies.Paths())
+    assert cfg.seed == 1 and cfg.phases == [("mlm40", 840)]
+    assert studies.run_config(plan, plan.runs["mini-m-mlm40-840"], studies.Paths()).checkpoint.steps == [0, 200]
+    assert {e.model_id for e in plan.evaluations.values()} == set(plan.runs) | {
+        "mini-m-mlm40-840-0", "mini-m-clm-840-200", "mini-m-mlm40-840-200"}
+    assert {e.grid for e in plan.evaluations.values()} == {"default"}  # stability reads the default grid
+    assert studies.resolve_names("all", plan.scale) == ["scaling", "data_efficiency", "stability"]
+    with pytest.raises(ConfigError, match="scale mini does not run the cpt study"):
+        studies.resolve_names(["cpt"], plan.scale)
+
+
+def test_stability_grid_writes_its_own_tree(tmp_path):
+    plan = studies.build_plan("tiny")
+    grids = studies.grid_configs(plan, studies.Paths(results=tmp_path / "runs"))
+    assert grids["default"].results_dir.endswith("runs") and grids["stability"].results_dir.endswith("runs/stability")
+    assert grids["stability"].lrs != grids["default"].lrs
 
 
 def test_scale_sizes_must_exist():
@@ -69,16 +97,20 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
     runs = tmp_path / "results" / "runs" / "tiny"
     plan = studies.build_plan("tiny")
     metas = [json.loads((runs / r / "meta.json").read_text()) for r in plan.runs]
-    assert len(metas) == 38 and all(m["status"] == "complete" and m["commit"] for m in metas)
+    assert len(metas) == 39 and all(m["status"] == "complete" and m["commit"] for m in metas)
     results = sorted(runs.rglob("results.json"))
-    assert len(results) == 416  # 50 models x 4 datasets x 2 seeds + 2 x 4 x 1 more learning rate x 2 seeds
+    assert len(results) == 432  # 54 models (3 random-init controls, Fig. 11's run) x 4 datasets x 2 seeds
+    stability = sorted((tmp_path / "results" / "runs" / "stability" / "tiny").rglob("results.json"))
+    assert len(stability) == 32  # its own grid, apart: 2 models x 4 datasets x 2 learning rates x 2 seeds
+    sc = json.loads(next(runs.glob("tiny-m-mlm40-42-0/SC/*/*/results.json")).read_text())
+    assert 0 < sc["baselines"]["majority"]["test"] < 1  # the constant predictor's floor
     for name in studies.NOTEBOOK_STUDY:
         nb = json.loads((out / "notebooks" / f"{name}.ipynb").read_text())
         errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, (name, errors)
     assert list((out / "figures" / "ours-tiny").glob("*.png")) and list((out / "tables" / "ours-tiny").glob("*"))
     log = capsys.readouterr().out
-    assert "figures:" in log and "38 pretraining runs (38 to train)" in log
+    assert "figures:" in log and "39 pretraining runs (39 to train)" in log
 
     stamps = {p: p.stat().st_mtime_ns for p in results}
     paths = studies.Paths(results=tmp_path / "results" / "runs", checkpoints=tmp_path / "ckpt")
