@@ -23,7 +23,7 @@ _MODELS = ("MlmClmConfig", "MlmClmModel", "MlmClmForMaskedLM", "MlmClmForCausalL
            "MlmClmForTokenClassification", "MlmClmForQuestionAnswering", "from_hf", "to_hf", "mean_pool")
 # modules users and notebooks import as `from mlmclm import results`: where each one lives
 _MODULES = {"results": "analysis", "tables": "analysis", "figures": "analysis", "claims": "analysis",
-            "notebooks": "analysis", "configuration": "models", "modeling": "models", "attention": "models",
+            "evidence": "analysis", "notebooks": "analysis", "configuration": "models", "modeling": "models", "attention": "models",
             "convert": "models", "objectives": "training", "corpus": "training", "pretrain": "training",
             "checkpoints": "training", "tasks": "evaluation", "offline_suite": "evaluation",
             "finetune": "evaluation", "metrics": "evaluation"}

@@ -111,8 +111,8 @@ def reproduce(args) -> int:
     studies.run("all", args.scale, paths)
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
-    parameters = {"scale": args.scale, "results_dir": str(results), "figures_dir": str(figures),
-                  "tables_dir": str(tables)} if out or args.results_dir else {"scale": args.scale}
+    parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
+                  "tables_dir": str(tables)} if out or args.results_dir else {"scales": [args.scale]}
     print("\nnotebooks (papermill):", flush=True)
     for name, seconds in notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None).items():
         print(f"  {name:<20} {seconds:5.1f} s", flush=True)
@@ -128,19 +128,21 @@ def reproduce(args) -> int:
 
 
 def print_verdicts(results_dir: Path, scale: str) -> None:
-    """The paper's six judged claims: the paper's verdict and this scale's, with the statistic and its interval."""
+    """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
+    import pandas as pd
+
     from .analysis import claims
     from .analysis import results as R
 
     data = R.load(results_dir, sources=["paper", "ours"], scale=scale)
-    v = claims.verdicts(data.scores, data.runs, ["1", "3", "4", "5", "6", "7"], numbers=True)
+    v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)
     print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
     for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):
         cells = []
         for source in ("paper", "ours"):
             row = part[part["source"] == source]
-            if row.empty or row["verdict"].iloc[0] == "not checkable":
-                cells.append(f"{source}: not checkable")
+            if row.empty or pd.isna(row["value"].iloc[0]):
+                cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
                 continue
             r = row.iloc[0]
             cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")

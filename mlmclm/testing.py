@@ -147,3 +147,38 @@ def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 
                         val, test = rng.uniform(0.5, 0.9, size=2)
                         write_run(root, model, group, dataset, lr, sd, float(val), float(test),
                                   meta={"attention": "sdpa"})
+
+
+def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy_tc")), lrs=(1e-3,), seeds=range(4),
+                  n: int = 200, seed: int = 0, majority: float | None = None) -> None:
+    """Runs whose per-instance test scores (0/1, ``n`` test instances) are drawn with a planted success rate per model
+    (``rates``: model id -> rate, or -> {task group: rate}); validation scores are the same rate's draws. ``majority``
+    records a majority-class baseline (fraction) in every results.json."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for model, rate in rates.items():
+        for group, dataset in groups:
+            p = rate[group] if isinstance(rate, dict) else rate
+            for lr in lrs:
+                for sd in seeds:
+                    test, val = (rng.random(n) < p).astype(float), (rng.random(n) < p).astype(float)
+                    doc = {"validation": {"score": val.mean(), "scores_i": val.tolist()},
+                           "test": {"score": test.mean(), "scores_i": test.tolist()}}
+                    if majority is not None:
+                        doc["baselines"] = {"majority": {"validation": majority, "test": majority}}
+                    _json(root / model / group / dataset / f"lr{lr:.0e}_sd{sd}" / "results.json", doc)
+
+
+def scores_frame(cells, source: str = "x", scale: str = "x") -> pd.DataFrame:
+    """A scores table of group averages from (model id, task group, score, ci) tuples, with the attributes parsed from
+    the ids (``results.SCORE_COLUMNS``): small synthetic inputs for the claims."""
+    import pandas as pd
+
+    from .analysis import results as R
+
+    df = pd.DataFrame([{"source": source, "scale": scale, "model": m, "task_group": g, "dataset": R.AVG,
+                        "score": float(s), "ci": float(c), "n": 4, "flag": ""} for m, g, s, c in cells])
+    df = R._with_attributes(df)
+    df["n"] = df["n"].astype("Int64")
+    return df[R.SCORE_COLUMNS]

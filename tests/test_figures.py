@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import yaml
 from mlmclm.io import ROOT as REPO
 from mlmclm.testing import write_sample_tree, write_synthetic_study
 
-from mlmclm import figures, results
+from mlmclm import figures, results, tables
 
 
 def test_figures_are_byte_identical_across_runs(tmp_path):
@@ -62,3 +65,125 @@ def test_per_run_figures_from_our_runs(tmp_path):
     curves = results.cpt_loss_curves(logs)
     assert curves.groupby("base")["step"].max().tolist() == [500, 500]  # the restarted CPT log is shifted
     assert figures.fig12(logs, out, scale="mini") == [out / "ours-mini" / "fig12_cpt_loss.png"]
+
+
+def _config(root, model, parent=None, step=None, resumed=False, size="mini-m"):
+    init = ({"kind": "run", "path": f"checkpoints/mini/{parent}", "step": step, "optimizer": resumed} if parent
+            else {"kind": "scratch", "path": None, "step": None, "optimizer": False})
+    folder = root / model
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump({"run_id": model, "batch_size": 16, "init": init,
+                                                        "model": {"size": size}, "data": {"seq_len": 64}}))
+
+
+def test_fig12_follows_a_cpt_run_started_from_another_cpt_run(tmp_path):
+    """mini's layout: the 100-step CPT continues the 200-step CPT's pre-decay checkpoint (its step 80, optimizer
+    kept), which started from the base run's step 400 with a fresh optimizer: the curve runs through the parent's
+    steps 420-480, not in a straight line from 400 to 500."""
+    runs_dir = tmp_path / "runs" / "mini"
+    for base in ("clm", "mlm40"):
+        _logs(runs_dir, f"mini-m-{base}-400", list(range(20, 401, 20)), 9.0)
+        _config(runs_dir, f"mini-m-{base}-400")
+        long, short = f"mini-m-{base}-dec400-mlm40-600", f"mini-m-{base}-dec400-mlm40-500"
+        _logs(runs_dir, long, list(range(20, 201, 20)), 6.0)
+        _config(runs_dir, long, f"mini-m-{base}-400", 400)
+        _logs(runs_dir, short, [100], 5.0)
+        _config(runs_dir, short, long, 80, resumed=True)
+    curves = results.cpt_loss_curves(results.load_pretrain_logs(runs_dir))
+    short = curves[curves["model"] == "mini-m-clm-dec400-mlm40-500"]
+    assert short["step"].tolist() == [*range(20, 401, 20), 420, 440, 460, 480, 500]
+    assert short["step"].is_monotonic_increasing and short["step"].diff().max() == 20
+    assert curves.groupby("model")["step"].max().to_dict() == {
+        f"mini-m-{b}-dec400-mlm40-{n}": n for b in ("clm", "mlm40") for n in (500, 600)}
+
+
+def _capture(monkeypatch) -> list:
+    """The figures drawn (Figure objects), in order, as save receives them."""
+    drawn, save = [], figures.save
+    monkeypatch.setattr(figures, "save", lambda fig, out, name: (drawn.append(fig), save(fig, out, name))[1])
+    return drawn
+
+
+def _labels(fig) -> dict:
+    return {ax.get_title(): ax.get_ylabel() for ax in fig.axes}
+
+
+def test_axis_labels_name_the_metric_and_titles_whose_numbers(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    runs = results.load_run_tree(runs_dir, "ours", "mini")
+    metrics = {("mini", "SC", "sst2"): "accuracy", ("mini", "SC", "toy_sc"): "accuracy",
+               ("mini", "TC", "toy_ner"): "tag_accuracy", ("mini", "QA", "toy_qa"): "squad_f1"}
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    scores = figures.with_metrics(pd.concat([paper, results.aggregate(runs)], ignore_index=True), metrics)
+    drawn = _capture(monkeypatch)
+    figures.fig2(scores, tmp_path / "figs")
+    theirs, ours = drawn
+    assert _labels(theirs) == {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
+    assert _labels(ours) == {"SC": "accuracy", "TC": "tag accuracy", "QA": "F1", "IR": "score"}
+    assert "the paper's Tables 2-5, redrawn" in theirs._suptitle.get_text()
+    assert "ours, scale mini" in ours._suptitle.get_text()
+    figures.fig7(figures.with_metrics(runs, metrics), tmp_path / "figs")
+    assert _labels(drawn[-1])["TC"] == "centered tag accuracy"
+
+
+def test_fig7_only_for_sizes_with_clm_then_mlm_runs(tmp_path):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-s")
+    write_synthetic_study(runs_dir, size="mini-m", seed=1)
+    runs = results.load_run_tree(runs_dir, "ours", "mini")
+    runs = runs[(runs["size"] != "mini-s") | (runs["objective"] != "clm+mlm")]  # mini-s: MLM-only runs
+    assert figures.fig7(runs, tmp_path / "figs") == [tmp_path / "figs" / "ours-mini" / "fig07_masking_robustness.png"]
+
+
+def _meta(root, model, embeddings, body):
+    (root / model / "meta.json").write_text(json.dumps({"parameters": {
+        "embeddings": embeddings, "body": body, "output_layer": embeddings, "total": 2 * embeddings + body}}))
+
+
+def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    _config(runs_dir, "mini-m-clm-400")
+    _meta(runs_dir, "mini-m-clm-400", 1000, 5000)
+    arch = figures.run_parameters(runs_dir)
+    assert arch == {"mini-m": {"embeddings": 1000, "body": 5000, "tokens_per_step": 16 * 64}}
+    scores = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
+    view = figures.with_flops(results.data_efficiency_view(scores), arch).set_index("model")
+    assert view.loc["mini-m-clm-400-100", "flops"].iloc[0] == 6 * 1024 * 100 * (1000 + 5000 + 1000)
+    assert view.loc["mini-m-mlm40-400-100", "flops"].iloc[0] == 6 * 1024 * 100 * (1000 + 5000 + 0.4 * 1000)
+    drawn = _capture(monkeypatch)
+    assert figures.fig10(scores, tmp_path / "figs", arch) == [
+        tmp_path / "figs" / "ours-mini" / "fig10_data_efficiency_flops.png"]
+    assert {ax.get_xlabel() for ax in drawn[0].axes} == {"training FLOPs (x 1e9, 6N rule)"}
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig10(paper, tmp_path / "figs", results.architecture(REPO / "results" / "paper"))
+    assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20, App. F rule)"}
+    assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
+
+
+def _controls(scores):
+    """Controls as evidence.controls gives them (the contract's columns), for every model size and dataset."""
+    keys = scores[["source", "scale", "size", "task_group", "dataset"]].drop_duplicates()
+    return keys.assign(majority=[31.0 if g == "SC" else float("nan") for g in keys["task_group"]], random=55.0,
+                       random_ci=2.0, best_pretrained="", helped=False)
+
+
+def test_controls_in_figures_and_tables(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    scores = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
+    drawn = _capture(monkeypatch)
+    figures.fig4(scores, tmp_path / "figs", _controls(scores))
+    legend = [t.get_text() for t in drawn[0].legends[0].get_texts()]
+    assert "random init" in legend and "majority class" in legend
+    sc = {ax.get_title(): ax for ax in drawn[0].axes}["SC"]
+    assert sorted(line.get_ydata()[0] for line in sc.get_lines() if line.get_linestyle() != "-") == [31.0, 55.0]
+    figures.fig4(scores, tmp_path / "figs")
+    assert "random init" not in [t.get_text() for t in drawn[-1].legends[0].get_texts()]
+    table = tables.study_table(scores, 6, "ours", _controls(scores))
+    assert table.iloc[-2:, :2].values.tolist() == [["majority class", "–"], ["random init", "–"]]
+    assert table.iloc[-2]["SST-2"] == "31.00" and table.iloc[-1]["SST-2"] == "55.00 (±2.00)"
+    assert table.iloc[:-2].equals(tables.study_table(scores, 6, "ours"))
+    scaling = tables.study_table(scores, 3, "ours", _controls(scores))  # TC: no majority floor given
+    assert scaling.iloc[-1, :3].tolist() == ["mini-m", "random init", "–"]

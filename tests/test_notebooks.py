@@ -7,10 +7,11 @@ import json
 
 import pytest
 from mlmclm.io import ROOT as REPO
+from mlmclm.testing import write_run, write_synthetic_study
 
 from mlmclm import notebooks
 
-PARAMETERS = {"results_dir", "sources", "scale", "figures_dir", "tables_dir", "encodeval_dir", "run_study"}
+PARAMETERS = {"results_dir", "sources", "scales", "figures_dir", "tables_dir", "encodeval_dir", "run_study"}
 # Plotting or aggregation in a notebook would bypass mlmclm: none of these may appear in a code cell.
 FORBIDDEN = ("plt.", "sns.", "matplotlib", ".groupby(", ".mean(", ".plot(", "savefig", "pd.")
 
@@ -65,12 +66,42 @@ def test_papermill_run_with_parameters(tmp_path):
     (results / "paper").symlink_to(REPO / "results" / "paper")
     pm.execute_notebook(str(REPO / "notebooks" / "04_biphasic.ipynb"), str(out), cwd=str(REPO),
                         parameters={"figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables"),
-                                    "results_dir": str(results), "run_study": True, "scale": "tiny"},
+                                    "results_dir": str(results), "run_study": True, "scales": ["tiny"]},
                         kernel_name="python3", progress_bar=False)
     text = "\n".join(_outputs_text(c) for c in json.loads(out.read_text())["cells"])
-    assert "study biphasic at scale tiny: 22 pretraining runs (22 to train)" in text
-    assert len(list((results / "runs" / "tiny").rglob("results.json"))) == 22 * 4 * 2
+    assert "study biphasic at scale tiny: 24 pretraining runs (24 to train)" in text
+    assert len(list((results / "runs" / "tiny").rglob("results.json"))) == 23 * 4 * 2
     assert (tmp_path / "figs" / "fig06_biphasic.png").is_file()
     assert (tmp_path / "figs" / "ours-tiny" / "fig07_masking_robustness.png").is_file()
     committed = REPO / "results" / "tables" / "table10.csv"
     assert (tmp_path / "tables" / "table10.csv").read_bytes() == committed.read_bytes()
+
+
+def test_setup_loads_every_scale_with_results(tmp_path, capsys):
+    """scales=None: each scale under results/runs/ (not the stability tree), smallest first, beside the paper's, with
+    the metric each scale's results.json names, its controls, and verdicts judged per scale."""
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    write_synthetic_study(results / "runs" / "small", size="small-m")
+    write_synthetic_study(results / "runs" / "mini", size="mini-m", seed=1)
+    write_synthetic_study(results / "runs" / "stability" / "mini", size="mini-m", seed=2)
+    (results / "runs" / "tiny").mkdir()  # no results yet
+    for model in ("mini-m-clm-400", "mini-m-mlm40-400"):
+        write_run(results / "runs" / "mini", model, "TC", "toy_pos", 1e-5, 0, 0.5, 0.5, meta={"metric": "tag_accuracy"})
+    assert notebooks.scales_with_results(results / "runs") == ["mini", "small"]
+    assert notebooks.read_metrics(results / "runs" / "mini") == {("TC", "toy_pos"): "tag_accuracy"}
+    ctx = notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=None,
+                          figures_dir=str(tmp_path / "figs"), tables_dir=str(tmp_path / "tables"))
+    assert ctx.scales == ["mini", "small"]
+    assert list(dict.fromkeys(ctx.data.scores["scale"])) == ["paper", "mini", "small"]
+    tc = ctx.data.scores[ctx.data.scores["task_group"] == "TC"].fillna({"metric": "-"})
+    assert tc.groupby(["scale", "dataset"])["metric"].agg(set).to_dict() == {
+        **{("paper", d): {"-"} for d in ("OntoNotes", "CoNLL", "UNER", "Avg")}, ("mini", "toy_ner"): {"-"},
+        ("mini", "toy_pos"): {"tag accuracy"}, ("mini", "Avg"): {"tag accuracy"}, ("small", "toy_ner"): {"-"},
+        ("small", "Avg"): {"-"}}
+    assert set(ctx.controls["scale"]) == {"mini", "small"}
+    assert set(ctx.architecture()) >= {"210M", "610M", "1B"}
+    verdicts = ctx.verdicts(["1"], n_boot=20)
+    assert list(dict.fromkeys(verdicts["scale"])) == ["paper", "mini", "small"]
+    assert "scale mini, small" in capsys.readouterr().out

@@ -12,7 +12,7 @@ import pytest
 from mlmclm.io import ROOT as REPO
 from mlmclm.testing import write_run, write_sample_tree, write_synthetic_study
 
-from mlmclm import claims, results, tables
+from mlmclm import results, tables
 
 PAPER = REPO / "results" / "paper"
 PAPER_MD = REPO / "tests" / "data" / "paper_tables.md"  # the paper's Tables 2-17 as printed
@@ -119,15 +119,22 @@ def test_written_tables(tmp_path, paper):
     ("610m-mlm40-dec42k-mlm40-54k", ("610M", "mlm", 40, 54000, 0, 54000, 12000, False)),
     ("mini-s-clm-100-mlm30-400", ("mini-s", "clm+mlm", 30, 400, 100, 300, 0, False)),
     ("mini-l-clm-400-200", ("mini-l", "clm", None, 200, 200, 0, 0, True)),
+    ("mini-m-clm-840-p1", ("mini-m", "clm", None, 840, 840, 0, 0, False, 1)),  # pretraining seed 1
+    ("mini-m-mlm40-840-p1-420", ("mini-m", "mlm", 40, 420, 0, 420, 0, True, 1)),
+    ("mini-m-mlm40-840-0", ("mini-m", "random", None, 0, 0, 0, 0, False)),  # step 0: the random-init control
+    ("mini-m-clm-840-p2-0", ("mini-m", "random", None, 0, 0, 0, 0, False, 2)),
+    ("610m-clm-10k-mlm40-42k-0", ("610M", "random", None, 0, 0, 0, 0, False)),
 ])
 def test_parse_model_id(model, expected):
     got = results.parse_model_id(model)
-    keys = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
+    keys = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate",
+            "pretrain_seed"]
+    expected = expected if len(expected) == len(keys) else (*expected, 0)
     assert tuple(None if pd.isna(got[k]) else got[k] for k in keys) == expected
 
 
 @pytest.mark.parametrize("model", ["610m", "610m-bert-42k", "610m-mlm40-10k-mlm40-42k", "610m-clm-dec42k",
-                                   "610m-clm-42k-mlm40-10k"])
+                                   "610m-clm-42k-mlm40-10k", "610m-clm-42k-p", "610m-clm-42k-1-p1"])
 def test_parse_model_id_rejects(model):
     with pytest.raises(ValueError, match=re.escape(repr(model))):
         results.parse_model_id(model)
@@ -166,7 +173,7 @@ def test_select_lr_per_seed_takes_each_seeds_best_validation(tmp_path):
     assert sel.sort_values("seed")["lr"].tolist() == [1e-5, 1e-4]
     score, ci, n = results.mean_ci(sel["test"])
     assert (round(score, 6), n) == (35.0, 2)
-    assert math.isclose(ci, 1.96 * np.std([10.0, 60.0], ddof=1) / math.sqrt(2))
+    assert math.isclose(ci, 12.7062 * np.std([10.0, 60.0], ddof=1) / math.sqrt(2))  # Student's t, 1 dof
 
 
 def test_ir_run_folders_with_a_training_set_prefix(tmp_path):
@@ -242,61 +249,65 @@ def test_flops_mlm_step_is_cheaper_than_clm():
     assert mlm < clm < 8 * 0.8e9 * arch["tokens_per_step"]
 
 
-# ----------------------------------------------------------------------------------------------- claims
+# ----------------------------------------------------------------------------------------------- intervals, grids
 
 
-def test_claims_on_the_paper_match_paper_md_section7(paper):
-    scores = results.dedupe(paper)
-    diff = claims.check_mlm_vs_clm(scores).set_index(["size", "task_group"])["diff"]
-    assert diff[("210M", "SC")] == 2.09 and diff[("610M", "QA")] == 20.68 and diff[("1B", "IR")] == 1.27
-    best = claims.check_masking_ratio(scores).set_index(["size", "task_group"])["best ratio"]
-    assert [best[("1B", g)] for g in ("SC", "TC", "QA", "IR")] == [40, 50, 40, 50]
-    gain = claims.check_biphasic(scores).set_index(["budget", "clm_share", "task_group"])["diff"]
-    assert gain[(42000, 25, "QA")] == 5.00 and gain[(12000, 25, "IR")] == 5.04
-    cpt = claims.check_cpt(scores).set_index(["cpt_steps", "task_group"])["diff"]
-    assert cpt[(2000, "QA")] == -15.71 and cpt[(22000, "SC")] == 0.93
-    eff = claims.check_data_efficiency(scores).set_index(["steps", "task_group"])["diff"]
-    assert eff[(2000, "IR")] == 17.22 and eff[(10000, "SC")] == -0.79
-    v = claims.verdicts(scores, pd.DataFrame(columns=results.RUN_COLUMNS), list(claims.CLAIMS), numbers=True)
-    by_claim = v.set_index([v["claim"].str.split(".").str[0], "scope"])["verdict"]
-    assert (by_claim.drop(["1", "4", "6", "7"]) == "supported").all()
-    assert by_claim["1"].to_dict() == {"IR": "supported", "QA": "supported", "SC": "supported", "TC": "not supported"}
-    assert (by_claim[["4", "6"]] == "not checkable").all()
-    seven = v[v["claim"].str.startswith("7.")].iloc[0]  # CLM-based CPT ahead by +0.18, within the printed ± (0.21)
-    assert (seven["value"], seven["verdict"]) == (0.18, "inconclusive") and seven["ci_low"] < 0 < seven["ci_high"]
+@pytest.mark.parametrize("dof", [1, 2, 3, 5, 10, 30, 31, 50, 200])
+def test_t95_is_students_quantile(dof):
+    # P(T <= t95) = 0.975, by integrating Student's density numerically (no scipy here)
+    t = results.t95(dof)
+    x = np.linspace(0, t, 200_001)
+    logc = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+    density = np.exp(logc - (dof + 1) / 2 * np.log1p(x ** 2 / dof))
+    assert abs(0.5 + np.trapezoid(density, x) - 0.975) < 2e-5
+    assert results.t95(10 ** 6) == pytest.approx(1.96, abs=1e-4) and math.isnan(results.t95(0))
 
 
-def test_claims_on_runs_are_checked_per_source(tmp_path):
-    write_synthetic_study(tmp_path)
-    runs = results.load_run_tree(tmp_path, "ours", "mini")
-    v = claims.verdicts(results.aggregate(runs), runs, list(claims.CLAIMS), n_boot=50)
-    assert set(v["source"]) == {"ours"} and set(v["verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
-    assert v["evidence"].str.len().gt(0).all()
+def test_half_width_is_students_for_our_runs_and_196_for_the_papers():
+    values = [60.0, 62.0, 67.0]
+    s = np.std(values, ddof=1) / math.sqrt(3)
+    assert results.mean_ci(values)[1] == pytest.approx(4.3027 * s)  # t with 2 dof, not 1.96
+    assert results.mean_ci(values, student=False)[1] == pytest.approx(1.96 * s)
+    assert math.isnan(results.mean_ci([60.0])[1])
 
 
-def _planted(root, clm: float, mlm: float, n: int = 60):
-    """CLM and MLM-40% models whose per-instance test scores are drawn with success rates clm and mlm."""
-    rng = np.random.default_rng(0)
-    for model, p in (("mini-m-clm-400", clm), ("mini-m-mlm40-400", mlm)):
-        for group, dataset in (("SC", "toy_sc"), ("TC", "toy_tc")):
-            for sd in range(3):
-                test = (rng.random(n) < p).astype(float).tolist()
-                path = root / model / group / dataset / f"lr1e-03_sd{sd}" / "results.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps({"validation": {"score": 0.5, "scores_i": [0.5]},
-                                            "test": {"score": sum(test) / n, "scores_i": test}}))
+def test_flag_marks_cells_with_fewer_seeds(tmp_path):
+    for model, seeds in (("s-clm-10", range(4)), ("s-mlm40-10", range(2))):
+        for sd in seeds:
+            write_run(tmp_path, model, "SC", "a", 1e-3, sd, 0.5, 0.5 + sd / 100)
+    scores = results.aggregate(results.load_run_tree(tmp_path, "ours", "tiny")).set_index(["model", "dataset"])
+    assert scores.loc[("s-mlm40-10", "a"), "flag"] == "n=2 of 4 seeds"
+    assert scores.loc[("s-mlm40-10", "Avg"), "flag"] == "n=2 of 4 seeds"
+    assert scores.loc[("s-clm-10", "a"), "flag"] == "" and scores.loc[("s-clm-10", "a"), "n"] == 4
 
 
-@pytest.mark.parametrize("clm,mlm,verdict", [(0.5, 0.8, "reproduced"), (0.8, 0.5, "not reproduced"),
-                                              (0.6, 0.6, "inconclusive")])
-def test_bootstrap_verdict_follows_a_planted_effect(tmp_path, clm, mlm, verdict):
-    _planted(tmp_path, clm, mlm)
-    runs = results.load_run_tree(tmp_path, "ours", "mini")
-    assert runs["test_i"].map(len).eq(60).all()
-    v = claims.verdicts(results.aggregate(runs), runs, ["1"], numbers=True, n_boot=200)
-    assert list(v["scope"]) == ["SC", "TC"]
-    if verdict == "inconclusive":  # same rates, different draws: the interval must hold zero
-        assert (v["ci_low"] < 0).all() and (v["ci_high"] > 0).all() and set(v["verdict"]) == {verdict}, v
-    else:
-        assert set(v["verdict"]) == {verdict}, v
-        assert (v["ci_high"] - v["ci_low"]).between(1, 30).all()  # a real interval, neither empty nor vacuous
+def test_load_reads_the_stability_grid_and_baselines_apart(tmp_path):
+    (tmp_path / "paper").symlink_to(PAPER)
+    for model in ("mini-m-clm-840", "mini-m-clm-840-p1", "mini-m-mlm40-840", "mini-m-mlm40-840-0"):
+        for sd in range(2):
+            path = write_run(tmp_path / "runs" / "mini", model, "SC", "toy_sc", 1e-3, sd, 0.6, 0.6)
+            doc = json.loads(path.read_text())
+            path.write_text(json.dumps({**doc, "baselines": {"majority": {"validation": 0.3, "test": 0.25}}}))
+    for lr in (1e-4, 1e-2):  # a stability grid of its own: other learning rates, a much better validation score
+        write_run(tmp_path / "runs" / "stability" / "mini", "mini-m-clm-840", "SC", "toy_sc", lr, 0, 0.99, 0.1)
+    res = results.load(tmp_path, sources=["ours"], scale="mini")
+    runs = res.runs
+    assert runs.groupby("grid").size().to_dict() == {"default": 8, "stability": 2}
+    assert runs.loc[runs["grid"] == "default", "majority"].eq(25.0).all()
+    assert runs.loc[runs["grid"] == "stability", "majority"].isna().all()
+    assert runs["path"].str.contains("runs/stability/mini/").sum() == 2
+    clm = res.scores[(res.scores["model"] == "mini-m-clm-840") & (res.scores["dataset"] == "toy_sc")]
+    assert clm["score"].tolist() == [60.0]  # the stability grid never leaks into the default grid's scores
+    assert set(results.stability_grid(runs)["grid"]) == {"stability"}
+    # The study views keep pretraining seed 0 and leave the random-init control out.
+    assert set(results.scaling_view(res.scores)["model"]) == {"mini-m-clm-840", "mini-m-mlm40-840"}
+    attrs = res.scores.drop_duplicates("model").set_index("model")
+    assert attrs.loc["mini-m-clm-840-p1", "pretrain_seed"] == 1 and attrs.loc["mini-m-mlm40-840-0", "objective"] == \
+        "random"
+
+
+def test_malformed_majority_baseline_names_the_file(tmp_path):
+    path = write_run(tmp_path, "m-clm-10", "SC", "sst2", 1e-4, 0, 0.5, 0.5)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "baselines": {"majority": {"test": 31.3}}}))
+    with pytest.raises(results.ResultFileError, match=r"baselines.majority.test is 31.3"):
+        results.load_run_tree(tmp_path, "ours", "tiny")

@@ -9,6 +9,7 @@ left open and notebooks show only what ``show`` displays. No torch import here.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -28,17 +29,51 @@ OBJECTIVE_COLORS = {"MLM": "#4C72B0", "CLM": "#C44E52", "CLM+MLM": "#8172B3"}
 BASE_COLORS = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM": OBJECTIVE_COLORS["CLM"]}  # the starting point of CPT
 PNG_METADATA = {"Software": None}
 PDF_METADATA = {"Creator": None, "Producer": None, "CreationDate": None}
-SOURCE_LABELS = {"paper": "paper", "ours": "this repository's runs", "encodeval": "EncodEval per-run results",
+SOURCE_LABELS = {"encodeval": "EncodEval per-run results, aggregated here",
                  "encodeval-sample": "authors' sample (EncodEval, 610M, SST-2 only)"}
+# results.json's metric names (meta.metric), as axis labels
+METRIC_NAMES = {"accuracy": "accuracy", "tag_accuracy": "tag accuracy", "span_f1": "span F1", "squad_f1": "F1",
+                "ndcg@10": "NDCG@10"}
+CONTROL_STYLE = {"majority": dict(color="0.25", ls=":", lw=1.2), "random": dict(color="0.5", ls="--", lw=1.2)}
+CONTROL_LABELS = {"majority": "majority class", "random": "random init"}
+# Fig. 10's FLOPs, in a caption: the paper's sizes (Table 1's shapes) and ours (each run folder's parameter counts).
+FLOPS_RULES = {
+    "App. F": "Hoffmann et al. (2022, App. F) on the size's shapes (Table 1), adapted to GQA and SwiGLU: 3 x forward, "
+              "attention scores at full context, embeddings and softmax counted; an MLM step computes output logits "
+              "only at its masked positions (the mask ratio of its tokens), a CLM step at all of them",
+    "6N": "6 x tokens x (V d + body + f V d): the input embedding, the body's parameters (norms included) and the "
+          "output layer on a fraction f of the tokens (the mask ratio for MLM steps, 1 for CLM steps), with the counts "
+          "of the run folder's meta.json and its config.yaml's tokens a step; App. F without its attention-score and "
+          "softmax terms, which need the layer count (a few percent at a 64-token context)",
+}
 
 
 # ----------------------------------------------------------------------------------------------- plumbing
 
 
 def _label(source: str, scale: str, paper_tables: str = "") -> str:
+    """Whose numbers a figure draws, for its title."""
     if source == "paper":
-        return f"paper, {paper_tables}" if paper_tables else "paper"
-    return SOURCE_LABELS.get(source, source) + (f", {scale}" if source == "ours" else "")
+        return f"the paper's {paper_tables}, redrawn" if paper_tables else "the paper's numbers, redrawn"
+    return f"ours, scale {scale}" if source == "ours" else SOURCE_LABELS.get(source, source)
+
+
+def with_metrics(df: pd.DataFrame, metrics: dict) -> pd.DataFrame:
+    """Add ``metric`` (axis labels) to our rows of scores or runs: ``metrics`` maps (scale, task group, dataset) to the
+    metric its results.json files name (``notebooks.read_metrics``); a group average gets its datasets' metric(s).
+    Other rows get none: a panel of them is labelled with the paper's metric (``results.METRICS``)."""
+    def name(source, scale, group, dataset):
+        names = [METRIC_NAMES.get(m, m) for (s, g, d), m in metrics.items()
+                 if source == "ours" and (s, g) == (scale, group) and dataset in (d, R.AVG)]
+        return " / ".join(dict.fromkeys(names)) or None
+    return df.assign(metric=[name(*k) for k in zip(df["source"], df["scale"], df["task_group"], df["dataset"])])
+
+
+def _metric(rows: pd.DataFrame, group: str) -> str:
+    """The metric of a panel's rows: theirs (``with_metrics``), else the paper's for the paper's scale, else "score"."""
+    if "metric" in rows and rows["metric"].notna().any():
+        return " / ".join(dict.fromkeys(rows["metric"].dropna()))
+    return R.METRICS.get(group, "score") if (rows["scale"] == "paper").all() else "score"
 
 
 def _by_source(df: pd.DataFrame):
@@ -78,25 +113,61 @@ def _finish(fig: Figure, axes: list, title: str, legend_title: str | None) -> No
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    if handles:
-        fig.legend(list(handles.values()), list(handles), title=legend_title, loc="outside lower center",
-                   ncol=len(handles))
+    labels = sorted(handles, key=lambda lab: lab.startswith(tuple(CONTROL_LABELS.values())))  # controls last
+    if labels:
+        fig.legend([handles[lab] for lab in labels], labels, title=legend_title, loc="outside lower center",
+                   ncol=len(labels))
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize="medium")
 
 
 def _group_grid(df: pd.DataFrame, draw, title: str, xlabel: str, legend_title: str | None, ylabel: str = "",
-                groups=R.GROUPS) -> Figure:
-    """One panel per task group present; ``draw(ax, rows)`` draws a panel."""
+                groups=R.GROUPS, controls: pd.DataFrame | None = None, reference=None) -> Figure:
+    """One panel per task group present; ``draw(ax, rows)`` draws a panel (and may relabel its axes), then
+    ``reference(ax, controls, rows)`` the controls of the drawn models, if ``controls`` are given."""
     groups = [g for g in groups if g in set(df["task_group"])]
     with matplotlib.rc_context(STYLE):
         fig, axes = _panels(len(groups))
         for ax, group in zip(axes, groups):
-            draw(ax, df[df["task_group"] == group])
+            rows = df[df["task_group"] == group]
             ax.set_title(group)
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(ylabel or f"{R.METRICS.get(group, 'score')}")
+            ax.set_ylabel(f"{ylabel} {_metric(rows, group)}".strip() if ylabel else _metric(rows, group))
+            draw(ax, rows)
+            if controls is not None:
+                (reference or _reference)(ax, _controls_of(controls, rows), rows)
         _finish(fig, axes, title, legend_title)
     return fig
+
+
+def _controls_of(controls: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The controls (``evidence.controls``) of the models drawn in ``rows``: same source, scale, sizes, task group and
+    dataset (``Avg`` for a group-average panel)."""
+    keys = rows[["source", "scale", "size", "task_group", "dataset"]].drop_duplicates()
+    return controls.merge(keys, on=list(keys.columns))
+
+
+def _reference(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None = None, xpos: dict | None = None) -> None:
+    """The controls as horizontal lines: the majority class (dotted) and each size's random-init model (dashed, band =
+    its 95% half-width); in the sizes' ``colors`` when several share the panel, or as a short segment at each size's
+    position on an x axis of sizes (``xpos``)."""
+    majority = ctl["majority"].dropna() if "majority" in ctl else ()
+    if len(majority):
+        ax.axhline(float(majority.iloc[0]), **CONTROL_STYLE["majority"], label=CONTROL_LABELS["majority"], zorder=1)
+    random = ctl.dropna(subset=["random"]) if "random" in ctl else ctl.iloc[0:0]
+    sizes = R.ordered_sizes(random["size"])
+    for size in sizes:
+        r = random[random["size"] == size].iloc[0]
+        style = dict(CONTROL_STYLE["random"], color=(colors or {}).get(size, CONTROL_STYLE["random"]["color"]))
+        label = CONTROL_LABELS["random"] + (f", {size}" if colors and len(sizes) > 1 else "")
+        ci = 0.0 if pd.isna(r.get("random_ci")) else float(r["random_ci"])
+        if xpos:
+            x = xpos[size]
+            ax.hlines(r["random"], x - 0.3, x + 0.3, **style, label=label, zorder=1)
+            ax.fill_between([x - 0.3, x + 0.3], r["random"] - ci, r["random"] + ci, color=style["color"], alpha=0.12,
+                            lw=0)
+        else:
+            ax.axhline(r["random"], **style, label=label, zorder=1)
+            ax.axhspan(r["random"] - ci, r["random"] + ci, color=style["color"], alpha=0.12, lw=0)
 
 
 def _lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = False, xpos: dict | None = None,
@@ -153,13 +224,16 @@ def _obj(df: pd.DataFrame) -> pd.Series:
 
 
 def _draw(df: pd.DataFrame, out_dir, name: str, title: str, draw, xlabel: str, legend: str, *, tables: str = "",
-          ylabel: str = "", per_size: bool = False) -> list[Path]:
-    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths."""
+          ylabel: str = "", per_size: bool = False, controls: pd.DataFrame | None = None, reference=None) -> list[Path]:
+    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths. With
+    ``controls`` (``evidence.controls``), each panel also shows its models' controls (``reference``, default
+    ``_reference``)."""
     paths = []
     for source, scale, part in _by_source(df):
         for size, rows in _by_size(part) if per_size else [("", part)]:
             what = f"{title}, {size}" if size else title
-            fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel)
+            fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel,
+                              controls=controls, reference=reference)
             file = f"{name}_{size}" if size and part["size"].nunique() > 1 else name
             paths.append(_save(fig, out_dir, source, scale, file))
     return paths
@@ -173,27 +247,38 @@ def _steps_axis(ax) -> None:
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))
 
 
-def fig2(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def _palettes(view: pd.DataFrame, name: str, levels) -> dict:
+    """Per source and scale, colors for ``levels(part)``: one figure's colors never depend on another's data."""
+    return {key: _palette(name, levels(part)) for key, part in view.groupby(["source", "scale"])}
+
+
+def _key(d: pd.DataFrame) -> tuple:
+    return d["source"].iloc[0], d["scale"].iloc[0]
+
+
+def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 2: MLM-40% vs CLM, task-group averages, against model size."""
     v = R.group_averages(R.scaling_view(scores))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
                  lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
                                       xpos=_positions(d["size"], R.size_key)),
-                 "model size", "objective", tables="Tables 2-5")
+                 "model size", "objective", tables="Tables 2-5", controls=controls,
+                 reference=lambda ax, c, d: _reference(ax, c, d, xpos=_positions(d["size"], R.size_key)))
 
 
-def fig3(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
     v = R.group_averages(R.scaling_view(scores))
     v = v[v["objective"] == "mlm"]
-    colors = {src: _palette("crest", R.ordered_sizes(part["size"])) for src, part in v.groupby("source")}
+    colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
-                 lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors[d["source"].iloc[0]]),
-                 "masking ratio (%)", "model size", tables="Tables 2-5")
+                 lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors[_key(d)]),
+                 "masking ratio (%)", "model size", tables="Tables 2-5", controls=controls,
+                 reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
-def fig4(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
     v = R.group_averages(R.data_efficiency_view(scores)).assign(Objective=_obj)
 
@@ -201,7 +286,7 @@ def fig4(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         _lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
         _steps_axis(ax)
     return _draw(v, out_dir, "fig04_data_efficiency", "Fig. 4: downstream performance during pretraining", draw,
-                 "pretraining step", "objective", tables="Tables 6-9", per_size=True)
+                 "pretraining step", "objective", tables="Tables 6-9", per_size=True, controls=controls)
 
 
 def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
@@ -210,83 +295,131 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[P
     return _draw(c.assign(Objective=_obj(c)), out_dir, "fig05_lr_sensitivity",
                  f"Fig. 5: fine-tuning learning-rate sensitivity ({split} scores)",
                  lambda ax, d: _spread(ax, d, "Objective", OBJECTIVE_COLORS), "", "objective",
-                 ylabel="centered score", per_size=True)
+                 ylabel="centered", per_size=True)
 
 
-def fig6(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
     v = R.group_averages(R.biphasic_view(scores))
-    v = v[v["size"] == v["source"].map(_main_sizes(v))].assign(Budget=lambda d: d["budget"].map(R.step_label))
-    colors = {src: _palette("flare", [R.step_label(b) for b in sorted(part["budget"].unique())])
-              for src, part in v.groupby("source")}  # per source: one source's figure never depends on another's
+    v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(R.step_label))
+    colors = _palettes(v, "flare", lambda d: [R.step_label(b) for b in sorted(d["budget"].unique())])
     return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits under fixed budgets",
-                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[d["source"].iloc[0]]), "% of steps with CLM",
-                 "budget (steps)", tables="Tables 10-13", per_size=True)
+                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[_key(d)]), "% of steps with CLM",
+                 "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls)
 
 
-def _main_sizes(view: pd.DataFrame) -> dict:
-    """Per source, the size it ran the budget x split grid on: the one with the most two-phase models."""
-    out = {}
-    for source, part in view.groupby("source"):
+def _main_size(view: pd.DataFrame) -> np.ndarray:
+    """Whether a row is of the size its source and scale ran the budget x split grid on: the one with the most
+    two-phase models."""
+    main = {}
+    for key, part in view.groupby(["source", "scale"]):
         counts = part.groupby("size")["model"].nunique()
-        out[source] = sorted(counts.index, key=lambda s: (-counts[s], R.size_key(s)))[0]
-    return out
+        main[key] = min(counts.index, key=lambda s: (-counts[s], R.size_key(s)))
+    return np.array([main[source, scale] == size
+                     for source, scale, size in zip(view["source"], view["scale"], view["size"])], dtype=bool)
 
 
 def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd."""
+    """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
+    the sizes that have CLM+MLM runs (the comparison needs both families)."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
-    return _draw(R.masking_ratio_spread(runs), out_dir, "fig07_masking_robustness",
+    spread = R.masking_ratio_spread(runs)
+    both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
+    return _draw(spread[both.astype(bool)], out_dir, "fig07_masking_robustness",
                  "Fig. 7: sensitivity to the masking ratio", lambda ax, d: _spread(ax, d, "family", colors), "",
-                 "pretraining", ylabel="centered score", per_size=True)
+                 "pretraining", ylabel="centered", per_size=True)
 
 
-def fig8(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
     v = R.group_averages(R.cpt_view(scores))
-    longest = v.groupby("source")["cpt_steps"].transform("max")
+    longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
     v = v.assign(stage=["Base" if c == 0 else f"+{R.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
     return _draw(v, out_dir, "fig08_cpt", "Fig. 8: continued pretraining with MLM",
                  lambda ax, d: _lines(ax, d, "stage", "base", BASE_COLORS, dodge=0.06,
                                       xpos=_positions(d["stage"], lambda s: s != "Base")),
-                 "", "starting point", tables="Tables 14-17")
+                 "", "starting point", tables="Tables 14-17", controls=controls)
 
 
-def fig9(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models."""
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS)
         _steps_axis(ax)
     return _draw(R.group_averages(R.cpt_view(scores)), out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length",
-                 draw, "MLM continued-pretraining steps", "starting point", tables="Tables 14-17")
+                 draw, "MLM continued-pretraining steps", "starting point", tables="Tables 14-17", controls=controls)
 
 
-def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
-    """Fig. 10: Fig. 4 against training FLOPs (counted by results.with_flops), for sizes of known architecture."""
-    v = R.with_flops(R.group_averages(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
+def run_parameters(runs_dir: str | Path) -> dict:
+    """Per model size of a scale's runs (``results/runs/<scale>/``), what Fig. 10 counts our FLOPs from (the "6N"
+    rule of ``FLOPS_RULES``): the parameter counts of a run's meta.json (``embeddings``, ``body``) and the tokens a
+    step of its config.yaml (``batch_size`` x ``data.seq_len``). Sizes without both files are left out."""
+    import yaml
+
+    out = {}
+    for meta in sorted(Path(runs_dir).glob("*/meta.json")):
+        config = meta.parent / "config.yaml"
+        try:
+            size = R.parse_model_id(meta.parent.name)["size"]
+        except ValueError:
+            continue
+        if size in out or not config.is_file():
+            continue
+        counts, cfg = json.loads(meta.read_text()).get("parameters") or {}, yaml.safe_load(config.read_text())
+        if {"embeddings", "body"} <= set(counts):
+            out[size] = {"embeddings": counts["embeddings"], "body": counts["body"],
+                         "tokens_per_step": cfg["batch_size"] * cfg["data"]["seq_len"]}
+    return out
+
+
+def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:
+    """Add ``flops`` (training FLOPs of each checkpoint) and ``flops_rule`` (a key of ``FLOPS_RULES``) for the sizes
+    in ``architecture``: Table 1's shapes (``results.architecture``) by App. F (``results.with_flops``), parameter
+    counts (``run_parameters``) by 6N."""
+    shapes = {s: a for s, a in architecture.items() if "layers" in a}
+    counts = {s: a for s, a in architecture.items() if "layers" not in a}
+    df = view[view["size"].isin(list(counts))]
+
+    def six_n(r) -> float:
+        a, f = counts[r.size], float(r.mask_ratio) / 100 if pd.notna(r.mask_ratio) else 1.0
+        per_token = [a["embeddings"] + a["body"] + share * a["embeddings"] for share in (1.0, f)]  # CLM, MLM steps
+        return 6 * a["tokens_per_step"] * (r.clm_steps * per_token[0] + r.mlm_steps * per_token[1])
+
+    ours = df.assign(flops=[six_n(r) for r in df.itertuples()], flops_rule="6N")
+    return pd.concat([R.with_flops(view, shapes).assign(flops_rule="App. F"), ours], ignore_index=True)
+
+
+def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
+          controls: pd.DataFrame | None = None) -> list[Path]:
+    """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
+    x axis names the rule (``FLOPS_RULES``)."""
+    v = with_flops(R.group_averages(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
 
     def draw(ax, d):
-        _lines(ax, d, "flops", "Objective", OBJECTIVE_COLORS, band=True)
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+        exp = int(np.floor(np.log10(d["flops"].max())))
+        _lines(ax, d.assign(flops=d["flops"] / 10**exp), "flops", "Objective", OBJECTIVE_COLORS, band=True)
+        ax.set_xlabel(f"training FLOPs (x 1e{exp}, {d['flops_rule'].iloc[0]} rule)")
     return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: downstream performance against training FLOPs",
-                 draw, "training FLOPs", "objective", tables="Tables 6-9", per_size=True)
+                 draw, "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls)
 
 
-def fig11(scores: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
     v = R.group_averages(R.biphasic_view(scores))
-    v = v[v["size"] != v["source"].map(_main_sizes(v))]
-    v = v[v["budget"] == v.groupby(["source", "size"])["budget"].transform("max")]
-    v = v.merge(v[v["clm_share"].between(1, 99)][["source", "size"]].drop_duplicates())  # sizes with a split
-    colors = {src: _palette("crest", R.ordered_sizes(part["size"])) for src, part in v.groupby("source")}
+    v = v[~_main_size(v)]
+    v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
+    v = v.merge(v[v["clm_share"].between(1, 99)][["source", "scale", "size"]].drop_duplicates())  # sizes with a split
+    colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig11_biphasic_sizes", "Fig. 11: CLM-then-MLM at other model sizes",
-                 lambda ax, d: _lines(ax, d, "clm_share", "size", colors[d["source"].iloc[0]]),
-                 "% of steps with CLM", "model size")
+                 lambda ax, d: _lines(ax, d, "clm_share", "size", colors[_key(d)]),
+                 "% of steps with CLM", "model size", controls=controls,
+                 reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
 def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> list[Path]:
-    """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue)."""
+    """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
+    follows its run's lineage (``results.cpt_loss_curves``)."""
     curves = R.cpt_loss_curves(logs)
     paths = []
     for size, part in _by_size(curves):

@@ -8,6 +8,7 @@ absolute paths) is stripped afterwards, so a re-run on unchanged results leaves 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -22,9 +23,12 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .results import Results
 
 NOTEBOOKS = ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
+SCALE_ORDER = ("tiny", "mini", "small", "paper")  # smallest first; another scale after them, by name
 
 
 def repo_root(start: str | Path | None = None) -> Path:
@@ -38,14 +42,63 @@ def repo_root(start: str | Path | None = None) -> Path:
 
 @dataclass
 class Context:
-    """What a notebook works with: resolved folders and the loaded results."""
+    """What a notebook works with: resolved folders, our scales, the loaded results (the paper's, ours at each scale,
+    with ``metric`` names) and the controls of our models (``evidence.controls``)."""
 
     root: Path
     results: Path
     figures: Path
     tables: Path
-    scale: str
+    scales: list[str]
     data: Results
+    controls: pd.DataFrame
+
+    def architecture(self) -> dict:
+        """Per size, what Fig. 10 counts FLOPs from: Table 1's shapes for the paper's sizes, else our runs' parameter
+        counts (``figures.run_parameters``)."""
+        from . import figures, results
+
+        ours = {k: v for scale in self.scales for k, v in figures.run_parameters(self.results / "runs" / scale).items()}
+        return {**ours, **results.architecture(self.results / "paper")}
+
+    def verdicts(self, claims, **kwargs) -> pd.DataFrame:
+        """``claims.verdicts`` at each scale apart (the paper's scale: the paper and EncodEval; then each of ours),
+        one table with a ``scale`` column."""
+        import pandas as pd
+
+        from . import claims as C
+
+        runs, parts = self.data.runs, []
+        for scale, scores in self.data.scores.groupby("scale", sort=False):
+            part = C.verdicts(scores, runs[runs["scale"] == scale], claims, **kwargs)
+            part.insert(2, "scale", scale)
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True) if parts else C.verdicts(self.data.scores, runs, claims, **kwargs)
+
+
+def scales_with_results(runs_dir: Path) -> list[str]:
+    """The scales with fine-tuning results under ``runs_dir`` (``results/runs/<scale>/``), smallest first."""
+    found = [d.name for d in Path(runs_dir).glob("*") if d.is_dir() and d.name != "stability"
+             and next(d.glob("*/*/*/*/results.json"), None) is not None]
+    return sorted(found, key=lambda s: (SCALE_ORDER.index(s) if s in SCALE_ORDER else len(SCALE_ORDER), s))
+
+
+def read_metrics(runs_dir: Path) -> dict:
+    """{(task group, dataset): metric} as a run tree's results.json files name it (``test.metric``, else
+    ``meta.metric``), one file read per dataset; datasets whose files name none are left out."""
+    from .results import DATASETS
+
+    out, seen = {}, set()
+    for folder in sorted(Path(runs_dir).glob("*/*/*")):  # <model>/<group>/<dataset>
+        key = (folder.parent.name, DATASETS.get(folder.name, folder.name))
+        if key in seen or not folder.is_dir() or (path := next(folder.glob("*/results.json"), None)) is None:
+            continue
+        seen.add(key)
+        doc = json.loads(path.read_text())
+        metric = (doc.get("test") or {}).get("metric") or (doc.get("meta") or {}).get("metric")
+        if metric:
+            out[key] = metric
+    return out
 
 
 def _resolve(root: Path, path: str | Path | None) -> Path | None:
@@ -60,44 +113,63 @@ def _shown(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def setup(root: Path, *, results_dir: str, sources, scale: str, figures_dir: str, tables_dir: str,
+def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str, tables_dir: str,
           encodeval_dir: str | None = None, run_study: bool = False, study: str | None = None,
           sample_csv: str | None = None) -> Context:
-    """Quiet warnings, set display options, say what is (and is not) there, and load the results. With
-    `run_study`, first train and fine-tune what the notebook's `study` still misses at `scale` (`mlmclm study run`)."""
+    """Quiet warnings, set display options, say what is (and is not) there, and load the results: the paper's and
+    other sources', and ours at each of `scales` (None: every scale with results under `results_dir`/runs/). With
+    `run_study`, first train and fine-tune what the notebook's `study` still misses at each of `scales`
+    (`mlmclm study run`)."""
     import pandas as pd
 
-    from . import results
+    from . import evidence, figures, results
 
     warnings.filterwarnings("ignore")
     pd.set_option("display.max_colwidth", None)
     pd.set_option("display.max_columns", None)
     pd.set_option("display.width", 200)
     res_dir = _resolve(root, results_dir)
+    if isinstance(scales, str):
+        scales = [scales]
     if run_study:  # the study runner trains models: it runs in its own process, so analysis never imports torch
         import subprocess
 
-        if study is None:
-            raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling'))")
-        cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
-               str(res_dir / "runs")]
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
-            for line in proc.stdout:  # the runner's report, into the notebook as it comes
-                print(line, end="", flush=True)
-        if proc.returncode:
-            raise RuntimeError(f"`{' '.join(cmd[1:])}` failed with exit status {proc.returncode} (its output is above)")
-    runs_dir = res_dir / "runs" / scale
+        if study is None or not scales:
+            raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling')) and scales")
+        for scale in scales:
+            cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
+                   str(res_dir / "runs")]
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
+                for line in proc.stdout:  # the runner's report, into the notebook as it comes
+                    print(line, end="", flush=True)
+            if proc.returncode:
+                raise RuntimeError(f"`{' '.join(cmd[1:])}` failed with exit status {proc.returncode} "
+                                   "(its output is above)")
+    ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
     encodeval = _resolve(root, encodeval_dir)
-    if "ours" in sources and not runs_dir.is_dir():
-        print(f"This repository's runs: none at {_shown(root, runs_dir)}/ yet, so only other sources are shown.")
+    if "ours" in sources:
+        missing = [s for s in ours if not (res_dir / "runs" / s).is_dir()]
+        ours = [s for s in ours if s not in missing]
+        for scale in missing:
+            print(f"This repository's runs: none at {_shown(root, res_dir / 'runs' / scale)}/ yet.")
+        print(f"This repository's runs: scale {', '.join(ours)}." if ours else
+              f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
+              "shown.")
+    else:
+        ours = []
     if "encodeval" in sources and encodeval is None:
         print("EncodEval per-run results: not given "
               "(set encodeval_dir to a folder of the authors' results.json files).")
-    data = results.load(res_dir, sources=sources, scale=scale, encodeval_dir=encodeval,
-                        sample_csv=_resolve(root, sample_csv))
+    first = results.load(res_dir, sources=[s for s in sources if s != "ours" or ours], scale=ours[0] if ours else "",
+                         encodeval_dir=encodeval, sample_csv=_resolve(root, sample_csv))
+    parts = [first, *(results.load(res_dir, sources=["ours"], scale=s) for s in ours[1:])]
+    metrics = {(scale, *key): m for scale in ours for key, m in read_metrics(res_dir / "runs" / scale).items()}
+    data = dataclasses.replace(
+        first, scores=figures.with_metrics(pd.concat([p.scores for p in parts], ignore_index=True), metrics),
+        runs=figures.with_metrics(pd.concat([p.runs for p in parts], ignore_index=True), metrics))
     return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
-                   scale=scale, data=data)
+                   scales=ours, data=data, controls=evidence.controls(data.scores, data.runs))
 
 
 def _strip_volatile(path: Path) -> None:
@@ -155,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"which to run (default: all of {', '.join(NOTEBOOKS)})")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at a time (default: 2)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                        help="override a parameter of the notebooks' parameters cell, e.g. -p scale small")
+                        help="override a parameter of the notebooks' parameters cell, e.g. -p scales '[small]'")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.notebooks) - set(NOTEBOOKS))
     if unknown:

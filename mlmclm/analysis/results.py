@@ -8,8 +8,11 @@ Two levels of data, both pandas DataFrames with a ``source`` column:
   ``test`` scores in points.
 
 ``aggregate`` turns runs into scores with the paper's rule (results/README.md, "Aggregation (runs -> scores)"): for
-each seed, the learning rate with the best validation score; the mean test score over seeds; +- 1.96 x s / sqrt(n),
-s the sample standard deviation. No torch import here: this module must stay cheap to import.
+each seed, the learning rate with the best validation score; the mean test score over seeds; +- t x s / sqrt(n), s the
+sample standard deviation and t Student's 97.5% quantile with n - 1 degrees of freedom (the paper's 1.96 for runs at
+the paper's scale, EncodEval's, so that they reproduce its printed ±). Scores come from each scale's default grid only
+(``grid == "default"``; a stability grid is its own comparison). No torch import here: this module must stay cheap to
+import.
 """
 
 from __future__ import annotations
@@ -38,19 +41,25 @@ DATASETS = {
 PAPER_DATASETS = {g: frozenset(list(DATASETS.values())[3 * i:3 * i + 3]) for i, g in enumerate(GROUPS)}
 AVG = "Avg"
 Z95 = 1.96
+# Student's t, 97.5% quantile, for 1 .. 30 degrees of freedom (beyond: the Cornish-Fisher series in `t95`)
+T95 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788, 2.1604,
+       2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518,
+       2.0484, 2.0452, 2.0423)
 STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in [1e-5, 1e-4]
 
-ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate"]
-SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n"]
-RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "lr", "seed", "validation", "test",
-               "test_i", "path"]
+ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate",
+              "pretrain_seed"]
+SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
+RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
+               "test", "majority", "test_i", "path"]
+GRIDS = ("default", "stability")
 
 
 # ----------------------------------------------------------------------------------------------- model ids
 
 _MODEL_ID = re.compile(
     r"^(?P<size>[a-z0-9][a-z0-9-]*?)-(?P<obj>clm|mlm(?P<ratio1>\d+))-(?P<dec>dec)?(?P<steps1>\d+k?)"
-    r"(?:-mlm(?P<ratio2>\d+)-(?P<total>\d+k?))?(?:-(?P<ckpt>\d+))?$"
+    r"(?:-mlm(?P<ratio2>\d+)-(?P<total>\d+k?))?(?:-p(?P<pseed>\d+))?(?:-(?P<ckpt>\d+))?$"
 )
 
 
@@ -67,18 +76,24 @@ def parse_model_id(model: str) -> dict:
 
     ``{size}-{clm|mlmR}-{steps}``, ``{size}-clm-{k1}-mlmR-{total}`` (two phases from scratch),
     ``{size}-{clm|mlmR}-dec{steps}-mlmR-{total}`` (MLM continued pretraining from a decayed checkpoint), each with an
-    optional ``-{step}`` suffix for an intermediate checkpoint. ``steps`` is what the evaluated checkpoint was trained
-    for; ``clm_steps + mlm_steps == steps``; ``cpt_steps`` counts the continued-pretraining part;
-    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present).
+    optional ``-p{N}`` (pretraining seed N, ``pretrain_seed``; 0 when absent) and an optional ``-{step}`` suffix for an
+    intermediate checkpoint. ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps ==
+    steps``; ``cpt_steps`` counts the continued-pretraining part; ``objective`` is ``clm``, ``mlm`` or ``clm+mlm``
+    (both phases present), or ``random`` for a run's step-0 checkpoint (its initial weights: the random-init control
+    of its size, which stands for every objective since fine-tuning is always bidirectional).
     """
     m = _MODEL_ID.match(model)
     if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
         raise ResultFileError(f"model id {model!r} does not follow "
-                         "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-{step}]")
+                         "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-p{N}][-{step}]")
     first = _steps(m["steps1"])
     total = _steps(m["total"]) if m["total"] else first
     if total < first:
         raise ResultFileError(f"model id {model!r}: total {total} steps is less than its first phase ({first})")
+    pretrain_seed = int(m["pseed"]) if m["pseed"] else 0
+    if m["ckpt"] is not None and int(m["ckpt"]) == 0 and not m["dec"]:
+        return {"size": _size_label(m["size"]), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
+                "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": pretrain_seed}
     steps = int(m["ckpt"]) if m["ckpt"] else total
     clm = min(first, steps) if m["obj"] == "clm" else 0
     mlm = steps - clm
@@ -92,6 +107,7 @@ def parse_model_id(model: str) -> dict:
         "mlm_steps": mlm,
         "cpt_steps": steps - first if m["dec"] else 0,
         "intermediate": m["ckpt"] is not None,
+        "pretrain_seed": pretrain_seed,
     }
 
 
@@ -105,7 +121,7 @@ def _with_attributes(df: pd.DataFrame) -> pd.DataFrame:
         except ValueError:
             rows.append({"model": model})
     attrs = pd.DataFrame(rows, columns=["model", *ATTRIBUTES])
-    for col in ("mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps"):
+    for col in ("mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "pretrain_seed"):
         attrs[col] = attrs[col].astype("Int64")
     attrs["intermediate"] = attrs["intermediate"].astype("boolean")
     return df.drop(columns=[c for c in ATTRIBUTES if c in df], errors="ignore").merge(attrs, on="model", how="left")
@@ -158,7 +174,7 @@ def load_paper(paper_dir: str | Path) -> pd.DataFrame:
         raise ResultFileError(f"{paper_dir}: no table02.csv ... table17.csv")
     df = pd.concat(frames, ignore_index=True)
     df = _with_attributes(df[["table", "model", "task_group", "dataset", "score", "ci"]])
-    df["source"], df["scale"], df["n"] = "paper", "paper", pd.NA
+    df["source"], df["scale"], df["n"], df["flag"] = "paper", "paper", pd.NA, ""
     return df[["table", *SCORE_COLUMNS]]
 
 
@@ -190,6 +206,13 @@ _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)
 def read_result(path: str | Path, instances: bool = False):
     """(validation, test) scores of one ``results.json``, in points (and, with ``instances``, the test split's
     per-instance scores ``scores_i`` as an array, None when absent); ResultFileError names the file and the fault."""
+    validation, test, test_i, _ = _read(path)
+    return (validation, test, test_i) if instances else (validation, test)
+
+
+def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float]:
+    """Validation and test scores (points), the test split's per-instance scores and the majority-class baseline's
+    test score (``baselines.majority.test``, points; NaN when absent) of one ``results.json``."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -212,19 +235,25 @@ def read_result(path: str | Path, instances: bool = False):
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
         scores.append(100 * float(score))
-    if instances:
-        per = doc["test"].get("scores_i")
-        return scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None
-    return scores[0], scores[1]
+    per = doc["test"].get("scores_i")
+    baselines = doc.get("baselines")
+    majority = baselines.get("majority") if isinstance(baselines, dict) else None
+    majority = majority.get("test") if isinstance(majority, dict) else None
+    if majority is not None and (isinstance(majority, bool) or not isinstance(majority, (int, float))
+                                 or not 0 <= majority <= 1):
+        raise ResultFileError(f"{path}: baselines.majority.test is {majority!r}, expected a number in [0, 1]")
+    return (scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None,
+            math.nan if majority is None else 100 * float(majority))
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
-                  relative_to: str | Path | None = None) -> pd.DataFrame:
+                  relative_to: str | Path | None = None, grid: str = "default") -> pd.DataFrame:
     """Runs from ``<root>/<model>/<group>/<dataset>/[<train set>_]lr{LR}_sd{seed}/results.json``.
 
     The layout of this repository's ``results/runs/<scale>/`` and of EncodEval's ``results/``. Dataset folders named
     as in EncodEval get the paper's labels (``mnli_m`` -> ``MNLI``); ``paper_datasets_only`` drops the others (EncodEval
     also holds QED runs, which the paper does not use). Paths are kept relative to ``relative_to`` (default: root).
+    ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
     """
     root = Path(root)
     rows = []
@@ -237,11 +266,11 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
-        validation, test, test_i = read_result(path, instances=True)
+        validation, test, test_i, majority = _read(path)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
-                     "test_i": test_i, "path": path.relative_to(relative_to or root).as_posix()})
-    return _runs_frame(rows, source, scale)
+                     "majority": majority, "test_i": test_i, "path": path.relative_to(relative_to or root).as_posix()})
+    return _runs_frame(rows, source, scale, grid)
 
 
 def load_run_csv(path: str | Path, source: str, scale: str = "paper") -> pd.DataFrame:
@@ -262,13 +291,16 @@ def load_run_csv(path: str | Path, source: str, scale: str = "paper") -> pd.Data
     return _runs_frame(rows, source, scale)
 
 
-def _runs_frame(rows: list[dict], source: str, scale: str) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "test_i",
-                                     "path"])
+def _runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default") -> pd.DataFrame:
+    if grid not in GRIDS:
+        raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
+    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
+                                     "test_i", "path"])
     df = _with_attributes(df)
-    df["source"], df["scale"] = source, scale
+    df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
-    df[["lr", "validation", "test"]] = df[["lr", "validation", "test"]].astype("float64")
+    cols = ["lr", "validation", "test", "majority"]
+    df[cols] = df[cols].astype("float64")
     return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
 
 
@@ -277,13 +309,27 @@ def _runs_frame(rows: list[dict], source: str, scale: str) -> pd.DataFrame:
 _KEYS = ["source", "scale", "model", "task_group", "dataset"]
 
 
-def mean_ci(values) -> tuple[float, float, int]:
-    """(mean, 1.96 x s / sqrt(n), n) of the non-missing values; s with ddof 1, the half-width missing when n < 2."""
+def t95(dof: int) -> float:
+    """Student's t 97.5% quantile with ``dof`` degrees of freedom: a table up to 30, then the Cornish-Fisher series
+    (within 2e-4 of the exact value beyond 30, and 1.96 in the limit)."""
+    if dof < 1:
+        return math.nan
+    if dof <= len(T95):
+        return T95[dof - 1]
+    z = Z95
+    return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
+
+
+def mean_ci(values, student: bool = True) -> tuple[float, float, int]:
+    """(mean, 95% half-width, n) of the non-missing values: t95(n - 1) x s / sqrt(n), s with ddof 1 (``student=False``:
+    the paper's 1.96 x s / sqrt(n)); the half-width missing when n < 2."""
     x = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce").dropna(), dtype=float)
     n = len(x)
     if n == 0:
         return math.nan, math.nan, 0
-    return float(x.mean()), (Z95 * float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan), n
+    if n == 1:
+        return float(x.mean()), math.nan, 1
+    return float(x.mean()), (t95(n - 1) if student else Z95) * float(x.std(ddof=1)) / math.sqrt(n), n
 
 
 def select_lr(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
@@ -291,55 +337,85 @@ def select_lr(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
 
     ``per_seed`` (the paper's rule): for each seed, the learning rate with the best validation score of that seed.
     ``seed_average``: one learning rate per model and dataset, the best on the seed-averaged validation score.
-    Ties go to the smaller learning rate.
+    Ties go to the smaller learning rate. Grids (``grid``) are kept apart: a run is chosen within its own grid.
     """
-    runs = runs.dropna(subset=["validation"]).sort_values([*_KEYS, "lr", "seed"], ignore_index=True)
+    keys = [*_KEYS, "grid"] if "grid" in runs else _KEYS
+    runs = runs.dropna(subset=["validation"]).sort_values([*keys, "lr", "seed"], ignore_index=True)
     if rule == "per_seed":
-        return runs.loc[runs.groupby([*_KEYS, "seed"], sort=False)["validation"].idxmax()].reset_index(drop=True)
+        return runs.loc[runs.groupby([*keys, "seed"], sort=False)["validation"].idxmax()].reset_index(drop=True)
     if rule == "seed_average":
-        mean_val = runs.groupby([*_KEYS, "lr"], sort=False, as_index=False)["validation"].mean()
-        best = mean_val.loc[mean_val.groupby(_KEYS, sort=False)["validation"].idxmax(), [*_KEYS, "lr"]]
-        return runs.merge(best, on=[*_KEYS, "lr"])
+        mean_val = runs.groupby([*keys, "lr"], sort=False, as_index=False)["validation"].mean()
+        best = mean_val.loc[mean_val.groupby(keys, sort=False)["validation"].idxmax(), [*keys, "lr"]]
+        return runs.merge(best, on=[*keys, "lr"])
     raise ConfigError(f"unknown learning-rate rule {rule!r}: use 'per_seed' or 'seed_average'")
 
 
 def summarize(selected: pd.DataFrame) -> pd.DataFrame:
-    """Scores from selected runs: mean test score over seeds +- the 95% half-width, and group averages.
+    """Scores from selected runs (of one grid): mean test score over seeds +- the 95% half-width, group averages and
+    the ``flag`` of cells with fewer seeds than their neighbours.
 
-    A group average (``dataset == "Avg"``) is the mean of the group's dataset scores (as the paper's printed averages
-    are); its half-width comes from the per-seed group means, over the seeds that have every dataset. A model
-    missing one of the group's datasets gets no average: the paper's three when the source uses the paper's
-    datasets, else every dataset its source has in that group.
+    The half-width is Student's (``mean_ci``), the paper's 1.96 x s / sqrt(n) for runs at the paper's scale. A group
+    average (``dataset == "Avg"``) is the mean of the group's dataset scores (as the paper's printed averages are);
+    its half-width comes from the per-seed group means, over the seeds that have every dataset. A model missing one of
+    the group's datasets gets no average: the paper's three when the source uses the paper's datasets, else every
+    dataset its source has in that group. ``flag`` is "" or, for a cell with fewer seeds than the most any cell of its
+    source, scale, group and dataset has, "n=2 of 4 seeds": the claims leave such cells out (never averaged over
+    fewer seeds silently).
     """
     if selected.empty:
         return pd.DataFrame(columns=SCORE_COLUMNS)
     attrs = selected.drop_duplicates("model").set_index("model")[ATTRIBUTES]
     rows = []
     for key, part in selected.groupby(_KEYS, sort=False):
-        score, ci, n = mean_ci(part["test"])
+        score, ci, n = mean_ci(part["test"], student=key[1] != "paper")
         rows.append({**dict(zip(_KEYS, key)), "score": score, "ci": ci, "n": n})
     scores = pd.DataFrame(rows)
     group_sets = scores.groupby(["source", "task_group"])["dataset"].agg(frozenset)
     for (source, scale, model, group), part in scores.groupby(_KEYS[:4], sort=False):
-        required = group_sets[(source, group)]
-        if required <= PAPER_DATASETS.get(group, frozenset()):
-            required = PAPER_DATASETS[group]
-        if frozenset(part["dataset"]) != required:
+        if frozenset(part["dataset"]) != required_datasets(group_sets[(source, group)], group):
             continue
         runs = selected[(selected["model"] == model) & (selected["task_group"] == group)
                         & (selected["source"] == source)]
         per_seed = runs.pivot_table(index="seed", columns="dataset", values="test").dropna()
-        _, ci, n = mean_ci(per_seed.mean(axis=1))
+        _, ci, n = mean_ci(per_seed.mean(axis=1), student=scale != "paper")
         rows.append({"source": source, "scale": scale, "model": model, "task_group": group, "dataset": AVG,
                      "score": float(part["score"].mean()), "ci": ci, "n": n})
     out = pd.DataFrame(rows).merge(attrs, left_on="model", right_index=True, how="left")
     out["n"] = out["n"].astype("Int64")
+    most = out.groupby(["source", "scale", "task_group", "dataset"])["n"].transform("max")
+    out["flag"] = [f"n={n} of {m} seeds" if n < m else "" for n, m in zip(out["n"], most)]
     return out[SCORE_COLUMNS]
 
 
+def required_datasets(datasets, group: str) -> frozenset:
+    """The datasets a group average needs, given those a source has in the group: the paper's three when they are
+    among the paper's, else all of them."""
+    datasets = frozenset(datasets)
+    return PAPER_DATASETS[group] if datasets <= PAPER_DATASETS.get(group, frozenset()) else datasets
+
+
 def aggregate(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
-    """Runs -> scores with the paper's aggregation (``rule="seed_average"`` for the alternative)."""
-    return summarize(select_lr(runs, rule))
+    """Runs -> scores with the paper's aggregation (``rule="seed_average"`` for the alternative), from the default
+    grid's runs only."""
+    return summarize(select_lr(default_grid(runs), rule))
+
+
+def default_grid(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the default fine-tuning grid (every comparison but the stability study's)."""
+    return runs[runs["grid"] == "default"] if "grid" in runs else runs
+
+
+def stability_grid(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the stability study compares: each source and scale's stability grid where it has one, else its
+    default grid (the ``mini`` scale's stability study reads its default grid)."""
+    if "grid" not in runs:
+        return runs
+    stability = runs["grid"] == "stability"
+    if not stability.any():
+        return runs[runs["grid"] == "default"]
+    has = pd.MultiIndex.from_arrays([runs["source"], runs["scale"]]).isin(
+        set(zip(runs.loc[stability, "source"], runs.loc[stability, "scale"])))
+    return runs[np.where(has, stability, runs["grid"] == "default")]
 
 
 def dedupe(scores: pd.DataFrame) -> pd.DataFrame:
@@ -370,8 +446,10 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
          rule: str = "per_seed") -> Results:
     """The paper's tables, this repository's runs (``results/runs/<scale>/``) and an EncodEval folder, as Results.
 
-    Sources: ``paper`` (results/paper), ``ours`` (results/runs/<scale>, if present), ``encodeval`` (``encodeval_dir``,
-    if given) and ``encodeval-sample`` (``sample_csv``: the authors' per-run sample, if given).
+    Sources: ``paper`` (results/paper), ``ours`` (results/runs/<scale>, if present, and the scale's stability grid
+    results/runs/stability/<scale>, if present, as ``grid == "stability"``), ``encodeval`` (``encodeval_dir``, if
+    given) and ``encodeval-sample`` (``sample_csv``: the authors' per-run sample, if given). Scores are aggregated
+    from the default grids.
     """
     results_dir = Path(results_dir)
     unknown = set(sources) - {"paper", "ours", "encodeval", "encodeval-sample"}
@@ -379,8 +457,10 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
         raise ConfigError(f"unknown source(s) {', '.join(sorted(unknown))}: "
                          "use paper, ours, encodeval, encodeval-sample")
     runs = []
-    if "ours" in sources and (results_dir / "runs" / scale).is_dir():
-        runs.append(load_run_tree(results_dir / "runs" / scale, "ours", scale, relative_to=results_dir.parent))
+    trees = {"default": results_dir / "runs" / scale, "stability": results_dir / "runs" / "stability" / scale}
+    for grid, tree in trees.items():
+        if "ours" in sources and tree.is_dir():
+            runs.append(load_run_tree(tree, "ours", scale, relative_to=results_dir.parent, grid=grid))
     if "encodeval" in sources and encodeval_dir is not None:
         runs.append(load_run_tree(encodeval_dir, "encodeval", "paper", paper_datasets_only=True))
     if "encodeval-sample" in sources and sample_csv is not None:
@@ -402,28 +482,39 @@ def _parsed(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(intermediate=df["intermediate"].astype(bool))
 
 
-def _final(df: pd.DataFrame) -> pd.DataFrame:
-    """Single-objective base models at their source's full budget (no intermediate checkpoint, no CPT)."""
+def _studied(df: pd.DataFrame, every_seed: bool = False) -> pd.DataFrame:
+    """What the study views compare: parsed rows without the random-init controls, of pretraining seed 0 only unless
+    ``every_seed``."""
     df = _parsed(df)
+    keep = df["objective"] != "random"
+    return df[keep if every_seed else keep & (df["pretrain_seed"] == 0).fillna(False)]
+
+
+def _final(df: pd.DataFrame, every_seed: bool = False) -> pd.DataFrame:
+    """Single-objective base models at their source's full budget (no intermediate checkpoint, no CPT); pretraining
+    seed 0 only, unless ``every_seed``."""
+    df = _studied(df, every_seed)
     base = df[~df["intermediate"] & (df["cpt_steps"] == 0) & df["objective"].isin(["clm", "mlm"])]
     full = base.groupby(["source", "size"])["steps"].transform("max")
     return base[base["steps"] == full]
 
 
-def _mlm40_or_clm(df: pd.DataFrame) -> pd.Series:
+def is_clm_or_mlm40(df: pd.DataFrame) -> pd.Series:
+    """Whether each row is a CLM or an MLM-40% model (two-phase models included: CLM then MLM-40%)."""
     return ((df["objective"] == "clm") | (df["mask_ratio"] == 40)).fillna(False).astype(bool)
 
 
-def scaling_view(scores: pd.DataFrame) -> pd.DataFrame:
-    """Tables 2-5, Fig. 2-3: CLM and MLM (every masking ratio) at the full budget, for every size."""
-    return _final(scores).reset_index(drop=True)
+def scaling_view(scores: pd.DataFrame, every_seed: bool = False) -> pd.DataFrame:
+    """Tables 2-5, Fig. 2-3: CLM and MLM (every masking ratio) at the full budget, for every size (pretraining seed 0;
+    ``every_seed``: the other pretraining seeds' runs too)."""
+    return _final(scores, every_seed).reset_index(drop=True)
 
 
 def data_efficiency_view(scores: pd.DataFrame) -> pd.DataFrame:
     """Tables 6-9, Fig. 4 and 10: intermediate checkpoints of the CLM and MLM-40% runs."""
-    scores = _parsed(scores)
+    scores = _studied(scores)
     df = scores[scores["intermediate"] & scores["objective"].isin(["clm", "mlm"])]
-    return df[_mlm40_or_clm(df)].reset_index(drop=True)
+    return df[is_clm_or_mlm40(df)].reset_index(drop=True)
 
 
 def biphasic_view(scores: pd.DataFrame) -> pd.DataFrame:
@@ -433,9 +524,9 @@ def biphasic_view(scores: pd.DataFrame) -> pd.DataFrame:
     paper's 22K and 42K splits round, e.g. 5K+17K is "25%"). Runs whose share is not near a quarter (the
     masking-ratio runs, 40K CLM + 2K MLM) are left out.
     """
-    scores = _parsed(scores)
+    scores = _studied(scores)
     df = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)]
-    df = df[_mlm40_or_clm(df)]
+    df = df[is_clm_or_mlm40(df)]
     two_phase = df[df["objective"] == "clm+mlm"][["source", "size"]].drop_duplicates()
     df = df.merge(two_phase, on=["source", "size"])
     share = df["clm_steps"].astype(float) / df["steps"].astype(float)
@@ -451,13 +542,13 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
 
     Adds ``base`` (``CLM`` or ``MLM``, the objective of the decayed starting point).
     """
-    scores = _parsed(scores)
+    scores = _studied(scores)
     cpt = scores[scores["cpt_steps"] > 0]
     starts = (cpt["steps"] - cpt["cpt_steps"]).rename("steps")
     keys = pd.concat([cpt[["source", "size"]], starts], axis=1).drop_duplicates()
     bases = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)
                    & scores["objective"].isin(["clm", "mlm"])]
-    bases = bases[_mlm40_or_clm(bases)].merge(keys, on=["source", "size", "steps"])
+    bases = bases[is_clm_or_mlm40(bases)].merge(keys, on=["source", "size", "steps"])
     df = pd.concat([bases, cpt], ignore_index=True)
     return df.assign(base=np.where(df["clm_steps"] > 0, "CLM", "MLM"))
 
@@ -466,13 +557,13 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     """Fig. 5: each run's score minus its model's mean over seeds and learning rates in ``lr_range``.
 
     Only CLM and MLM-40% base models at the full budget. ``lr_range`` applies to the paper's grid (sources at the
-    ``paper`` scale); a scale of this repository spreads over its own stability grid. Learning rates are those every
-    model of the same source, size and dataset has (so that a model is not judged on learning rates another lacks),
-    and only where there are at least two of them.
+    ``paper`` scale); a scale of this repository spreads over its own stability grid (``stability_grid``: its default
+    grid where it has none). Learning rates are those every model of the same source, size and dataset has (so that a
+    model is not judged on learning rates another lacks), and only where there are at least two of them.
     """
-    models = _final(runs)
+    models = _final(stability_grid(runs))
     in_range = models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001) | (models["scale"] != "paper")
-    df = models[_mlm40_or_clm(models) & in_range]
+    df = models[is_clm_or_mlm40(models) & in_range]
     df = df.dropna(subset=[split])
     keys = ["source", "scale", "size", "task_group", "dataset"]
     if df.empty:
@@ -490,7 +581,7 @@ def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str 
     MLM-only: full-budget MLM runs at every ratio. CLM+MLM: for each ratio, the two-phase run with the longest CLM
     phase (the paper's 40K CLM + 2K MLM). ``centered`` is the score minus the family's mean over ratios and seeds.
     """
-    sel = _parsed(select_lr(runs, rule))
+    sel = _studied(select_lr(default_grid(runs), rule))
     sel = sel[~sel["intermediate"] & (sel["cpt_steps"] == 0) & sel["mask_ratio"].notna()]
     mlm = _final(sel)
     mlm = mlm[mlm["objective"] == "mlm"].assign(family="MLM")
@@ -541,33 +632,71 @@ def with_flops(view: pd.DataFrame, arch: dict) -> pd.DataFrame:
 
 
 def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
-    """Loss curves: ``<runs_dir>/<run_id>/pretrain.csv`` (columns ``step`` and ``loss`` at least), one frame."""
+    """Loss curves: ``<runs_dir>/<run_id>/pretrain.csv`` (columns ``step`` and ``loss`` at least), one frame.
+
+    With where each run started, from its ``config.yaml`` (``init``): ``parent`` (the run whose checkpoint it starts
+    from; missing for a run from scratch or without a config), ``parent_step`` (that checkpoint's step) and
+    ``resumed`` (it took over the parent's optimizer and step count, so its log's steps continue the parent's).
+    """
+    import yaml
+
     frames = []
     for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
         log = pd.read_csv(path)
         missing = {"step", "loss"} - set(log.columns)
         if missing:
             raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-        frames.append(log[["step", "loss"]].assign(model=path.parent.name))
+        config = path.parent / "config.yaml"
+        init = (yaml.safe_load(config.read_text()) or {}).get("init") or {} if config.is_file() else {}
+        start = {"parent": None, "parent_step": None, "resumed": False}
+        if init.get("kind") == "run":
+            start = {"parent": Path(init["path"]).name, "parent_step": init.get("step"),
+                     "resumed": bool(init.get("optimizer"))}
+        frames.append(log[["step", "loss"]].assign(model=path.parent.name, **start))
     if not frames:
-        return pd.DataFrame(columns=["model", "step", "loss", *ATTRIBUTES])
+        return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
     return _with_attributes(pd.concat(frames, ignore_index=True))
 
 
 def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 12: for each CPT run, its base run's curve then its own, on one step axis, with ``base`` and CPT length.
+    """Fig. 12: for each CPT run, its loss on its lineage's step axis, with ``base`` and the CPT length.
 
-    A CPT log whose steps restart from 0 is shifted by the base run's length.
+    The lineage: the run it started from (``parent``, see load_pretrain_logs), that run's parent, and so on back to
+    a run from scratch; the curve is each ancestor's log up to where the next one branched off, then the run's own.
+    A shorter CPT run that continues the longest one's checkpoint so draws the longest run's steps up to there. A run
+    that resumed its parent counts the parent's steps; one with a fresh optimizer counts from 0 at the branch point.
+    Logs without a config: a CPT run's parent is its id's base run at the CPT's start, resumed if its log starts there.
     """
-    rows = []
     logs = _parsed(logs)
-    for model, cpt in logs[logs["cpt_steps"] > 0].groupby("model", sort=False):
-        a = cpt.iloc[0]
-        start = int(a["steps"] - a["cpt_steps"])
-        base_id = model.split("-dec")[0] + "-" + model.split("-dec")[1].split("-")[0]
-        base = logs[(logs["model"] == base_id) & (logs["step"] <= start)]
-        own = cpt.assign(step=cpt["step"] + (start if cpt["step"].min() < start else 0))
-        curve = pd.concat([base[["step", "loss"]], own[["step", "loss"]]], ignore_index=True)
+    first = logs.drop_duplicates("model").set_index("model")
+
+    def parent(model):
+        r = first.loc[model]
+        if pd.notna(r.get("parent")):
+            at = r["parent_step"]
+            if pd.isna(at) and r["parent"] in first.index:  # no step named: the parent's last checkpoint
+                at = logs.loc[logs["model"] == r["parent"], "step"].max()
+            return r["parent"], int(at), bool(r["resumed"])
+        if r["cpt_steps"] > 0:
+            start = int(r["steps"] - r["cpt_steps"])
+            head, tail = model.split("-dec")
+            return f"{head}-{tail.split('-')[0]}", start, bool(logs.loc[logs["model"] == model, "step"].min() >= start)
+        return None, 0, False
+
+    def lineage(model):
+        """(curve, offset): the loss against the lineage's step, and where the run's own step 0 lies on that axis."""
+        own = logs.loc[logs["model"] == model, ["step", "loss"]]
+        up, at, resumed = parent(model)
+        if up is None:
+            return own, 0
+        head, offset = lineage(up) if up in first.index else (own.iloc[0:0], 0)
+        branch = offset + at
+        start = offset if resumed else branch
+        return pd.concat([head[head["step"] <= branch], own.assign(step=own["step"] + start)]), start
+
+    rows = []
+    for model, a in first[first["cpt_steps"] > 0].iterrows():
+        curve = lineage(model)[0].sort_values("step", kind="stable").drop_duplicates("step", keep="last")
         rows.append(curve.assign(model=model, size=a["size"], cpt_steps=int(a["cpt_steps"]),
                                  base="CLM" if a["clm_steps"] > 0 else "MLM"))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(

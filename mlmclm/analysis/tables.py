@@ -56,28 +56,57 @@ def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
     return view.loc[order.sort_values(list(order.columns), kind="stable").index]
 
 
+CONTROL_NAMES = {"majority": "majority class", "random": "random init"}
+
+
 def cell(score: float, ci: float) -> str:
     return f"{score:.2f}" if pd.isna(ci) else f"{score:.2f} (±{ci:.2f})"
 
 
-def study_table(scores: pd.DataFrame, number: int, source: str = "paper") -> pd.DataFrame:
-    """Table ``number`` (2-17) of ``source``'s scores, in the paper's layout; empty if the source lacks the study."""
+def study_table(scores: pd.DataFrame, number: int, source: str = "paper",
+                controls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table ``number`` (2-17) of ``source``'s scores, in the paper's layout; empty if the source lacks the study.
+    With ``controls`` (``evidence.controls``), the table ends with its models' controls: the majority class and each
+    size's random-init model."""
     study, group = TABLES[number]
     view_fn, label_cols = STUDIES[study]
     view = view_fn(scores[(scores["source"] == source) & (scores["task_group"] == group)])
     if view.empty:
         return pd.DataFrame(columns=label_cols)
-    datasets = R.dataset_order(view["dataset"])
+    datasets = [*R.dataset_order(view["dataset"]), R.AVG]
     models = _order(view.drop_duplicates("model"), study)
     cells = view.set_index(["model", "dataset"])
     rows = []
     for r in models.itertuples():
         row = dict(zip(label_cols, _labels(r, study)))
-        for d in [*datasets, R.AVG]:
+        for d in datasets:
             row[d] = cell(*cells.loc[(r.model, d), ["score", "ci"]]) if (r.model, d) in cells.index else ""
         rows.append(row)
-    table = pd.DataFrame(rows)
+    if controls is not None:
+        rows += _control_rows(controls.merge(view[["source", "scale", "size", "task_group"]].drop_duplicates()),
+                              label_cols, datasets)
+    table = pd.DataFrame(rows).fillna("")
     return table.loc[:, (table != "").any()]  # no all-empty column (a source without group averages)
+
+
+def _control_rows(ctl: pd.DataFrame, label_cols: list[str], datasets: list[str]) -> list[dict]:
+    """A table's control rows: the majority class (one row: it does not depend on the model), then the random-init
+    model of each size; rows without a value are left out."""
+    def row(name: str, size: str, part: pd.DataFrame, value: str, ci: str | None = None) -> list[dict]:
+        part = part.drop_duplicates("dataset").set_index("dataset")
+        values = {d: cell(part.at[d, value], part.at[d, ci] if ci else float("nan")) for d in datasets
+                  if d in part.index and pd.notna(part.at[d, value])}
+        if not values:
+            return []
+        labels = [size or "–", name] if label_cols[0] == "Size" else [f"{name}, {size}" if size else name]
+        return [{**dict(zip(label_cols, labels + ["–"] * len(label_cols))), **values}]
+
+    sizes = R.ordered_sizes(ctl["size"])
+    rows = row(CONTROL_NAMES["majority"], "", ctl, "majority")
+    for size in sizes:
+        rows += row(CONTROL_NAMES["random"], size if len(sizes) > 1 or label_cols[0] == "Size" else "",
+                    ctl[ctl["size"] == size], "random", "random_ci")
+    return rows
 
 
 def architecture_table(paper_dir: str | Path) -> pd.DataFrame:
@@ -106,17 +135,19 @@ def write(table: pd.DataFrame, out_dir: str | Path, name: str, caption: str = ""
     return [csv, tex]
 
 
-def show(scores: pd.DataFrame, numbers, tables_dir: str | Path) -> None:
-    """Write tables ``numbers`` of every source that has them (CSV + LaTeX) and display them in a notebook."""
+def show(scores: pd.DataFrame, numbers, tables_dir: str | Path, controls: pd.DataFrame | None = None) -> None:
+    """Write tables ``numbers`` of every source that has them (CSV + LaTeX) and display them in a notebook; ours end
+    with their controls (``controls``: ``evidence.controls``)."""
     from IPython.display import Markdown, display
 
     for (source, scale), part in scores.groupby(["source", "scale"], sort=False):
         for number in numbers:
-            table = study_table(part, number, source)
+            table = study_table(part, number, source, controls)
             if table.empty:
                 continue
             study, group = TABLES[number]
-            where = "paper" if source == "paper" else R.output_subdir(source, scale)
+            where = "the paper's, as printed" if source == "paper" else (
+                f"ours, scale {scale}" if source == "ours" else R.output_subdir(source, scale))
             caption = f"Table {number}: {TITLES[study].format(group=group)} ({where})"
             write(table, Path(tables_dir) / R.output_subdir(source, scale), f"table{number:02d}", caption)
             display(Markdown(f"**{caption}**"))
@@ -132,3 +163,42 @@ def show_architecture(paper_dir: str | Path, tables_dir: str | Path) -> None:
     write(table, tables_dir, "table01", caption)
     display(Markdown(f"**{caption}**"))
     display(table.set_index("Setting"))
+
+
+def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
+    """Per task, did pretraining help at all? One row per size and dataset (and group average, where a group has
+    several datasets) of ``evidence.controls``: the majority class, the random-init control, the best pretrained model
+    and "yes" when it beats the control beyond the combined 95% half-width, else "no signal" (no verdict on a claim
+    from that task), or "no control" without a random-init model."""
+    keys = ["source", "scale", "size", "task_group"]
+    n = controls[controls["dataset"] != R.AVG].groupby(keys)["dataset"].nunique()
+    shown = [d != R.AVG or n.get(k, 0) > 1 for k, d in zip(controls[keys].itertuples(index=False, name=None),
+                                                           controls["dataset"])]
+    rows = []
+    for r in controls[shown].itertuples():
+        rows.append({"Size": r.size, "Group": r.task_group, "Dataset": r.dataset,
+                     "Majority class": "–" if pd.isna(r.majority) else f"{r.majority:.2f}",
+                     "Random init": "–" if pd.isna(r.random) else cell(r.random, r.random_ci),
+                     "Best pretrained": f"{r.best_pretrained}: {cell(r.best_score, r.best_ci)}",
+                     "Pretraining helped": "no control" if pd.isna(r.random) else ("yes" if r.helped else "no signal")})
+    return pd.DataFrame(rows, columns=["Size", "Group", "Dataset", "Majority class", "Random init", "Best pretrained",
+                                       "Pretraining helped"])
+
+
+def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
+    """Display ``controls_table`` for each source and scale with runs (and write ``controls.csv`` and ``.tex`` under
+    ``tables_dir``, if given)."""
+    from IPython.display import Markdown, display
+
+    if controls.empty:
+        display(Markdown("*No controls: they need per-run results with random-init models (this repository's runs).*"))
+    for (source, scale), part in controls.groupby(["source", "scale"], sort=False):
+        table = controls_table(part)
+        whose = f"ours, scale {scale}" if source == "ours" else source
+        caption = (f"Controls ({whose}): did pretraining help at all? Yes when the best pretrained model beats the "
+                   "random-init model (same size, same fine-tuning) beyond the combined 95% half-width; otherwise "
+                   "no signal, and a claim's verdict on that task says so instead of judging the claim.")
+        if tables_dir is not None:
+            write(table, Path(tables_dir) / R.output_subdir(source, scale), "controls", caption)
+        display(Markdown(f"**{caption}**"))
+        display(table.set_index(["Size", "Group", "Dataset"]))

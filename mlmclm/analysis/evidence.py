@@ -1,0 +1,184 @@
+"""What a verdict stands on besides its statistic: the controls (a constant predictor and a random-init model of each
+size), the spread between pretraining seeds, and the calibration criteria of a fine-tuning grid.
+
+The controls are run-level: a scale's runs fine-tune a random-init control of each size (the step-0 checkpoint of a
+base run, objective ``random``) with the same protocol as the pretrained models, and each SC and TC result records what
+the training set's majority label scores (``majority``). The paper has neither. No torch import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import results as R
+
+CELL = ["source", "scale", "size", "task_group", "dataset"]
+MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
+MIN_INTERIOR = 0.8  # calibration: the share of (model, dataset) cells whose selected learning rate is inside the grid
+
+
+def beyond(a, a_ci, b, b_ci) -> np.ndarray:
+    """Whether a - b exceeds the combined 95% half-width sqrt(a_ci^2 + b_ci^2) (False where a half-width is missing)."""
+    a, a_ci, b, b_ci = (np.asarray(x, dtype=float) for x in (a, a_ci, b, b_ci))
+    return (a - b) > np.hypot(a_ci, b_ci)  # NaN compares False
+
+
+def random_controls(scores: pd.DataFrame) -> pd.DataFrame:
+    """The random-init control's score per source, scale, size, group and dataset (``random_model``, ``random``,
+    ``random_ci``): where a size has several step-0 checkpoints, the strongest (the stricter control)."""
+    r = scores[(scores["objective"] == "random").fillna(False)].dropna(subset=["score"])
+    r = r.loc[r.groupby(CELL, sort=False)["score"].idxmax()]
+    return r[[*CELL, "model", "score", "ci"]].rename(
+        columns={"model": "random_model", "score": "random", "ci": "random_ci"})
+
+
+def _majority(runs: pd.DataFrame) -> pd.DataFrame:
+    """What the majority-class predictor scores: the mean over the runs of a dataset (default grid); a group's
+    average is the mean over its datasets (missing if one lacks it)."""
+    runs = R.default_grid(runs)
+    keys = ["source", "scale", "task_group", "dataset"]
+    m = runs.groupby(keys, sort=False)["majority"].mean().reset_index()
+    avg = m.groupby(keys[:3], sort=False)["majority"].agg(lambda x: x.mean(skipna=False)).reset_index()
+    return pd.concat([m, avg.assign(dataset=R.AVG)], ignore_index=True)
+
+
+def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run-level source x scale x size x task group x dataset (and the group average ``Avg``): what the
+    majority-class predictor scores, the random-init control (``random``, ``random_ci``), the best pretrained model
+    (``best_pretrained``, ``best_score``, ``best_ci``: the highest-scoring full-length run, any objective or
+    pretraining seed) and ``helped``: whether it beats the random-init control beyond the combined half-width."""
+    s = scores[scores["source"].isin(set(runs["source"])) & scores["objective"].notna()]
+    pre = s[(s["objective"] != "random") & ~s["intermediate"].astype("boolean").fillna(False)].dropna(subset=["score"])
+    best = pre.loc[pre.groupby(CELL, sort=False)["score"].idxmax(), [*CELL, "model", "score", "ci"]]
+    best = best.rename(columns={"model": "best_pretrained", "score": "best_score", "ci": "best_ci"})
+    out = best.merge(random_controls(s), on=CELL, how="left").merge(
+        _majority(runs), on=["source", "scale", "task_group", "dataset"], how="left")
+    out["helped"] = beyond(out["best_score"], out["best_ci"], out["random"], out["random_ci"])
+    order = pd.DataFrame({"s": out["size"].map(R.size_key), "g": out["task_group"].map(R.GROUPS.index),
+                          "d": out["dataset"].map(lambda d: (d == R.AVG, d))})
+    out = out.loc[order.sort_values(["s", "g", "d"], kind="stable").index]
+    cols = [*CELL, "majority", "random_model", "random", "random_ci", "best_pretrained", "best_score", "best_ci",
+            "helped"]
+    return out.sort_values(["source", "scale"], kind="stable")[cols].reset_index(drop=True)
+
+
+def signal(scores: pd.DataFrame, models, groups) -> str:
+    """"" when every model in ``models`` (ids) beats the random-init control of its size in each of ``groups``
+    (group averages) beyond the combined half-width; else the reason, for a "no signal" verdict."""
+    avg = R.group_averages(scores)
+    compared = avg[avg["model"].isin(set(models)) & avg["task_group"].isin(set(groups))]
+    if compared.empty:
+        return ""
+    m = compared.merge(random_controls(avg), on=CELL, how="left")
+    lacking = m[m["random"].isna()]
+    if not lacking.empty:
+        where = [size if set(part) == set(groups) else f"{size} ({', '.join(part)})" for size, part in
+                 lacking.drop_duplicates(["size", "task_group"]).groupby("size")["task_group"]]
+        return f"no random-init control for {', '.join(where)}"
+    failed = m[~beyond(m["score"], m["ci"], m["random"], m["random_ci"])]
+    if failed.empty:
+        return ""
+    shown = "; ".join(f"{r.model} {r.task_group} {r.score:.1f} vs control {r.random:.1f} ± {r.random_ci:.1f}"
+                      for r in failed.head(3).itertuples())
+    return (f"{len(failed)} of {len(m)} compared models' group averages do not beat the random-init control beyond "
+            f"the combined interval ({shown}{'; ...' if len(failed) > 3 else ''})")
+
+
+def pretraining_spread(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per source, scale, size and task group, the spread between pretraining seeds of the base CLM and MLM-40% runs
+    at the full budget (group averages): ``objective`` (CLM or MLM-40%), ``seeds`` and ``spread`` = max - min over the
+    seeds (|p0 - p1| for two). Only where a run has two pretraining seeds or more."""
+    d = R.group_averages(R.scaling_view(scores, every_seed=True))
+    d = d[R.is_clm_or_mlm40(d)].assign(objective=lambda x: np.where(x["objective"] == "clm", "CLM", "MLM-40%"))
+    g = d.groupby(["source", "scale", "size", "task_group", "objective"], sort=False)["score"]
+    out = pd.DataFrame({"seeds": g.size(), "spread": g.max() - g.min()}).reset_index()
+    return out[out["seeds"] > 1].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------- calibration
+
+
+@dataclass
+class Calibration:
+    """The calibration criteria of one source's default grid (issue "Evidence that holds"):
+
+    (a) ``unequal``: the models whose (learning rate, seed) runs differ from their comparison's grid (per source,
+        scale and dataset; the grid most of its models have): empty when the grids are equal;
+    (b) ``interior``: the share of (model, dataset) cells whose selected learning rate is not at the grid's smallest
+        or largest (at least ``MIN_INTERIOR``); ``edge_cells`` lists the others;
+    (c) ``wide``: the group means whose 95% half-width exceeds ``MAX_HALF_WIDTH`` points (or is missing).
+    """
+
+    unequal: pd.DataFrame
+    interior: float
+    edge_cells: pd.DataFrame
+    wide: pd.DataFrame
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.summary()["passed"].all())
+
+    def summary(self) -> pd.DataFrame:
+        """One row per criterion: whether it holds and the numbers behind it."""
+        n_edge = len(self.edge_cells)
+        return pd.DataFrame([
+            {"criterion": "equal grids within each comparison", "passed": self.unequal.empty,
+             "detail": f"{len(self.unequal)} model x dataset grid(s) differ"},
+            {"criterion": f"selected learning rate inside the grid in >= {MIN_INTERIOR:.0%} of cells",
+             "passed": bool(self.interior >= MIN_INTERIOR),
+             "detail": f"{self.interior:.0%} inside ({n_edge} cell(s) at an edge)"},
+            {"criterion": f"95% half-width of each group mean <= {MAX_HALF_WIDTH:g} points", "passed": self.wide.empty,
+             "detail": f"{len(self.wide)} group mean(s) wider"},
+        ])
+
+
+def _grid_text(pairs) -> str:
+    lrs, seeds = sorted({lr for lr, _ in pairs}), sorted({sd for _, sd in pairs})
+    full = len(pairs) == len(lrs) * len(seeds)
+    return (f"lr {', '.join(f'{lr:g}' for lr in lrs)} x seeds {', '.join(map(str, seeds))}"
+            + ("" if full else f" ({len(pairs)} runs, not every pair)"))
+
+
+def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
+    """(a): per source, scale and dataset, each model's set of (lr, seed) runs against the most common set."""
+    keys = ["source", "scale", "task_group", "dataset"]
+    grids = runs.groupby([*keys, "model"], sort=False).apply(
+        lambda r: frozenset(zip(r["lr"], r["seed"])), include_groups=False).rename("runs").reset_index()
+    rows = []
+    for key, part in grids.groupby(keys, sort=False):
+        counts = part["runs"].value_counts()
+        reference = max(counts.index, key=lambda g: (counts[g], len(g)))
+        for r in part[part["runs"] != reference].itertuples():
+            rows.append({**dict(zip(keys, key)), "model": r.model, "grid": _grid_text(r.runs),
+                         "reference": _grid_text(reference)})
+    return pd.DataFrame(rows, columns=[*keys, "model", "grid", "reference"])
+
+
+def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
+    """(b): per (model, dataset) cell, the learning rate most seeds select (paper's per-seed rule; on a tie, an edge
+    one if tied: a cell counts as inside only when an inside rate clearly leads); edges are the smallest and largest
+    rate the model was fine-tuned with (a one-rate grid is all edge). The random-init controls are left out: a random
+    model may well want an edge rate."""
+    keys = ["source", "scale", "task_group", "dataset"]
+    lo = runs.groupby([*keys, "model"])["lr"].transform("min")
+    hi = runs.groupby([*keys, "model"])["lr"].transform("max")
+    runs = runs.assign(edge=np.isclose(runs["lr"], lo) | np.isclose(runs["lr"], hi))
+    sel = R.select_lr(runs[runs["objective"] != "random"])
+    votes = sel.groupby([*keys, "model", "lr", "edge"], sort=False).size().rename("seeds").reset_index()
+    votes = votes.sort_values(["seeds", "edge"], ascending=False, kind="stable").drop_duplicates([*keys, "model"])
+    if votes.empty:
+        return float("nan"), votes
+    return float(1 - votes["edge"].mean()), votes[votes["edge"]].drop(columns="edge").reset_index(drop=True)
+
+
+def calibration_report(runs: pd.DataFrame) -> Calibration:
+    """The calibration criteria on the default grid of ``runs`` (one source's, e.g. a scale's committed runs)."""
+    runs = R.default_grid(runs)
+    avg = R.group_averages(R.aggregate(runs))
+    wide = avg[~(avg["ci"] <= MAX_HALF_WIDTH)][["source", "scale", "model", "task_group", "score", "ci", "n"]]
+    interior, edges = _edge_cells(runs)
+    return Calibration(unequal=_unequal_grids(runs), interior=interior, edge_cells=edges,
+                       wide=wide.reset_index(drop=True))

@@ -1,0 +1,286 @@
+"""mlmclm.analysis.claims and evidence: each claim's statistic as the paper means it, its interval, the controls that
+turn a verdict into "no signal", flagged cells, pretraining seeds and the calibration criteria."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlmclm.analysis import evidence
+from mlmclm.io import ROOT as REPO
+from mlmclm.testing import scores_frame, write_planted, write_run, write_synthetic_study
+
+from mlmclm import claims, results
+
+NO_RUNS = pd.DataFrame(columns=results.RUN_COLUMNS)
+
+
+def _verdict(cells, claim: str) -> pd.Series:
+    """The verdict row of ``claim`` on a synthetic scores table (judged by its half-widths, as the paper is; a claim
+    its models cannot carry is "not checkable", with the reason)."""
+    v = claims.verdicts(scores_frame(cells), NO_RUNS, [claim], numbers=True)
+    assert len(v) == 1, v
+    return v.iloc[0]
+
+
+# ----------------------------------------------------------------------------------------------- the paper
+
+
+def test_claims_on_the_paper_match_paper_md_section7():
+    scores = results.dedupe(results.load_paper(REPO / "results" / "paper"))
+    diff = claims.check_mlm_vs_clm(scores).set_index(["size", "task_group"])["diff"]
+    assert diff[("210M", "SC")] == 2.09 and diff[("610M", "QA")] == 20.68 and diff[("1B", "IR")] == 1.27
+    best = claims.check_masking_ratio(scores).set_index(["size", "task_group"])["best ratio"]
+    assert [best[("1B", g)] for g in ("SC", "TC", "QA", "IR")] == [40, 50, 40, 50]
+    split = claims.check_biphasic(scores).set_index(["budget", "task_group"])
+    assert split.loc[(42000, "QA"), "best split"] == 25 and split.loc[(42000, "QA"), "diff"] == 5.00
+    cpt = claims.check_cpt(scores).set_index(["cpt_steps", "task_group"])["diff"]
+    assert cpt[(2000, "QA")] == -15.71 and cpt[(22000, "SC")] == 0.93
+    eff = claims.check_data_efficiency(scores).set_index(["steps", "task_group"])
+    assert eff.loc[(2000, "IR"), "diff"] == 17.22 and eff.loc[(10000, "SC"), "diff"] == -0.79
+    assert set(eff["total"]) == {42000}
+    v = claims.verdicts(scores, NO_RUNS, list(claims.CLAIMS), numbers=True)
+    by_claim = v.set_index([v["claim"].str.split(".").str[0], "scope"])["verdict"]
+    assert (by_claim.drop(["1", "2b", "4", "6"]) == "supported").all(), v
+    assert by_claim["1"].to_dict() == {"IR": "supported", "QA": "supported", "SC": "supported", "TC": "not supported"}
+    assert (by_claim[["4", "6"]] == "not checkable").all()
+    # 2b: 50% is best on IR at every size, but at 610M by +0.07 within the printed ± (0.64): not beyond the runner-up
+    assert by_claim[("2b", "all")] == "inconclusive"
+    seven = v[v["claim"].str.startswith("7.")].iloc[0]  # MLM-CPT turns the CLM-based model's -6.74 into +0.18
+    assert seven["value"] == 6.93 and "the sign turns" in seven["evidence"]
+    three = v[v["claim"].str.startswith("3.")].iloc[0]
+    assert "checkpoints 1K, 2K, 5K, 10K of 42K" in three["evidence"]
+
+
+# ----------------------------------------------------------------------------------------------- each claim, both ways
+
+
+def _ratios(best: dict, margin: float = 3.0, ci: float = 0.5, sizes=("s", "m")):
+    """MLM at 20/30/40/50% for each size x (SC, TC): ``best[group]`` leads the others by ``margin``."""
+    return [(f"{size}-mlm{r}-100", g, 70 + (margin if r == best[g] else -abs(r - 35) / 10), ci)
+            for size in sizes for g in ("SC", "TC") for r in (20, 30, 40, 50)]
+
+
+def test_claim2_needs_two_cells_whose_different_best_ratios_win_beyond_their_interval():
+    held = _verdict(_ratios({"SC": 20, "TC": 40}), "2")
+    assert held["verdict"] == "reproduced" and held["ci_low"] > 0, held["evidence"]
+    one_best = _verdict(_ratios({"SC": 40, "TC": 40}), "2")  # 40% best everywhere, beyond the interval
+    assert one_best["verdict"] == "not reproduced" and "one ratio best in every cell" in one_best["evidence"]
+    noise = _verdict(_ratios({"SC": 20, "TC": 40}, margin=0.3, ci=1.0), "2")  # different bests, inside the interval
+    assert noise["verdict"] == "inconclusive"
+    single = _verdict([c for c in _ratios({"SC": 20, "TC": 40}, sizes=("m",)) if c[1] == "SC"], "2")
+    assert single["verdict"] == "not checkable" and "one size x task group cell" in single["evidence"]
+
+
+def _checkpoints(diffs: dict, ci: float = 0.5):
+    """CLM and MLM-40% runs of 400 steps with checkpoints; ``diffs[step]`` = CLM minus MLM at that checkpoint."""
+    cells = [(f"m-{o}-400", g, 70, ci) for o in ("clm", "mlm40") for g in ("SC", "TC")]
+    for step, d in diffs.items():
+        cells += [(f"m-clm-400-{step}", g, 60 + d, ci) for g in ("SC", "TC")]
+        cells += [(f"m-mlm40-400-{step}", g, 60, ci) for g in ("SC", "TC")]
+    return cells
+
+
+def test_claim3_averages_the_first_quarter_of_training_not_its_first_checkpoint():
+    held = _verdict(_checkpoints({50: 2.0, 100: 3.0, 300: -4.0}), "3")
+    assert held["verdict"] == "reproduced" and held["value"] == 2.5, held["evidence"]
+    assert "checkpoints 50, 100 of 400" in held["evidence"]
+    # ahead at the first checkpoint only (inside warmup): the first quarter's mean is behind
+    reversed_ = _verdict(_checkpoints({10: 1.0, 50: -3.0, 100: -4.0, 300: 5.0}), "3")
+    assert reversed_["verdict"] == "not reproduced" and reversed_["value"] == -2.0
+    late = _verdict(_checkpoints({200: 3.0, 300: 3.0}), "3")
+    assert late["verdict"] == "not checkable" and "first quarter" in late["evidence"]
+
+
+def test_claim3b_reads_the_last_checkpoint():
+    assert _verdict(_checkpoints({50: 2.0, 300: -3.0}), "3b")["verdict"] == "reproduced"
+    assert _verdict(_checkpoints({50: 2.0, 300: 3.0}), "3b")["verdict"] == "not reproduced"
+
+
+def _splits(scores: dict, ci: float = 0.3):
+    """A 400-step budget: CLM share (0, 25, 50, 75, 100) -> score, the same on SC and QA."""
+    ids = {0: "m-mlm40-400", 25: "m-clm-100-mlm40-400", 50: "m-clm-200-mlm40-400", 75: "m-clm-300-mlm40-400",
+           100: "m-clm-400"}
+    return [(ids[share], g, s, ci) for share, s in scores.items() for g in ("SC", "QA")]
+
+
+def test_claim5_needs_an_inner_split_ahead_of_both_extremes():
+    held = _verdict(_splits({0: 70, 25: 73, 50: 72, 75: 71, 100: 68}), "5")
+    assert held["verdict"] == "reproduced" and held["value"] == 3.0 and "25% in 2" in held["evidence"]
+    # CLM-only best: every split beats MLM-only (the old statistic said "reproduced"), none beats CLM-only
+    clm_best = _verdict(_splits({0: 66, 25: 68, 50: 69, 75: 70, 100: 72}), "5")
+    assert clm_best["verdict"] == "not reproduced" and clm_best["value"] == -2.0
+    assert _verdict([("m-clm-400", "SC", 70, 1), ("m-mlm40-400", "SC", 70, 1)], "5")["verdict"] == \
+        "not checkable"
+
+
+def test_claim5b_clm_only_lowest_beyond_its_interval():
+    assert _verdict(_splits({0: 70, 25: 73, 50: 72, 75: 71, 100: 68}), "5b")["verdict"] == "reproduced"
+    assert _verdict(_splits({0: 66, 25: 68, 50: 69, 75: 70, 100: 72}), "5b")["verdict"] == "not reproduced"
+
+
+def _cpt(clm: tuple[float, float], mlm: tuple[float, float], ci: float = 0.4):
+    """Bases and their 100-step MLM-CPT: (before, after) for the CLM-based and the MLM-based model, on SC and TC."""
+    ids = [("m-clm-400", "m-clm-dec400-mlm40-500"), ("m-mlm40-400", "m-mlm40-dec400-mlm40-500")]
+    return [(model, g, pair[k], ci) for (before_after, pair) in zip(ids, (clm, mlm))
+            for k, model in enumerate(before_after) for g in ("SC", "TC")]
+
+
+def test_claim7_difference_in_differences_and_the_sign_turn():
+    held = _verdict(_cpt(clm=(70, 80), mlm=(75, 77)), "7")  # -5 before, +3 after: gains 10 vs 2
+    assert held["verdict"] == "reproduced" and held["value"] == 8.0 and "the sign turns" in held["evidence"]
+    lowered = _verdict(_cpt(clm=(71.1, 66.6), mlm=(70, 69)), "7")  # the issue's case: CPT lowers the CLM-based model
+    assert lowered["verdict"] == "not reproduced" and lowered["value"] == -3.5
+    no_turn = _verdict(_cpt(clm=(76, 85), mlm=(75, 77)), "7")  # gains more, but was never behind
+    assert no_turn["verdict"] == "inconclusive" and "does not turn" in no_turn["evidence"]
+
+
+def _sizes(gaps: dict, group: str = "SC", ci: float = 0.3):
+    return [cell for size, gap in gaps.items() for cell in
+            ((f"{size}-clm-100", group, 70, ci), (f"{size}-mlm40-100", group, 70 + gap, ci))]
+
+
+def test_claim1b_widening_at_every_size_step():
+    assert _verdict(_sizes({"s": 1, "m": 3, "l": 5}), "1b")["verdict"] == "reproduced"
+    assert _verdict(_sizes({"s": 1, "m": 3, "l": 2}), "1b")["verdict"] == "not reproduced"
+    one = _verdict(_sizes({"m": 3}), "1b")
+    assert one["verdict"] == "not checkable" and "one model size" in one["evidence"]
+
+
+def test_claim2b_the_highest_ratio_on_ir():
+    ir = [(f"{s}-mlm{r}-100", "IR", 70 + (3 if r == best else 0) + r / 100, 0.5)
+          for s, best in (("s", 50), ("m", 50)) for r in (20, 30, 40, 50)]
+    assert _verdict(ir, "2b")["verdict"] == "reproduced"
+    ir_low = [(m, g, s - (6 if m.endswith("mlm50-100") else 0), c) for m, g, s, c in ir]
+    assert _verdict(ir_low, "2b")["verdict"] == "not reproduced"
+    none = _verdict(_ratios({"SC": 20, "TC": 40}), "2b")
+    assert none["verdict"] == "not checkable" and "no IR task" in none["evidence"]
+
+
+# ----------------------------------------------------------------------------------------------- controls, seeds, flags
+
+
+def _planted(root, control: float | None, clm=0.5, mlm=0.8, **extra):
+    rates = {"mini-m-clm-400": clm, "mini-m-mlm40-400": mlm, **extra}
+    if control is not None:
+        rates["mini-m-mlm40-400-0"] = control  # the step-0 checkpoint: the random-init control
+    write_planted(root, rates, majority=0.25)
+    runs = results.load_run_tree(root, "ours", "mini")
+    return results.aggregate(runs), runs
+
+
+@pytest.mark.parametrize("control, verdict, why", [
+    (0.2, "reproduced", None),
+    (0.5, "no signal", "do not beat the random-init control"),  # CLM sits on the control
+    (None, "no signal", "no random-init control for mini-m"),
+])
+def test_controls_turn_a_verdict_into_no_signal(tmp_path, control, verdict, why):
+    scores, runs = _planted(tmp_path, control)
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300)
+    assert list(v["scope"]) == ["SC", "TC"] and set(v["verdict"]) == {verdict}, v["evidence"].tolist()
+    if why:
+        assert v["evidence"].str.contains(why).all()
+    assert "MLM-40% minus CLM" in v["evidence"].iloc[0]  # the statistic is still shown
+
+
+def test_controls_table(tmp_path):
+    scores, runs = _planted(tmp_path, 0.5)
+    c = evidence.controls(scores, runs).set_index(["task_group", "dataset"])
+    assert list(c.index.get_level_values(0).unique()) == ["SC", "TC"] and set(c["size"]) == {"mini-m"}
+    assert (c["majority"] == 25.0).all() and (c["random_model"] == "mini-m-mlm40-400-0").all()
+    assert (c["best_pretrained"] == "mini-m-mlm40-400").all() and c["helped"].all()
+    scores, runs = _planted(tmp_path / "flat", 0.78)
+    assert not evidence.controls(scores, runs)["helped"].any()
+
+
+def test_pretraining_seed_spread_can_hide_the_difference(tmp_path):
+    scores, runs = _planted(tmp_path, 0.2, clm=0.5, mlm=0.65, **{"mini-m-clm-400-p1": 0.75})
+    spread = evidence.pretraining_spread(scores)
+    assert set(spread["objective"]) == {"CLM"} and spread["spread"].between(15, 35).all()
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300)
+    assert set(v["verdict"]) == {"no signal"} and v["evidence"].str.contains("pretraining-seed spread").all()
+    scores, runs = _planted(tmp_path / "close", 0.2, clm=0.5, mlm=0.65, **{"mini-m-clm-400-p1": 0.51})
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300)
+    assert set(v["verdict"]) == {"reproduced"}, v["evidence"].tolist()
+
+
+def test_flagged_cells_are_left_out_and_said_so(tmp_path):
+    write_planted(tmp_path, {"mini-m-clm-400": 0.5, "mini-m-mlm40-400": 0.8, "mini-m-mlm40-400-0": 0.2})
+    write_planted(tmp_path, {"mini-m-mlm30-400": 0.9}, seeds=range(2))  # 2 of 4 seeds
+    runs = results.load_run_tree(tmp_path, "ours", "mini")
+    scores = results.aggregate(runs)
+    assert set(scores.loc[scores["flag"] != "", "model"]) == {"mini-m-mlm30-400"}
+    v = claims.verdicts(scores, runs, ["1", "2"], n_boot=200)
+    assert v["evidence"].str.contains(r"left out: 4 cell\(s\) with fewer fine-tuning seeds").all()
+    two = v[v["claim"].str.startswith("2.")].iloc[0]  # 30% (the best, on 2 seeds) is not compared: 40% alone is left
+    assert two["verdict"] == "not checkable at this scale"
+
+
+def test_bootstrap_verdicts_on_a_planted_effect(tmp_path):
+    scores, runs = _planted(tmp_path, 0.2)
+    start = time.perf_counter()
+    v = claims.verdicts(scores, runs, ["1"], numbers=True)  # the default: 2,000 replicas
+    assert time.perf_counter() - start < 20
+    assert set(v["verdict"]) == {"reproduced"} and "2000 replicas" in v["evidence"].iloc[0]
+    assert (v["ci_high"] - v["ci_low"]).between(2, 20).all()
+    scores, runs = _planted(tmp_path / "same", 0.2, clm=0.6, mlm=0.6)
+    v = claims.verdicts(scores, runs, ["1"], numbers=True, n_boot=500)
+    assert set(v["verdict"]) == {"inconclusive"} and (v["ci_low"] < 0).all() and (v["ci_high"] > 0).all()
+
+
+def test_replicas_center_on_the_point_scores(tmp_path):
+    scores, runs = _planted(tmp_path, 0.2)
+    reps = claims.replica_scores(runs, n_boot=400, seed=1)
+    assert set(reps["source"]) == set(range(400)) and (reps["dataset"] == "Avg").all()
+    mean = reps.groupby(["model", "task_group"], observed=True)["score"].mean()
+    point = results.group_averages(scores).set_index(["model", "task_group"])
+    assert np.allclose(mean, point.loc[mean.index, "score"], atol=1.0)
+    spread = reps.groupby(["model", "task_group"], observed=True)["score"].std()
+    ci = point.loc[spread.index, "ci"]  # seeds and test instances resampled: the spread is of the half-width's order
+    assert ((spread > 0.2 * ci) & (spread < 1.5 * ci)).all(), pd.concat([spread, ci], axis=1)
+
+
+def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
+    write_synthetic_study(tmp_path)
+    runs = results.load_run_tree(tmp_path, "ours", "mini")
+    v = claims.verdicts(results.aggregate(runs), runs, list(claims.CLAIMS), n_boot=100)
+    assert set(v["source"]) == {"ours"} and len(v) == len(claims.CLAIMS) + 4 - 1
+    reason = v.set_index(v["claim"].str.split(".").str[0])
+    assert reason.loc["1b", "verdict"] == "not checkable at this scale" and reason.loc["1b", "evidence"] == \
+        "one model size"
+    judged = v[~v["claim"].str.startswith("1b.")]
+    assert set(judged["verdict"]) == {"no signal"}  # no random-init control in the synthetic study
+    assert judged["evidence"].str.contains("95% CI").all()
+
+
+# ----------------------------------------------------------------------------------------------- calibration
+
+
+def _grid(root, models, lrs=(1e-4, 1e-3, 1e-2), seeds=range(4), best=1e-3, spread=0.002):
+    """Runs whose validation peaks at ``best`` (test scores 0.6 +- ``spread`` over seeds)."""
+    for model in models:
+        for lr in lrs:
+            for sd in seeds:
+                val = 0.7 - abs(np.log10(lr) - np.log10(best)) / 10
+                write_run(root, model, "SC", "toy_sc", lr, sd, val, 0.6 + spread * (sd - 1.5))
+
+
+def test_calibration_report_passes_on_an_equal_converged_grid(tmp_path):
+    _grid(tmp_path, ["m-clm-100", "m-mlm40-100"])
+    _grid(tmp_path, ["m-mlm40-100-0"], best=1e-2)  # the random-init control wants an edge: left out of (b)
+    report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
+    assert report.passed and report.interior == 1.0, report.summary()
+
+
+def test_calibration_report_finds_an_unequal_grid_an_edge_rate_and_a_wide_mean(tmp_path):
+    _grid(tmp_path, ["m-clm-100"])
+    _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-4, 1e-3), best=1e-4)  # one rate short, and its best at the edge
+    _grid(tmp_path, ["m-mlm20-100"], spread=0.05)  # seeds 15 points apart
+    report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
+    assert report.unequal["model"].tolist() == ["m-mlm40-100"]
+    assert "lr 0.0001, 0.001 x seeds 0, 1, 2, 3" in report.unequal["grid"].iloc[0]
+    assert report.interior == pytest.approx(2 / 3) and report.edge_cells["model"].tolist() == ["m-mlm40-100"]
+    assert report.wide["model"].tolist() == ["m-mlm20-100"]
+    assert report.summary()["passed"].tolist() == [False, False, False] and not report.passed
