@@ -389,6 +389,7 @@ class ScaleConfig:
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
+    objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
 
     def validate(self):
         if len(self.sizes) not in (1, 3):
@@ -396,6 +397,8 @@ class ScaleConfig:
                               f"middle size only), got {self.sizes}")
         if self.steps_per_k <= 0:
             raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
+        if self.objectives and not {"clm", "mlm40"} <= set(self.objectives):
+            raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:
             raise ConfigError(f"pretrain_seeds must be 1 or more, got {self.pretrain_seeds}")
         from .models.configuration import SIZES

@@ -192,8 +192,9 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
     # (a) MLM vs CLM across sizes: each size x {CLM, MLM 20/30/40/50%}; the controls: each size's initial weights
     # (step 0 of its MLM-40 run: a random-init model, fine-tuned as every other) and more pretraining seeds of the
     # base CLM and MLM-40 runs
+    objectives = [o for o in OBJECTIVES if o in (s.objectives or OBJECTIVES)]
     for size in s.sizes if "scaling" in wanted else ():
-        for objective in OBJECTIVES:
+        for objective in objectives:
             b.evaluate("scaling", b.base("scaling", size, objective))
         b.evaluate("scaling", b.base("scaling", size, MAIN), 0)
         for seed in range(1, s.pretrain_seeds):
@@ -209,7 +210,7 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
     for objective in ("clm", MAIN) if "stability" in wanted else ():  # no second grid: the default one
         b.evaluate("stability", b.base("stability", middle, objective), grid="stability" if s.stability else "default")
     if "biphasic" in wanted:
-        _biphasic(b, middle)
+        _biphasic(b, middle, objectives)
         if len(s.sizes) > 1:  # Fig. 11: the 25%-75% split of the 42k budget at the largest size
             b.evaluate("biphasic", b.budget("biphasic", s.sizes[-1], TOTAL, BUDGETS[TOTAL][1]))
     if "cpt" in wanted:
@@ -225,13 +226,13 @@ def scale_studies(s: ScaleConfig) -> list[str]:
     return [n for n in STUDIES if n in (s.studies or STUDIES)]
 
 
-def _biphasic(b: _Builder, middle: str) -> None:
+def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
     """(d) biphasic: budgets x CLM shares, and CLM 40k + MLM 2k at every masking ratio beside MLM-only."""
     for budget, splits in BUDGETS.items():
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
     clm_run = b.base("biphasic", middle, "clm")
-    for objective in OBJECTIVES[1:]:
+    for objective in objectives[1:]:
         b.evaluate("biphasic", b.base("biphasic", middle, objective))
         t, switch = b.k(TOTAL), b.k(SWITCH)
         run = b.add("biphasic", Run(f"{middle}-clm-{step_token(switch)}-{objective}-{step_token(t)}", middle,

@@ -61,8 +61,7 @@ def test_bad_study_input_is_one_line(capsys, argv, message):
 
 def test_mini_plan_one_size_controls_and_pretraining_seeds():
     plan = studies.build_plan("mini")
-    assert set(plan.runs) == {f"mini-m-{o}-840" for o in ("clm", "mlm20", "mlm30", "mlm40", "mlm50")} | {
-        "mini-m-clm-840-p1", "mini-m-mlm40-840-p1"}
+    assert set(plan.runs) == {"mini-m-clm-840", "mini-m-mlm40-840", "mini-m-clm-840-p1", "mini-m-mlm40-840-p1"}
     assert plan.runs["mini-m-clm-840-p1"].seed == 1 and plan.runs["mini-m-clm-840"].seed == 0
     cfg = studies.run_config(plan, plan.runs["mini-m-mlm40-840-p1"], studies.Paths())
     assert cfg.seed == 1 and cfg.phases == [("mlm40", 840)]
