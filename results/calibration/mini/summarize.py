@@ -1,6 +1,7 @@
-"""The calibration's numbers and figure from its results.json files: mean validation and test score over seeds per
-model x dataset x fine-tuning steps x learning rate (summary.csv), and validation against fine-tuning steps at each
-model's best learning rate (curves.png). Run from the repository root:
+"""The calibration's numbers and figure from its results.json files (and, for the mini scale's own 840-step models at
+384 fine-tuning steps, the committed mini run): mean validation and test score over seeds per model x dataset x
+fine-tuning steps x learning rate (summary.csv), and validation against fine-tuning steps at each model's best
+learning rate (curves.png). Run from the repository root:
     .venv/bin/python results/calibration/mini/summarize.py
 """
 from pathlib import Path
@@ -16,6 +17,9 @@ from mlmclm.analysis.results import load_run_tree  # noqa: E402
 HERE = Path(__file__).parent
 frames = [load_run_tree(d / "mini", "calibration", "mini").assign(ft_steps=int(d.name.split("-")[1]))
           for d in sorted(HERE.glob("finetune-*"))]
+# the mini scale's own models (840 steps) at its 384 fine-tuning steps: the committed mini run
+mini = load_run_tree(HERE.parents[1] / "runs" / "mini", "mini", "mini").assign(ft_steps=384)
+frames.append(mini[mini["model"].isin(["mini-m-clm-840", "mini-m-mlm40-840", "mini-m-mlm40-840-0"])])
 runs = pd.concat(frames, ignore_index=True)
 summary = (runs.groupby(["model", "dataset", "ft_steps", "lr"])
            .agg(seeds=("seed", "nunique"), validation=("validation", "mean"), test=("test", "mean"),
