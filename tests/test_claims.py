@@ -97,6 +97,8 @@ def test_claim3_averages_the_first_quarter_of_training_not_its_first_checkpoint(
 def test_claim3b_reads_the_last_checkpoint():
     assert _verdict(_checkpoints({50: 2.0, 300: -3.0}), "3b")["verdict"] == "reproduced"
     assert _verdict(_checkpoints({50: 2.0, 300: 3.0}), "3b")["verdict"] == "not reproduced"
+    early = _verdict(_checkpoints({50: 2.0, 100: -3.0}), "3b")  # every checkpoint in the first quarter: no "end"
+    assert early["verdict"].startswith("not checkable") and "past the first quarter" in early["evidence"]
 
 
 def _splits(scores: dict, ci: float = 0.3):
