@@ -129,8 +129,6 @@ def reproduce(args) -> int:
 
 def print_verdicts(results_dir: Path, scale: str) -> None:
     """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
-    import pandas as pd
-
     from .analysis import claims
     from .analysis import results as R
 
@@ -141,7 +139,7 @@ def print_verdicts(results_dir: Path, scale: str) -> None:
         cells = []
         for source in ("paper", "ours"):
             row = part[part["source"] == source]
-            if row.empty or pd.isna(row["value"].iloc[0]):
+            if row.empty or row["value"].isna().iloc[0]:
                 cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
                 continue
             r = row.iloc[0]

@@ -492,6 +492,7 @@ class _Grid:
     length: int
     device: torch.device
     common: dict
+    floors: dict            # dataset -> its majority-class scores (`majority`), computed once a grid
 
     def run(self, job: tuple) -> None:
         """Train one (trainer, evaluated tasks, lr, seed) job, then evaluate and write each evaluated task's
@@ -507,9 +508,8 @@ class _Grid:
             t1 = time.perf_counter()
             result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
-            floor = majority(task, self.encoded[task.name]) if "train" in self.encoded[task.name] else None
-            if floor:
-                result["baselines"] = {"majority": floor}
+            if self.floors.get(task.name):
+                result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {
                 "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
@@ -584,7 +584,8 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     workers = min(grid_workers(cfg, device), len(todo))
     grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for n, d in data.items()}, length, device,
-                 provenance(grid_workers=max(workers, 1)))
+                 provenance(grid_workers=max(workers, 1)),
+                 {n: majority(names[n], e) for n, e in encoded.items() if "train" in e})
     bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
     if workers > 1:
         bar.set_postfix_str(f"{workers} workers")
