@@ -328,7 +328,9 @@ class FinetuneConfig:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     batch_size: int = 32
     eval_batch_size: int = 64
-    max_steps: int = 1000              # at most this many steps or one epoch, whichever comes first; -1: one epoch
+    max_steps: int = 1000              # at most this many steps or `epochs` epochs, whichever comes first; -1: no cap
+    epochs: int = 1                    # passes over the (capped) training set, each in a new random order; with
+                                       # more than one, validation is also scored after each epoch (the curve)
     max_length: int | None = None   # None: 0.99 x the model's context, as EncodEval
     max_train: int | None = None    # cap on training examples (a fixed random subset); None: all
     max_eval: int | None = None     # cap on validation and on test examples (IR: queries); None: all
@@ -358,7 +360,9 @@ class FinetuneConfig:
         if self.grid_workers < 0:
             raise ConfigError(f"grid_workers must be 0 (one a torch thread) or more, got {self.grid_workers}")
         if self.max_steps == 0 or self.max_steps < -1:
-            raise ConfigError(f"max_steps must be positive or -1 (one epoch), got {self.max_steps}")
+            raise ConfigError(f"max_steps must be positive or -1 (no cap: `epochs` epochs), got {self.max_steps}")
+        if self.epochs < 1:
+            raise ConfigError(f"epochs must be 1 or more, got {self.epochs}")
         if self.max_length is not None and self.max_length < 16:
             raise ConfigError(f"max_length must be at least 16 tokens, got {self.max_length}")
         if self.max_length is not None and not 0 <= self.qa_stride < self.max_length // 2:

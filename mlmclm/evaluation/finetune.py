@@ -10,8 +10,10 @@ Every model is fine-tuned with bidirectional attention (`is_causal=False`), CLM-
   of judged documents. One training (on the `train_on` dataset) is evaluated on every IR dataset, zero-shot.
 
 AdamW (0.9, 0.95, eps 1e-5, weight decay 0.1; fused), 10% warmup then linear decay (transformers' schedule), gradient
-clipping at 1.0, at most `max_steps` steps or one epoch. Batches group sequences of similar lengths and are padded to
-their own longest sequence. Evaluation runs once, after training, on validation and test.
+clipping at 1.0, at most `max_steps` steps or `epochs` epochs (one by default). Batches group sequences of similar
+lengths and are padded to their own longest sequence. Evaluation runs after training, on validation and test; with
+several epochs validation is also scored after each earlier epoch (`validation.curve`: [step, score] pairs, the
+final one included), which is how a calibration shows that fine-tuning has plateaued.
 
 A grid's runs go one after another, or with `grid_workers` W > 1 (0: one a torch thread) on W forked processes
 with 1/W of the torch threads each: every run is the same computation either way, so the results are the same
@@ -314,12 +316,16 @@ def embed(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: float, seed: int, pad_id: int,
-          device: torch.device) -> dict:
-    """At most `max_steps` (task override first) steps or one epoch; returns steps, examples and mean loss."""
+          device: torch.device, on_epoch=None) -> dict:
+    """At most `max_steps` (task override first) steps or `cfg.epochs` epochs, each epoch in a new random order;
+    `on_epoch(step)` is called after every epoch but the last one trained. Returns steps, examples and mean loss."""
     from transformers import get_linear_schedule_with_warmup
 
     rng = np.random.default_rng(seed)
-    plan = batch_plan([_feature_length(f) for f in features], cfg.batch_size, rng, cfg.length_grouping)
+    lengths = [_feature_length(f) for f in features]
+    plan = [b for _ in range(cfg.epochs) for b in batch_plan(lengths, cfg.batch_size, rng, cfg.length_grouping)]
+    per_epoch = math.ceil(len(features) / cfg.batch_size)
+    epoch_ends = set(range(per_epoch, len(plan), per_epoch))
     max_steps = task.max_steps if task.max_steps is not None else cfg.max_steps
     plan = plan if max_steps == -1 else plan[:max_steps]
     o = cfg.optim
@@ -327,7 +333,7 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
     sched = get_linear_schedule_with_warmup(opt, math.ceil(o.warmup_ratio * len(plan)), len(plan))
     model.train()
     loss_sum = torch.zeros((), device=device)
-    for idx in plan:
+    for step, idx in enumerate(plan, 1):
         batch = {k: v.to(device) for k, v in collate([features[i] for i in idx], task.group, pad_id).items()}
         with _autocast(device):
             if task.group == "IR":
@@ -341,6 +347,10 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
         sched.step()
         opt.zero_grad(set_to_none=True)
         loss_sum += loss.detach()
+        if on_epoch is not None and step in epoch_ends and step < len(plan):
+            model.eval()
+            on_epoch(step)
+            model.train()
     model.eval()
     return {"train_steps": len(plan), "train_examples": int(sum(len(i) for i in plan)),
             "train_loss": float(loss_sum) / max(len(plan), 1)}
@@ -501,13 +511,21 @@ class _Grid:
         ckpt, cfg, device = self.ckpt, self.cfg, self.device
         t0 = time.perf_counter()
         model = load_model(ckpt, trainer, seed, cfg.attention_backend, device)
+        curves = {t.name: [] for t in evaluated}
+
+        def on_epoch(step: int) -> None:  # validation after an epoch that is not the last
+            for t in evaluated:
+                curves[t.name].append([step, evaluate(model, t, self.encoded[t.name]["validation"], cfg, ckpt.pad_id,
+                                                      device)["score"]])
         stats = train(model, trainer, self.encoded[trainer.name]["train"]["features"], cfg, lr, seed, ckpt.pad_id,
-                      device)
+                      device, on_epoch if cfg.epochs > 1 else None)
         train_time = time.perf_counter() - t0
         for task in evaluated:
             t1 = time.perf_counter()
             result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
+            if cfg.epochs > 1:
+                result["validation"]["curve"] = curves[task.name] + [[stats["train_steps"], result["validation"]["score"]]]
             if self.floors.get(task.name):
                 result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {

@@ -60,3 +60,14 @@ if [ -d $M8/mini-m-clm-840 ]; then
   SEEDS=0 ft 1152 $M8/mini-m-mlm40-840/step_000840 mini-m-mlm40-840 $MAIN 1e-3,3e-3
   SEEDS=0 ft 1152 $M8/mini-m-mlm40-840/step_000000 mini-m-mlm40-840-0 $MAIN 1e-3,3e-3
 fi
+# Low-data, several epochs (calibration of the evidence issue, second round): 2,048 training examples seen 4 times
+# (512 steps of 16), validation after every epoch (results.json validation.curve). Does validation plateau within
+# the steps the hour affords, and does pretraining separate from random init more than with 18,432 examples once?
+ft_e() {  # ft_e EPOCHS TRAIN MODEL_DIR MODEL_ID DATASETS [LRS]
+  $M finetune "$3" --scale mini --model-id "$4" --datasets "$5" --lrs ${6:-1e-3,3e-3,1e-2} --seeds ${SEEDS:-0,1} \
+    --results-dir $OUT/finetune-e$1-n$2 --set max_steps=-1 --set epochs=$1 --set max_train=$2 --set max_eval=1000 \
+    --set grid_workers=${WORKERS:-2}
+}
+ft_e 4 2048 $C/step_002100 mini-m-clm-2100 $MAIN
+ft_e 4 2048 $L/step_002100 mini-m-mlm40-2100 $MAIN
+ft_e 4 2048 $CK/mini-m-random mini-m-random $MAIN
