@@ -114,6 +114,8 @@ def _convert(tp, value, name: str):
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{name} must be a mapping, got {value!r}")
+        if len(args) == 2:
+            return {_convert(args[0], k, name): _convert(args[1], v, f"{name}.{k}") for k, v in value.items()}
         return dict(value)
     if tp is Any:
         return value

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import copy
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -481,8 +482,10 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
         cfg = grids[e.grid]
         config, _ = _model_config(plan, plan.runs[e.run_id].size)
         length = max_length(cfg, config)
-        train_tokens = cfg.max_steps * cfg.batch_size * length if cfg.max_steps > 0 else 0
-        eval_tokens = 2 * (cfg.max_eval or 2000) * length
+        steps = [cfg.epochs * math.ceil(cfg.max_train / cfg.batch_size)] if cfg.max_train else []
+        steps = min(steps + ([cfg.max_steps] if cfg.max_steps > 0 else []), default=0)  # 0: the size is unknown
+        train_tokens = steps * cfg.batch_size * length
+        eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation after every epoch, test once
         flops = (train_tokens * config.flops_per_token(length)
                  + eval_tokens * config.flops_per_token(length, training=False))
         for trainer, evaluated in plan_grid(cfg):
@@ -493,6 +496,13 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
     ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
           "flops": sum(trainings.values()), "per_training": trainings}
     return {"pretrain": parts, "per_run": per_run, "finetune": ft}
+
+
+def _steps_text(cfg) -> str:
+    epochs = f"{cfg.epochs} epochs" if cfg.epochs > 1 else "one epoch"
+    train = f" of {cfg.max_train:,} examples" if cfg.max_train else ""
+    cap = f", at most {cfg.max_steps} steps" if cfg.max_steps > 0 else ""
+    return f"{epochs}{train} in batches of {cfg.batch_size}{cap}"
 
 
 def machine_rate() -> tuple[float, str]:
@@ -584,7 +594,7 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     for g in by_grid:
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
-                     f"lrs {cfg.lrs}; seeds {cfg.seeds}; {cfg.max_steps} steps of {cfg.batch_size}")
+                     f"lrs {cfg.lrs}; seeds {cfg.seeds}; " + _steps_text(cfg))
     if s.scale == "paper":
         p = PAPER_ACCOUNTING
         per_flop = p["gpu_hours"]["base"] / c["pretrain"]["base"]["flops"]

@@ -104,11 +104,14 @@ def _json(path: Path, obj) -> None:
 # ----------------------------------------------------------------------------------------------- result trees
 
 def write_run(root: Path, model: str, group: str, dataset: str, lr: float, seed: int, validation: float,
-              test: float, prefix: str = "", meta: dict | None = None) -> Path:
-    """One results.json (scores as fractions, EncodEval layout); return its path."""
+              test: float, prefix: str = "", meta: dict | None = None, last_gain: float | None = None) -> Path:
+    """One results.json (scores as fractions, EncodEval layout); with ``last_gain`` (a fraction) a two-epoch
+    validation curve whose last epoch gained that much. Return its path."""
     path = root / model / group / dataset / f"{prefix}lr{lr:.0e}_sd{seed}" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"validation": {"score": validation, "scores_i": [validation]}, "test": {"score": test, "scores_i": [test]}}
+    if last_gain is not None:
+        doc["validation"]["curve"] = [[1, validation - last_gain], [2, validation]]
     if meta is not None:
         doc["meta"] = meta
     path.write_text(json.dumps(doc))
@@ -150,12 +153,13 @@ def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 
 
 
 def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy_tc")), lrs=(1e-3,), seeds=range(4),
-                  n: int = 200, seed: int = 0, majority: float | None = None, edge_drop: float = 0.15) -> None:
+                  n: int = 200, seed: int = 0, majority: float | None = None, edge_drop: float = 0.15,
+                  last_gain: float = 0.0) -> None:
     """Runs whose per-instance test scores (0/1, ``n`` test instances) are drawn with a planted success rate per model
     (``rates``: model id -> rate, or -> {task group: rate}); validation scores are the same rate's draws. With several
     ``lrs`` the planted rate is that of the inner ones, the smallest and largest score ``edge_drop`` less (a
     converged grid: the best rate inside). ``majority`` records a majority-class baseline (fraction) in every
-    results.json."""
+    results.json; every run has a two-epoch validation curve whose last epoch gained ``last_gain`` (a fraction)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -166,7 +170,8 @@ def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy
                 p = (rate[group] if isinstance(rate, dict) else rate) - (edge_drop if lr in edges else 0.0)
                 for sd in seeds:
                     test, val = (rng.random(n) < p).astype(float), (rng.random(n) < p).astype(float)
-                    doc = {"validation": {"score": val.mean(), "scores_i": val.tolist()},
+                    doc = {"validation": {"score": val.mean(), "scores_i": val.tolist(),
+                                          "curve": [[1, val.mean() - last_gain], [2, val.mean()]]},
                            "test": {"score": test.mean(), "scores_i": test.tolist()}}
                     if majority is not None:
                         doc["baselines"] = {"majority": {"validation": majority, "test": majority}}

@@ -260,13 +260,14 @@ def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
 # ----------------------------------------------------------------------------------------------- calibration
 
 
-def _grid(root, models, lrs=(1e-4, 1e-3, 1e-2), seeds=range(4), best=1e-3, spread=0.002):
-    """Runs whose validation peaks at ``best`` (test scores 0.6 +- ``spread`` over seeds)."""
+def _grid(root, models, lrs=(1e-4, 1e-3, 1e-2), seeds=range(4), best=1e-3, spread=0.002, last_gain=0.004):
+    """Runs whose validation peaks at ``best`` (test scores 0.6 +- ``spread`` over seeds), each having gained
+    ``last_gain`` over its last epoch (None: one epoch, no curve)."""
     for model in models:
         for lr in lrs:
             for sd in seeds:
                 val = 0.7 - abs(np.log10(lr) - np.log10(best)) / 10
-                write_run(root, model, "SC", "toy_sc", lr, sd, val, 0.6 + spread * (sd - 1.5))
+                write_run(root, model, "SC", "toy_sc", lr, sd, val, 0.6 + spread * (sd - 1.5), last_gain=last_gain)
 
 
 def test_calibration_report_passes_on_an_equal_converged_grid(tmp_path):
@@ -276,16 +277,21 @@ def test_calibration_report_passes_on_an_equal_converged_grid(tmp_path):
     assert report.passed and report.interior == 1.0, report.summary()
 
 
-def test_calibration_report_finds_an_unequal_grid_an_edge_rate_and_a_wide_mean(tmp_path):
+def test_calibration_report_finds_an_unequal_grid_an_edge_rate_a_wide_mean_and_rising_validation(tmp_path):
     _grid(tmp_path, ["m-clm-100"])
     _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-4, 1e-3), best=1e-4)  # one rate short, and its best at the edge
     _grid(tmp_path, ["m-mlm20-100"], spread=0.05)  # seeds 15 points apart
+    _grid(tmp_path, ["m-mlm30-100"], best=1e-2, last_gain=0.02)  # at the top edge, 2 points up over its last epoch
+    _grid(tmp_path, ["m-mlm50-100"], last_gain=None)  # one epoch: nothing shows a plateau
     report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
     assert report.unequal["model"].tolist() == ["m-mlm40-100"]
     assert "lr 0.0001, 0.001 x seeds 0, 1, 2, 3" in report.unequal["grid"].iloc[0]
-    assert report.interior == pytest.approx(2 / 3) and report.edge_cells["model"].tolist() == ["m-mlm40-100"]
+    assert report.interior == pytest.approx(3 / 5)
+    assert sorted(report.edge_cells["model"]) == ["m-mlm30-100", "m-mlm40-100"]
     assert report.wide["model"].tolist() == ["m-mlm20-100"]
-    assert report.summary()["passed"].tolist() == [False, False, False] and not report.passed
+    assert sorted(report.unconverged["model"]) == ["m-mlm30-100", "m-mlm50-100"]
+    assert report.unconverged.set_index("model")["last_gain"]["m-mlm30-100"] == pytest.approx(2.0)
+    assert report.summary()["passed"].tolist() == [False, False, False, False] and not report.passed
 
 
 # ----------------------------------------------------------------------------------------------- the committed runs

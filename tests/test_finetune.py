@@ -252,3 +252,25 @@ def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
     assert result["meta"]["n_test"] == len(data["test"]) > 200
     assert result["test"]["score"] > baseline + 0.3, (result["test"]["score"], baseline)
     assert result["baselines"]["majority"]["test"] == pytest.approx(baseline)  # the floor, stored beside the score
+
+
+def test_several_epochs_reshuffle_and_record_a_validation_curve(suite, tmp_path):
+    """epochs=3 over 20 training examples in batches of 8: 3 x 3 steps, each epoch a new order; validation is scored
+    after epochs 1 and 2 and at the end (the curve's last point is the final validation score); the results loader
+    turns the curve into the last epoch's gain."""
+    root, ckpt = suite
+    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[brown_upos]",
+                                   "groups=[TC]", "lrs=[1e-3]", "seeds=[0]", "max_steps=-1", "epochs=3",
+                                   "max_train=20"])
+    assert run_grid(ckpt, cfg, progress=False)["runs"] == 1
+    doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
+    assert doc["meta"]["train_steps"] == 9 and doc["meta"]["train_examples"] == 60
+    curve = doc["validation"]["curve"]
+    assert [step for step, _ in curve] == [3, 6, 9] and curve[-1][1] == doc["validation"]["score"]
+    assert all(0 <= score <= 1 for _, score in curve)
+    runs = load_run_tree(tmp_path / "tiny", "ours", "tiny")
+    assert runs["last_gain"].iloc[0] == pytest.approx(100 * (curve[2][1] - curve[1][1]))
+    rng = np.random.default_rng(0)
+    first, second = batch_plan([5] * 20, 8, rng), batch_plan([5] * 20, 8, rng)
+    assert [list(b) for b in first] != [list(b) for b in second]  # the next epoch draws a new order
+    assert sorted(np.concatenate(first)) == sorted(np.concatenate(second)) == list(range(20))

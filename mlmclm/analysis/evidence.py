@@ -18,6 +18,7 @@ from . import results as R
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
 MIN_INTERIOR = 0.8  # calibration: the share of (model, dataset) cells whose selected learning rate is inside the grid
+MAX_LAST_GAIN = 1.0  # calibration: validation plateaued, the mean gain over the last fine-tuning epoch, in points
 
 
 def beyond(a, a_ci, b, b_ci) -> np.ndarray:
@@ -109,13 +110,17 @@ class Calibration:
         scale and dataset; the grid most of its models have): empty when the grids are equal;
     (b) ``interior``: the share of (model, dataset) cells whose selected learning rate is not at the grid's smallest
         or largest (at least ``MIN_INTERIOR``); ``edge_cells`` lists the others;
-    (c) ``wide``: the group means whose 95% half-width exceeds ``MAX_HALF_WIDTH`` points (or is missing).
+    (c) ``wide``: the group means whose 95% half-width exceeds ``MAX_HALF_WIDTH`` points (or is missing);
+    (d) ``unconverged``: the (model, dataset) cells, controls included, where validation had not plateaued: the
+        selected runs gained more than ``MAX_LAST_GAIN`` points over their last epoch (mean over seeds), or have no
+        validation curve to show it (fine-tuned for one epoch).
     """
 
     unequal: pd.DataFrame
     interior: float
     edge_cells: pd.DataFrame
     wide: pd.DataFrame
+    unconverged: pd.DataFrame
 
     @property
     def passed(self) -> bool:
@@ -132,6 +137,9 @@ class Calibration:
              "detail": f"{self.interior:.0%} inside ({n_edge} cell(s) at an edge)"},
             {"criterion": f"95% half-width of each group mean <= {MAX_HALF_WIDTH:g} points", "passed": self.wide.empty,
              "detail": f"{len(self.wide)} group mean(s) wider"},
+            {"criterion": f"validation plateaued: gain over the last epoch <= {MAX_LAST_GAIN:g} point(s)",
+             "passed": self.unconverged.empty,
+             "detail": f"{len(self.unconverged)} cell(s) still rising or without a validation curve"},
         ])
 
 
@@ -174,6 +182,15 @@ def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     return float(1 - votes["edge"].mean()), votes[votes["edge"]].drop(columns="edge").reset_index(drop=True)
 
 
+def _unconverged(runs: pd.DataFrame) -> pd.DataFrame:
+    """(d): per (model, dataset) cell, the mean over seeds of the selected runs' validation gain over their last
+    epoch; the cells above ``MAX_LAST_GAIN`` or without a curve (NaN)."""
+    keys = ["source", "scale", "task_group", "dataset", "model"]
+    gain = R.select_lr(runs).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
+    gain = gain.rename("last_gain").reset_index()
+    return gain[~(gain["last_gain"] <= MAX_LAST_GAIN)].reset_index(drop=True)
+
+
 def calibration_report(runs: pd.DataFrame) -> Calibration:
     """The calibration criteria on the default grid of ``runs`` (one source's, e.g. a scale's committed runs)."""
     runs = R.default_grid(runs)
@@ -181,4 +198,4 @@ def calibration_report(runs: pd.DataFrame) -> Calibration:
     wide = avg[~(avg["ci"] <= MAX_HALF_WIDTH)][["source", "scale", "model", "task_group", "score", "ci", "n"]]
     interior, edges = _edge_cells(runs)
     return Calibration(unequal=_unequal_grids(runs), interior=interior, edge_cells=edges,
-                       wide=wide.reset_index(drop=True))
+                       wide=wide.reset_index(drop=True), unconverged=_unconverged(runs))

@@ -51,7 +51,7 @@ ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_step
               "pretrain_seed"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
-               "test", "majority", "test_i", "path"]
+               "test", "majority", "last_gain", "test_i", "path"]
 GRIDS = ("default", "stability")
 
 
@@ -206,13 +206,15 @@ _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)
 def read_result(path: str | Path, instances: bool = False):
     """(validation, test) scores of one ``results.json``, in points (and, with ``instances``, the test split's
     per-instance scores ``scores_i`` as an array, None when absent); ResultFileError names the file and the fault."""
-    validation, test, test_i, _ = _read(path)
+    validation, test, test_i, *_ = _read(path)
     return (validation, test, test_i) if instances else (validation, test)
 
 
-def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float]:
-    """Validation and test scores (points), the test split's per-instance scores and the majority-class baseline's
-    test score (``baselines.majority.test``, points; NaN when absent) of one ``results.json``."""
+def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, float]:
+    """Validation and test scores (points), the test split's per-instance scores, the majority-class baseline's
+    test score (``baselines.majority.test``, points; NaN when absent) and the validation gain over the last epoch
+    (points: the final score minus the one after the epoch before, from ``validation.curve``; NaN without a curve)
+    of one ``results.json``."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -242,8 +244,13 @@ def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float]:
     if majority is not None and (isinstance(majority, bool) or not isinstance(majority, (int, float))
                                  or not 0 <= majority <= 1):
         raise ResultFileError(f"{path}: baselines.majority.test is {majority!r}, expected a number in [0, 1]")
+    curve = doc["validation"].get("curve")
+    try:
+        last_gain = 100 * (float(curve[-1][1]) - float(curve[-2][1])) if curve else math.nan
+    except (TypeError, ValueError, IndexError, KeyError):
+        raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, got {curve!r:.80}") from None
     return (scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None,
-            math.nan if majority is None else 100 * float(majority))
+            math.nan if majority is None else 100 * float(majority), last_gain)
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
@@ -266,10 +273,11 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
-        validation, test, test_i, majority = _read(path)
+        validation, test, test_i, majority, last_gain = _read(path)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
-                     "majority": majority, "test_i": test_i, "path": path.relative_to(relative_to or root).as_posix()})
+                     "majority": majority, "last_gain": last_gain, "test_i": test_i,
+                     "path": path.relative_to(relative_to or root).as_posix()})
     return _runs_frame(rows, source, scale, grid)
 
 
@@ -295,11 +303,11 @@ def _runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default"
     if grid not in GRIDS:
         raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
     df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
-                                     "test_i", "path"])
+                                     "last_gain", "test_i", "path"])
     df = _with_attributes(df)
     df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
-    cols = ["lr", "validation", "test", "majority"]
+    cols = ["lr", "validation", "test", "majority", "last_gain"]
     df[cols] = df[cols].astype("float64")
     return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
 
