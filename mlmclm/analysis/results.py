@@ -248,7 +248,8 @@ def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, flo
     try:
         last_gain = 100 * (float(curve[-1][1]) - float(curve[-2][1])) if curve else math.nan
     except (TypeError, ValueError, IndexError, KeyError):
-        raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, got {curve!r:.80}") from None
+        raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, "
+                              f"got {curve!r:.80}") from None
     return (scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None,
             math.nan if majority is None else 100 * float(majority), last_gain)
 

@@ -525,7 +525,8 @@ class _Grid:
             result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
             if cfg.epochs > 1:
-                result["validation"]["curve"] = curves[task.name] + [[stats["train_steps"], result["validation"]["score"]]]
+                final = [stats["train_steps"], result["validation"]["score"]]
+                result["validation"]["curve"] = curves[task.name] + [final]
             if self.floors.get(task.name):
                 result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {
