@@ -151,9 +151,15 @@ def _reference(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None = 
     its 95% half-width); in the sizes' ``colors`` when several share the panel, or as a short segment at each size's
     position on an x axis of sizes (``xpos``)."""
     majority = ctl["majority"].dropna() if "majority" in ctl else ()
-    if len(majority):
-        ax.axhline(float(majority.iloc[0]), **CONTROL_STYLE["majority"], label=CONTROL_LABELS["majority"], zorder=1)
     random = ctl.dropna(subset=["random"]) if "random" in ctl else ctl.iloc[0:0]
+    if len(majority):
+        m = float(majority.iloc[0])
+        drawn = pd.concat([rows["score"], random["random"]]) if "score" in rows else random["random"]
+        lo, hi = drawn.min(), drawn.max()
+        if drawn.empty or m >= lo - 2 * max(hi - lo, 1.0):
+            ax.axhline(m, **CONTROL_STYLE["majority"], label=CONTROL_LABELS["majority"], zorder=1)
+        else:  # far below every model: a line would squash the differences the panel is about
+            ax.plot([], [], **CONTROL_STYLE["majority"], label=f"{CONTROL_LABELS['majority']} ({m:.1f}, below)")
     sizes = R.ordered_sizes(random["size"])
     for size in sizes:
         r = random[random["size"] == size].iloc[0]
