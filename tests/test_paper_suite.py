@@ -246,6 +246,11 @@ def test_label_names_are_checked_against_the_features(tmp_path):
         load_task(PAPER["conll2003_en"], tmp_path)
     with pytest.raises(TaskError, match=r"^conll2003_en: eriktks/conll2003 conll2003 labels its ner_tags"):
         check_sources(tmp_path)
+    glue = Features({"sentence": S, "label": ClassLabel(names=["positive", "negative"]), "idx": Value("int32")})
+    write(tmp_path, "nyu-mll/glue", "sst2", "train", [{"sentence": "s", "label": 0, "idx": 0}], glue)
+    with pytest.raises(TaskError, match=r"^sst2: nyu-mll/glue sst2 labels its label \[positive, negative\], not "
+                                        r"\[negative, positive\]"):
+        load_task(PAPER["sst2"], tmp_path)
 
 
 def test_a_moved_column_and_a_missing_mirror_are_one_line(tmp_path):

@@ -345,5 +345,10 @@ def _commit(src: Source) -> str:
 
 
 if __name__ == "__main__":  # python -m mlmclm.evaluation.paper_suite: the hub check, one line a source
-    for source, sha in check_sources().items():
-        print(f"{source:45s} {sha}")
+    import sys
+
+    try:
+        for source, sha in check_sources().items():
+            print(f"{source:45s} {sha}")
+    except TaskError as e:
+        sys.exit(f"paper_suite: error: {e}")
