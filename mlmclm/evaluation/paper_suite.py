@@ -103,13 +103,12 @@ def read(source: Source, split: str, data_dir: str | Path | None = None, task: T
         if not files:
             raise TaskError(f"{Path(pattern).parent} has no parquet files (the local mirror of {where})")
         ds = datasets.Dataset(datasets.table.InMemoryTable(pq.read_table(files)))
-        check_features(source, ds.features, task)
-        return ds
-    try:
-        ds = datasets.load_dataset("parquet", data_files={split: pattern}, split=split)
-    except Exception as e:  # no hub, a moved dataset: one line, not a traceback
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise TaskError(f"cannot load {where} with datasets: {first}") from None
+    else:
+        try:
+            ds = datasets.load_dataset("parquet", data_files={split: pattern}, split=split)
+        except Exception as e:  # no hub, a moved dataset: one line, not a traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise TaskError(f"cannot load {where} with datasets: {first}") from None
     check_features(source, ds.features, task)
     return ds
 
