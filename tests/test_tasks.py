@@ -120,81 +120,7 @@ def test_labels_outside_the_label_set_are_refused(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------- the paper suite
-
-def _mirror(root, path, config, split, rows):
-    f = root / path / (config or "default") / f"{split}.jsonl"
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-@pytest.fixture(scope="module")
-def mirror(tmp_path_factory):
-    """A few rows of every hub dataset the paper suite reads, in the hub's schema."""
-    root = tmp_path_factory.mktemp("hub")
-    n = 40
-    _mirror(root, "nyu-mll/glue", "sst2", "train", [{"sentence": f"s{i}", "label": i % 2, "idx": i} for i in range(n)])
-    _mirror(root, "nyu-mll/glue", "sst2", "validation", [{"sentence": "v", "label": 1, "idx": 0}])
-    for split in ("train", "validation_matched"):
-        _mirror(root, "nyu-mll/glue", "mnli", split, [{"premise": "p", "hypothesis": "h", "label": 2, "idx": 0}] * n)
-    for split in ("train", "validation"):
-        _mirror(root, "nyu-mll/glue", "qqp", split, [{"question1": "a", "question2": "b", "label": 1, "idx": 0}] * n)
-    for split in ("train", "validation", "test"):
-        _mirror(root, "eriktks/conll2003", None, split, [{"id": "0", "tokens": ["EU", "rejects"], "pos_tags": [1, 2],
-                                                          "chunk_tags": [0, 0], "ner_tags": [3, 0]}])
-        _mirror(root, "tner/ontonotes5", None, split, [{"tokens": ["Paris"], "tags": [7]}])
-        _mirror(root, "universalner/universal_ner", "en_ewt", split, [{"idx": "0", "text": "Bob", "tokens": ["Bob"],
-                                                                      "ner_tags": [1], "annotator": None}])
-    squad = [{"id": f"q{i}", "title": "T", "context": "Paris is in France.", "question": "Where is Paris?",
-              "answers": {"text": ["France"], "answer_start": [12]}} for i in range(n)]
-    for path in ("rajpurkar/squad", "rajpurkar/squad_v2"):
-        _mirror(root, path, None, "train", squad)
-        _mirror(root, path, None, "validation", squad[:2])
-    _mirror(root, "rajpurkar/squad_v2", None, "validation", [dict(squad[0], answers={"text": [], "answer_start": []})])
-    record = {"passage": "@highlight Obama visited Paris. Then Obama left.", "query": "@placeholder visited Paris",
-              "entities": ["Obama", "Paris"], "entity_spans": {"text": ["Obama", "Paris", "Obama"],
-                                                              "start": [11, 25, 37], "end": [16, 30, 42]},
-              "answers": ["Obama", "Obama"], "idx": {"passage": 0, "query": 0}}
-    for split in ("train", "validation"):
-        _mirror(root, "aps/super_glue", "record", split, [record] * 4)
-    for name, splits in (("msmarco", ("train", "validation")), ("nq", ("test",))):
-        _mirror(root, f"BeIR/{name}", "corpus", "corpus", [{"_id": f"d{i}", "title": "", "text": f"doc {i}"}
-                                                           for i in range(n)])
-        _mirror(root, f"BeIR/{name}", "queries", "queries", [{"_id": f"q{i}", "text": f"query {i}"} for i in range(n)])
-        for split in splits:
-            _mirror(root, f"BeIR/{name}-qrels", None, split, [{"query-id": f"q{i}", "corpus-id": f"d{i}", "score": 1}
-                                                               for i in range(n)])
-    for split in ("dev", "test"):
-        _mirror(root, "Shitao/MLDR", "en", split, [{"query_id": "1", "query": "long doc?",
-                                                    "positive_passages": [{"docid": "a", "text": "yes"}],
-                                                    "negative_passages": [{"docid": "b", "text": "no"}]}])
-    return root
-
-
-def test_paper_suite_adapters_read_the_hub_schemas(mirror):
-    loaded = {t.name: load_task(t, mirror) for t in SUITES["paper"].values()}
-    sst2 = loaded["sst2"]
-    assert len(sst2["train"]) == 38 and len(sst2["validation"]) == 2 and sst2["test"] == [{"text": "v", "label": 1}]
-    assert loaded["mnli_m"]["test"][0] == {"text": "Premise: p\nHypothesis: h", "label": 2}
-    assert loaded["qqp"]["train"][0]["text"] == "Question 1: a\nQuestion 2: b"
-    assert loaded["conll2003_en"]["test"] == [{"tokens": ["EU", "rejects"], "tags": [3, 0]}]
-    assert SUITES["paper"]["conll2003_en"].labels[3] == "B-ORG" and SUITES["paper"]["conll2003_en"].max_steps == -1
-    assert SUITES["paper"]["ontonotes"].labels[7] == "B-GPE" and len(SUITES["paper"]["ontonotes"].labels) == 37
-    assert loaded["uner_en"]["train"] == [{"tokens": ["Bob"], "tags": [1]}]
-    assert loaded["squad"]["test"][0]["answers"] == [{"text": "France", "start": 12}]
-    assert loaded["squad_v2"]["test"][0]["answers"] == [] and SUITES["paper"]["squad_v2"].unanswerable
-    assert loaded["record"]["test"][0] == {"id": "0-0", "question": "@placeholder visited Paris",
-                                           "context": record_passage(), "answers": [{"text": "Obama", "start": 11}]}
-    ms = loaded["msmarco"]
-    assert len(ms["train"]) == 38 and len(ms["validation"]) == 2 and len(ms["test"]) == 40
-    assert ms["test"][0]["docs"] == [{"id": "d0", "text": "doc 0", "relevance": 1}]
-    assert len(loaded["nq"]["validation"]) == len(loaded["nq"]["test"]) == 20 and "train" not in loaded["nq"]
-    assert loaded["mldr_en"]["test"][0]["docs"] == [{"id": "a", "text": "yes", "relevance": 1},
-                                                    {"id": "b", "text": "no", "relevance": 0}]
-
-
-def record_passage():
-    return "@highlight Obama visited Paris. Then Obama left."
-
+# (its adapters on local copies of the hub's parquet conversions: tests/test_paper_suite.py)
 
 def test_holdout_is_the_rows_of_datasets_train_test_split():
     import datasets
@@ -216,13 +142,3 @@ def test_tasks_list_shows_the_built_sizes(offline, capsys):
     assert any(line.startswith("QA  squad11") and f"train {n}" in line for line in out)
     assert main(["tasks", "list", "--suite", "paper"]) == 0
     assert "conll2003_en" in capsys.readouterr().out
-
-
-def test_a_missing_mirror_file_is_one_line(tmp_path):
-    with pytest.raises(TaskError, match=r"sst2/train.jsonl is missing \(the local mirror of nyu-mll/glue sst2 train\)"):
-        load_task(SUITES["paper"]["sst2"], tmp_path)
-
-
-def test_the_paper_suite_without_a_hub_is_one_line():
-    with pytest.raises(TaskError, match=r"^cannot load nyu-mll/glue sst2 train with datasets: .*Hub"):
-        load_task(SUITES["paper"]["sst2"])

@@ -11,12 +11,15 @@ Every dataset is loaded as {"train": [...], "validation": [...], "test": [...]} 
 
 IR datasets that are evaluated zero-shot (the paper trains on MS MARCO only) have no train split; their `train_on`
 names the dataset whose train split trains the model. An IR corpus is the union of the judged documents of the
-split's queries ("we restrict the corpus to labeled documents only").
+split's queries ("we restrict the corpus to labeled documents only"); the paper suite lists the documents judged in
+validation and test together under each split (one corpus per dataset, `paper_suite.share_corpus`).
+
+The paper suite's sources (pinned hub revisions, their parquet layout, the authors' splits) are in
+`mlmclm.evaluation.paper_suite`.
 """
 
 from __future__ import annotations
 
-import collections
 import difflib
 import json
 import math
@@ -24,7 +27,7 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -47,6 +50,7 @@ class Task:
     train_on: str | None = None     # IR: the dataset whose train split trains the model (None: its own)
     unanswerable: bool = False      # QA: some questions have no answer in the context (SQuAD v2)
     max_steps: int | None = None    # overrides the scale's max_steps (-1: one epoch), as EncodEval's CoNLL config
+    seeded_split: bool = False      # validation/test drawn from the run seed (NQ, as EncodEval): load per seed
 
 
 # ----------------------------------------------------------------------------------------------- the registry
@@ -72,9 +76,12 @@ PAPER = [
     Task("squad", "QA", "paper", "squad_f1", "SQuAD v1.1 (rajpurkar/squad)"),
     Task("squad_v2", "QA", "paper", "squad_f1", "SQuAD v2 (rajpurkar/squad_v2)", unanswerable=True),
     Task("record", "QA", "paper", "squad_f1", "SuperGLUE ReCoRD as span extraction (aps/super_glue record)"),
-    Task("msmarco", "IR", "paper", "ndcg@10", "MS MARCO passages (BeIR/msmarco + BeIR/msmarco-qrels)"),
-    Task("nq", "IR", "paper", "ndcg@10", "Natural Questions (BeIR/nq + BeIR/nq-qrels), zero-shot", train_on="msmarco"),
-    Task("mldr_en", "IR", "paper", "ndcg@10", "MLDR English (Shitao/MLDR en), zero-shot", train_on="msmarco"),
+    Task("msmarco", "IR", "paper", "ndcg@10",
+         "MS MARCO passages (BeIR/msmarco + BeIR/msmarco-qrels): dev qrels validate, TREC-DL 2019 tests"),
+    Task("nq", "IR", "paper", "ndcg@10", "Natural Questions (BeIR/nq + BeIR/nq-qrels), zero-shot; test queries "
+         "halved by the run seed", train_on="msmarco", seeded_split=True),
+    Task("mldr_en", "IR", "paper", "ndcg@10", "MLDR English (mteb/MultiLongDocRetrieval en), zero-shot",
+         train_on="msmarco"),
 ]
 
 OFFLINE = [
@@ -129,11 +136,12 @@ def select_tasks(suite: str, groups: Iterable[str], datasets: Iterable[str] = ()
 # ----------------------------------------------------------------------------------------------- loading
 
 def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | None = None,
-              max_eval: int | None = None) -> dict[str, list[dict]]:
+              max_eval: int | None = None, seed: int = 0) -> dict[str, list[dict]]:
     """The splits of `task`, capped to a fixed random subset of `max_train` / `max_eval` examples.
 
-    offline: the built suite under `data_dir` (default data/tasks). paper: the hub through `datasets`, or, when
-    `data_dir` is given, a local mirror `<data_dir>/<hub path>/<config or default>/<split>.jsonl` of the same rows.
+    offline: the built suite under `data_dir` (default data/tasks). paper: the hub through `datasets` at the pinned
+    revisions of `paper_suite.SOURCES`, or, when `data_dir` is given, a local mirror of their parquet conversions,
+    `<data_dir>/<repo>/<config>/<split>/*.parquet`. `seed`: the run seed, for a task with `seeded_split` (NQ).
     """
     if task.suite == "offline":
         folder = Path(data_dir or TASKS_DIR) / "offline" / task.name
@@ -142,9 +150,15 @@ def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | N
                             f"run `mlmclm tasks build --datasets {task.name}`")
         splits = {s: read_jsonl(folder / f"{s}.jsonl") for s in SPLITS if (folder / f"{s}.jsonl").is_file()}
     else:
-        splits = _PAPER_LOADERS[task.name](_hub_reader(data_dir))
+        from .paper_suite import load_paper
+
+        splits = load_paper(task, data_dir, seed)
     caps = {"train": max_train, "validation": max_eval, "test": max_eval}
     splits = {s: _cap(rows, caps[s]) for s, rows in splits.items()}
+    if task.suite == "paper" and task.group == "IR":
+        from .paper_suite import share_corpus
+
+        splits = share_corpus(splits)
     _check_labels(task, splits)
     return splits
 
@@ -176,25 +190,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------------------------- the paper suite
-# Splits as the paper's code: 5% of train held out as validation (`train_test_split(train_size=0.95, seed=42)`),
-# the official validation split as test. TC keeps the official train/validation/test splits.
-
-def _hub_reader(data_dir):
-    def read(path: str, config: str | None, split: str) -> Iterable[dict]:
-        if data_dir is not None:
-            f = Path(data_dir) / path / (config or "default") / f"{split}.jsonl"
-            if not f.is_file():
-                raise TaskError(f"{f} is missing (the local mirror of {path} {config or ''} {split})")
-            return read_jsonl(f)
-        import datasets
-
-        try:
-            return datasets.load_dataset(path, config, split=split)
-        except Exception as e:  # no hub, no such dataset: one line, not a traceback
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise TaskError(f"cannot load {path} {config or ''} {split} with datasets: {first}") from None
-    return read
-
+# Its adapters are in `paper_suite`; SC and QA hold out 5% of train as validation, as the paper's code.
 
 def holdout(rows: list, fraction: float = 0.05, seed: int = 42) -> tuple[list, list]:
     """(train, validation): the rows of `datasets`' `train_test_split(train_size=1 - fraction, seed=seed)`."""
@@ -202,97 +198,3 @@ def holdout(rows: list, fraction: float = 0.05, seed: int = 42) -> tuple[list, l
     n_train = math.floor((1 - fraction) * len(rows))
     perm = np.random.default_rng(seed).permutation(len(rows))
     return [rows[i] for i in perm[len(rows) - n_train:]], [rows[i] for i in perm[:len(rows) - n_train]]
-
-
-def _sc(read, path, config, test_split, render):
-    train, validation = holdout([render(r) for r in read(path, config, "train")])
-    return {"train": train, "validation": validation, "test": [render(r) for r in read(path, config, test_split)]}
-
-
-def _tc(read, path, config, tags="ner_tags"):
-    return {s: [{"tokens": list(r["tokens"]), "tags": list(r[tags])} for r in read(path, config, s)] for s in SPLITS}
-
-
-def _squad_row(r):
-    a = r["answers"]
-    return {"id": str(r["id"]), "question": r["question"], "context": r["context"],
-            "answers": [{"text": t, "start": s} for t, s in zip(a["text"], a["answer_start"])]}
-
-
-def _record_row(r):
-    """ReCoRD as extraction: the query (with its @placeholder) is the question; each answer entity is located in
-    the passage by its entity span, else by its first occurrence."""
-    starts = {}
-    for t, s in zip(r["entity_spans"]["text"], r["entity_spans"]["start"]):
-        starts.setdefault(t, s)
-    answers = []
-    for t in dict.fromkeys(r["answers"]):
-        s = starts.get(t, r["passage"].find(t))
-        if s >= 0:
-            answers.append({"text": t, "start": s})
-    idx = r["idx"]
-    return {"id": f"{idx['passage']}-{idx['query']}", "question": r["query"], "context": r["passage"],
-            "answers": answers}
-
-
-def _qa(read, path, config, row):
-    train, validation = holdout([row(r) for r in read(path, config, "train")])
-    return {"train": train, "validation": validation, "test": [row(r) for r in read(path, config, "validation")]}
-
-
-def _beir(read, name: str, splits: dict[str, str]) -> dict[str, list[dict]]:
-    """A BEIR dataset: `BeIR/<name>` (corpus, queries) + `BeIR/<name>-qrels`; `splits` maps qrels split -> ours."""
-    qrels = {ours: collections.defaultdict(dict) for ours in set(splits.values())}
-    for split, ours in splits.items():
-        for r in read(f"BeIR/{name}-qrels", None, split):
-            qrels[ours][str(r["query-id"])][str(r["corpus-id"])] = int(r["score"])
-    needed_q = {q for rel in qrels.values() for q in rel}
-    needed_d = {d for rel in qrels.values() for docs in rel.values() for d in docs}
-    queries = {str(r["_id"]): r["text"] for r in read(f"BeIR/{name}", "queries", "queries")
-               if str(r["_id"]) in needed_q}
-    corpus = {str(r["_id"]): (f"{r['title']}\n{r['text']}" if r.get("title") else r["text"])
-              for r in read(f"BeIR/{name}", "corpus", "corpus") if str(r["_id"]) in needed_d}
-    return {ours: [{"id": q, "query": queries[q],
-                    "docs": [{"id": d, "text": corpus[d], "relevance": s} for d, s in docs.items() if d in corpus]}
-                   for q, docs in rel.items() if q in queries]
-            for ours, rel in qrels.items()}
-
-
-def _msmarco(read):
-    s = _beir(read, "msmarco", {"train": "train", "validation": "test"})
-    s["train"], s["validation"] = holdout(s["train"])
-    return s
-
-
-def _nq(read):
-    """BEIR NQ has test qrels only: its queries are split 50/50 into validation and test, as the paper's code."""
-    test, validation = holdout(_beir(read, "nq", {"test": "test"})["test"], fraction=0.5)
-    return {"validation": validation, "test": test}
-
-
-def _mldr(read):
-    def row(r):
-        docs = [{"id": d["docid"], "text": d["text"], "relevance": 1} for d in r["positive_passages"]]
-        docs += [{"id": d["docid"], "text": d["text"], "relevance": 0} for d in r["negative_passages"]]
-        return {"id": str(r["query_id"]), "query": r["query"], "docs": docs}
-    return {ours: [row(r) for r in read("Shitao/MLDR", "en", split)] for split, ours in
-            (("dev", "validation"), ("test", "test"))}
-
-
-_PAPER_LOADERS: dict[str, Callable] = {
-    "sst2": lambda read: _sc(read, "nyu-mll/glue", "sst2", "validation",
-                             lambda r: {"text": r["sentence"], "label": r["label"]}),
-    "mnli_m": lambda read: _sc(read, "nyu-mll/glue", "mnli", "validation_matched", lambda r: {
-        "text": f"Premise: {r['premise']}\nHypothesis: {r['hypothesis']}", "label": r["label"]}),
-    "qqp": lambda read: _sc(read, "nyu-mll/glue", "qqp", "validation", lambda r: {
-        "text": f"Question 1: {r['question1']}\nQuestion 2: {r['question2']}", "label": r["label"]}),
-    "conll2003_en": lambda read: _tc(read, "eriktks/conll2003", None),
-    "ontonotes": lambda read: _tc(read, "tner/ontonotes5", None, tags="tags"),
-    "uner_en": lambda read: _tc(read, "universalner/universal_ner", "en_ewt"),
-    "squad": lambda read: _qa(read, "rajpurkar/squad", None, _squad_row),
-    "squad_v2": lambda read: _qa(read, "rajpurkar/squad_v2", None, _squad_row),
-    "record": lambda read: _qa(read, "aps/super_glue", "record", _record_row),
-    "msmarco": _msmarco,
-    "nq": _nq,
-    "mldr_en": _mldr,
-}
