@@ -17,7 +17,6 @@ import.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import pandas as pd
 from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
+from ..io import load_result
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -214,27 +214,8 @@ def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float]:
     """Validation and test scores (points), the test split's per-instance scores and the majority-class baseline's
     test score (``baselines.majority.test``, points; NaN when absent) of one ``results.json``."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ResultFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ResultFileError(f"{path}: cannot be read ({e})") from None
-    if not isinstance(doc, dict):
-        raise ResultFileError(f"{path}: expected a JSON object with 'validation' and 'test', got {type(doc).__name__}")
-    if "meta" in doc and not isinstance(doc["meta"], dict):
-        raise ResultFileError(f"{path}: 'meta' must be an object, got {type(doc['meta']).__name__}")
-    scores = []
-    for split in ("validation", "test"):
-        block = doc.get(split)
-        if not isinstance(block, dict):
-            raise ResultFileError(f"{path}: no '{split}' object")
-        if "score" not in block:
-            raise ResultFileError(f"{path}: '{split}' has no 'score'")
-        score = block["score"]
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-            raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
-        scores.append(100 * float(score))
+    doc = load_result(path)
+    scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
     per = doc["test"].get("scores_i")
     baselines = doc.get("baselines")
     majority = baselines.get("majority") if isinstance(baselines, dict) else None
