@@ -482,6 +482,22 @@ def resolve_names(names, scale: ScaleConfig | None = None) -> list[str]:
     return names
 
 
+def check_overrides(overrides, plan: Plan, names) -> None:
+    """Every `--set` on a grid must reach a grid that `names` fine-tune with: `finetune.X` where their only grid is
+    the stability grid and it sets its own X, or `stability.X` where none of them uses that grid, is refused."""
+    grids = {e.grid for e in plan.evaluations.values()}
+    for item in overrides:
+        key = item.partition("=")[0]
+        section, _, name = key.partition(".")
+        name = name.split(".")[0]
+        if section == "finetune" and grids == {"stability"} and name in plan.scale.stability:
+            raise ConfigError(f"--set {key} does not reach the stability grid, which sets its own {name}; set "
+                              f"stability.{name} instead")
+        if section == "stability" and "stability" not in grids:
+            raise ConfigError(f"--set {key} reaches only the stability study's own grid, which the studies run "
+                              f"here ({', '.join(names)}) do not use; set finetune.{name} instead")
+
+
 def _phases(r: Run) -> str:
     return " + ".join(f"{o} {n}" for o, n in r.phases) + " steps"
 
@@ -689,8 +705,9 @@ def _cli(args) -> int:
     paths = paths_from(args)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     names = resolve_names(args.name, scale)
+    plan = build_plan(scale).for_studies(names)
+    check_overrides(args.overrides, plan, names)
     if args.action == "plan":
-        plan = build_plan(scale).for_studies(names)
         print(format_plan(plan, names, paths))
         return 0
     run(names, scale, paths)

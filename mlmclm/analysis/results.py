@@ -623,10 +623,7 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
 
     frames = []
     for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
-        log = pd.read_csv(path)
-        missing = {"step", "loss"} - set(log.columns)
-        if missing:
-            raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        log = _read_log(path)
         config = path.parent / "config.yaml"
         init = (yaml.safe_load(config.read_text()) or {}).get("init") or {} if config.is_file() else {}
         start = {"parent": None, "parent_step": None, "resumed": False}
@@ -637,6 +634,32 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
     return _with_attributes(pd.concat(frames, ignore_index=True))
+
+
+def _read_log(path: Path) -> pd.DataFrame:
+    """One pretrain.csv; a line that does not parse, or whose step or loss is not a number, is a ResultFileError
+    naming the file and the line."""
+    try:
+        log = pd.read_csv(path, skip_blank_lines=False)
+    except pd.errors.EmptyDataError:
+        raise ResultFileError(f"{path}: empty, not a pretraining log") from None
+    except pd.errors.ParserError as e:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+        where = f"line {m[2]} has {m[3]} fields, the header {m[1]}" if m else str(e).strip().splitlines()[-1]
+        raise ResultFileError(f"{path}: {where}") from None
+    missing = {"step", "loss"} - set(log.columns)
+    if missing:
+        raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    for column in ("step", "loss"):
+        numbers = pd.to_numeric(log[column], errors="coerce")
+        bad = numbers.isna() & (log[column].notna() | (column == "step"))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            value = log[column].iloc[row]
+            what = f"{column} {value!r} is not a number" if pd.notna(value) else f"no {column}"
+            raise ResultFileError(f"{path}: line {row + 2}: {what}")
+        log[column] = numbers
+    return log
 
 
 def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
