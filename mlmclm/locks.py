@@ -6,8 +6,9 @@
 `hold` takes an exclusive `fcntl.flock` on `<folder>/.lock`, a file that names its holder (pid and command). The
 kernel releases a flock when the holder ends, however it ends (SIGKILL included), so a lock is never left stale: the
 file a killed process leaves behind is taken over at once. A second process waits for the holder and says once, in
-one line, which process it waits for; what the first one wrote is then there for it to find complete. Forked workers
-share their parent's lock (they write for it). A process that already holds a folder's lock takes it again freely.
+one line, which process it waits for; what the first one wrote is then there for it to find complete. A folder that
+holds nothing but the lock when it is released is removed with it. Forked workers share their parent's lock (they
+write for it). A process that already holds a folder's lock takes it again freely.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ def hold(folder: str | Path):
         del _HELD[folder]
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # while still held: a waiter that opened this file sees it gone and takes a new one
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # a folder that only held the lock (work refused before any write) is not left behind
         os.close(fd)
 
 
 def _acquire(folder: Path, path: Path) -> int:
     told = False
     while True:
+        folder.mkdir(parents=True, exist_ok=True)  # again: its last holder may have removed it, empty
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
