@@ -201,8 +201,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="forked grid workers are Linux-only")
-def test_forked_workers_end_with_their_parent(suite, tmp_path):
-    """SIGTERM to `mlmclm finetune` (as a scheduler sends) leaves no worker training on as an orphan."""
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_forked_workers_end_with_their_parent(suite, tmp_path, signal_name):
+    """SIGTERM (as a scheduler sends) or SIGKILL to `mlmclm finetune` leaves no worker training on as an orphan."""
     import os
     import signal
     import subprocess
@@ -219,7 +220,7 @@ def test_forked_workers_end_with_their_parent(suite, tmp_path):
         workers = _children(proc.pid)
         time.sleep(0.05)
     assert len(workers) == 2, "no workers started"
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, getattr(signal, signal_name))
     proc.wait(timeout=30)
     deadline = time.time() + 30
     while any(map(_alive, workers)) and time.time() < deadline:
