@@ -193,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
+            bar.close()
+        print(f"\nmlmclm: {e.args[0] if e.args else 'interrupted'}; re-run the same command to resume", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -179,6 +179,30 @@ class ModelSpec:
     overrides: dict = field(default_factory=dict)
     attention_backend: str = "sdpa"
 
+    # MlmClmConfig fields that a run decides, not `overrides`: why
+    DECIDED = {"vocab_size": "the tokenizer's size (set data.vocab_size, or data.tokenizer)",
+               "bos_token_id": "the tokenizer", "eos_token_id": "the tokenizer", "pad_token_id": "the tokenizer",
+               "mask_token_id": "the tokenizer (data.mask_token)", "is_causal": "each phase's objective",
+               "attention_backend": "model.attention_backend"}
+
+    def validate(self):
+        import inspect
+
+        from .models.configuration import MlmClmConfig
+
+        if not isinstance(self.overrides, dict):
+            raise ConfigError(f"model.overrides must be a mapping of model fields, got {self.overrides!r}")
+        known = [n for n in inspect.signature(MlmClmConfig.__init__).parameters if n not in ("self", "kwargs")]
+        for key in self.overrides:
+            if key in self.DECIDED:
+                raise ConfigError(f"model.overrides.{key} cannot be set: it is decided by {self.DECIDED[key]}")
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                free = [n for n in known if n not in self.DECIDED]
+                hint = f"did you mean model.overrides.{close[0]}?" if close else f"known fields: {', '.join(free)}"
+                raise ConfigError(f"unknown model field model.overrides.{key}; {hint}")
+        MlmClmConfig.from_size(self.size, **self.overrides)  # the size and the values, before any work
+
 
 @dataclass
 class DataSpec:
@@ -412,6 +436,11 @@ class ScaleConfig:
         bad = [s for s in self.sizes if s not in SIZES]
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
+        for name in ("finetune", "stability"):  # the grids' fields, checked as FinetuneConfig's, named in full
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigError(f"{name} must be a mapping of fine-tuning fields, got {getattr(self, name)!r}")
+        from_dict(FinetuneConfig, {"scale": self.scale, **self.finetune}, "finetune.")
+        from_dict(FinetuneConfig, {"scale": self.scale, **self.finetune, **self.stability}, "stability.")
 
 
 def recipe_path(config: str | Path) -> Path:

@@ -36,3 +36,7 @@ class FetchError(MlmClmError, RuntimeError):
 
 class NonFiniteLoss(MlmClmError, RuntimeError):
     """Pretraining produced a non-finite loss: the message names the step (lower the learning rate, resume)."""
+
+
+class NotebookError(MlmClmError, RuntimeError):
+    """A notebook whose execution failed: the message names the notebook, the cell and the error."""

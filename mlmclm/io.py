@@ -1,7 +1,8 @@
 """Atomic writes and provenance: what every stored result and checkpoint goes through.
 
 An interrupted job never leaves a half-written file: everything is written under a temporary name in the same folder
-and renamed into place (`os.replace` is atomic on POSIX).
+and renamed into place (`os.replace` is atomic on POSIX), a file's bytes flushed to disk (`fsync`) before the rename.
+What is written gets the permissions of the user's umask, as any other tool's files (not the temporary files' 0600).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from .errors import ConfigError, ResultFileError
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACKED_PACKAGES = ("mlmclm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "kernels", "numpy")
 
@@ -29,12 +32,17 @@ def atomic_path(path: str | Path, is_dir: bool = False):
     path.parent.mkdir(parents=True, exist_ok=True)
     if is_dir:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        os.chmod(tmp, 0o777 & ~umask())
     else:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o666 & ~umask())
         os.close(fd)
         tmp = Path(name)
     try:
         yield tmp
+        if not is_dir:
+            with open(tmp, "rb+") as f:  # on disk before the rename: a crash leaves the old file or the new one
+                os.fsync(f.fileno())
         if is_dir and path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -46,6 +54,63 @@ def atomic_path(path: str | Path, is_dir: bool = False):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True) if is_dir else tmp.unlink(missing_ok=True)
         raise
+
+
+def umask() -> int:
+    """The process's umask (read without changing it where /proc allows; threads may be writing files meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_writable(folder: str | Path) -> None:
+    """Create `folder` (and its parents) when missing and check that files can be written in it: a `ConfigError`
+    naming the folder otherwise, before any work."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ConfigError(f"cannot write in {folder}: {e.strerror or e}; choose a folder you can write to") from None
+
+
+def read_json(path: str | Path):
+    """A JSON file's content; a file that cannot be read or parsed is a `ResultFileError` naming it."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"{path}: cannot be read ({e})") from None
+
+
+def load_result(path: str | Path) -> dict:
+    """A fine-tuning `results.json`, checked for what every reader needs: a JSON object whose `validation` and `test`
+    objects hold a `score` in [0, 1], and a `meta` object when there is one. Anything else is a `ResultFileError`
+    naming the file and the fault."""
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise ResultFileError(f"{path}: expected a JSON object with 'validation' and 'test', got {type(doc).__name__}")
+    if "meta" in doc and not isinstance(doc["meta"], dict):
+        raise ResultFileError(f"{path}: 'meta' must be an object, got {type(doc['meta']).__name__}")
+    for split in ("validation", "test"):
+        block = doc.get(split)
+        if not isinstance(block, dict):
+            raise ResultFileError(f"{path}: no '{split}' object")
+        if "score" not in block:
+            raise ResultFileError(f"{path}: '{split}' has no 'score'")
+        score = block["score"]
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
+    return doc
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -10,8 +10,13 @@ optimizer) and the fine-tuning grids. Runs share prefixes as in the paper: a run
 that run's checkpoint (biphasic runs from the CLM run's checkpoints before any decay, shorter budgets from the base
 runs' stable phase, CPT from the decayed final checkpoints), so no segment is trained twice.
 
-Completeness lives in the results: a run is complete when its meta.json says so, an evaluation when every
-results.json of its grid exists. Checkpoints are only needed for work still to do; a missing one is retrained.
+Completeness lives in the results: a run is complete when its meta.json says so and its pretrain.csv is whole
+(`pretrain.finished`), an evaluation when every results.json of its grid is complete (`finetune.result_fault`: it
+parses, holds its scores and was computed with the grid's settings). Checkpoints are only needed for work still to
+do; a missing one is retrained. Results of an evaluated model that lie outside its grid (other learning rates, seeds
+or datasets, after a `--set`) are set aside (renamed `results.outside-grid.json`), so that the notebooks aggregate
+the grid's runs only; a later run whose grid holds them again puts them back. Every writer holds the lock of the
+folder it writes (`mlmclm.locks`): two study runs on one checkout wait for each other and do each piece of work once.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
-from .errors import ConfigError
-from .io import ROOT, repo_relative
+from . import locks
+from .errors import ConfigError, ResultFileError
+from .io import ROOT, check_writable, read_json, repo_relative
 from .training import checkpoints
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
@@ -321,8 +327,9 @@ def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = Non
 # State: what is complete
 # ---------------------------------------------------------------------------------------------------------------
 def run_complete(run: Run, plan: Plan, paths: Paths) -> bool:
-    meta = paths.results / plan.scale.scale / run.run_id / "meta.json"
-    return meta.is_file() and json.loads(meta.read_text()).get("status") == "complete"
+    from .training.pretrain import finished
+
+    return finished(paths.results / plan.scale.scale / run.run_id, run.total)
 
 
 def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
@@ -333,13 +340,42 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
     return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step))
 
 
-def missing_results(e: Evaluation, cfg) -> set[Path]:
-    """The results.json files of `e`'s grid not yet written."""
+def grid_results(e: Evaluation, cfg) -> set[Path]:
+    """The results.json files of `e`'s grid."""
     from .evaluation.finetune import plan_grid, run_dir
 
-    paths = (ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
-             for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds)
-    return {p for p in paths if not p.is_file()}
+    return {ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
+            for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds}
+
+
+def missing_results(e: Evaluation, cfg) -> set[Path]:
+    """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings)."""
+    from .evaluation.finetune import result_fault
+
+    return {p for p in grid_results(e, cfg) if result_fault(p, cfg)}
+
+
+ASIDE = "results.outside-grid.json"
+
+
+def set_aside(plan: Plan, grids: dict) -> list[Path]:
+    """Rename the results.json of the plan's evaluated models that lie outside their grid to `ASIDE` (the notebooks
+    read every results.json of a model), and put back those the grid holds again. Returns the paths set aside."""
+    moved = []
+    for e in plan.evaluations.values():
+        cfg = grids[e.grid]
+        wanted = grid_results(e, cfg)
+        tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+        if not tree.is_dir():
+            continue
+        with locks.hold(tree):
+            for path in sorted(set(tree.glob("*/*/*/results.json")) - wanted):
+                path.rename(path.with_name(ASIDE))
+                moved.append(path)
+            for path in wanted:
+                if not path.exists() and path.with_name(ASIDE).is_file():
+                    path.with_name(ASIDE).rename(path)
+    return moved
 
 
 def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluation], dict]:
@@ -399,8 +435,14 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
     pairs = {g: plan_grid(cfg) for g, cfg in grids.items()}
+    aside = set_aside(plan, grids)
+    if aside:
+        print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
+              f"{repo_relative(aside[0])}", flush=True)
     runs, evals, wanted = work(plan, paths, grids)
     todo = len(set().union(*(missing_results(e, grids[e.grid]) for e in evals)))
+    for folder in ([paths.results, paths.checkpoints, paths.data] if runs else [paths.results] if evals else []):
+        check_writable(folder)
     print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
@@ -439,6 +481,22 @@ def resolve_names(names, scale: ScaleConfig | None = None) -> list[str]:
         raise ConfigError(f"scale {scale.scale} does not run the {left[0]} study (it runs {', '.join(at)}); "
                           f"choose another scale")
     return names
+
+
+def check_overrides(overrides, plan: Plan, names) -> None:
+    """Every `--set` on a grid must reach a grid that `names` fine-tune with: `finetune.X` where their only grid is
+    the stability grid and it sets its own X, or `stability.X` where none of them uses that grid, is refused."""
+    grids = {e.grid for e in plan.evaluations.values()}
+    for item in overrides:
+        key = item.partition("=")[0]
+        section, _, name = key.partition(".")
+        name = name.split(".")[0]
+        if section == "finetune" and grids == {"stability"} and name in plan.scale.stability:
+            raise ConfigError(f"--set {key} does not reach the stability grid, which sets its own {name}; set "
+                              f"stability.{name} instead")
+        if section == "stability" and "stability" not in grids:
+            raise ConfigError(f"--set {key} reaches only the stability study's own grid, which the studies run "
+                              f"here ({', '.join(names)}) do not use; set finetune.{name} instead")
 
 
 def _phases(r: Run) -> str:
@@ -533,8 +591,11 @@ def measured_rate(plan: Plan, paths: Paths, per_run: dict) -> float | None:
         meta = paths.results / plan.scale.scale / run_id / "meta.json"
         if not meta.is_file():
             continue
-        m = json.loads(meta.read_text())
-        if m.get("status") != "complete" or not m.get("wall_time_s"):
+        try:
+            m = read_json(meta)
+        except ResultFileError:
+            continue
+        if not isinstance(m, dict) or m.get("status") != "complete" or not m.get("wall_time_s"):
             continue
         flops, wall = flops + f, wall + m["wall_time_s"]
     return flops / wall if wall else None
@@ -548,7 +609,10 @@ def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> floa
     for (model_id, grid, trainer, lr, seed), f in per_training.items():
         tree = paths.results / "stability" / plan.scale.scale if grid == "stability" else root
         for path in tree.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
-            meta = json.loads(path.read_text()).get("meta", {})
+            try:
+                meta = (read_json(path) or {}).get("meta") or {}
+            except (ResultFileError, AttributeError):
+                continue
             if meta.get("wall_time_s"):
                 flops, wall = flops + f, wall + meta["wall_time_s"] / meta.get("grid_workers", 1)
     return flops / wall if wall else None
@@ -651,8 +715,9 @@ def _cli(args) -> int:
     paths = paths_from(args)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     names = resolve_names(args.name, scale)
+    plan = build_plan(scale).for_studies(names)
+    check_overrides(args.overrides, plan, names)
     if args.action == "plan":
-        plan = build_plan(scale).for_studies(names)
         print(format_plan(plan, names, paths))
         return 0
     run(names, scale, paths)

@@ -66,6 +66,23 @@ def test_temporary_and_foreign_folders_are_ignored_and_cleared(tmp_path):
         ck.find_checkpoint(tmp_path / "missing")
 
 
+@pytest.mark.parametrize("state, fault", [
+    ('{"step": 8', "trainer_state.json: not valid JSON"),
+    ('{"lr": 0.1}', "trainer_state.json has no step"),
+    ("[8]", "trainer_state.json has no step"),
+])
+def test_a_damaged_checkpoint_does_not_count_and_is_named_and_removed(tmp_path, capsys, state, fault):
+    root = tmp_path / "run"
+    _write(root, 4)
+    bad = _write(root, 8)
+    (bad / "trainer_state.json").write_text(state)
+    assert ck.damage(bad) == fault or ck.damage(bad).startswith(fault)
+    assert ck.checkpoint_steps(root) == [4] and ck.last(root) == ck.step_dir(root, 4)
+    ck.clear_temporary(root)  # what the run's writer does before it resumes
+    assert f"{bad}: damaged checkpoint ({fault}" in capsys.readouterr().out
+    assert not bad.exists() and ck.complete(ck.step_dir(root, 4))
+
+
 def test_publish_replaces_and_names_intermediate_checkpoints(tmp_path):
     root = tmp_path / "ckpt" / "tiny" / "r"
     for step in (3, 9):

@@ -96,3 +96,63 @@ def test_a_recipe_is_named_or_a_file(tmp_path):
     assert recipe_path(own) == own
     with pytest.raises(ConfigError, match="'nosuch' is neither a YAML file nor a recipe; .* mini, paper, small, tiny"):
         recipe_path("nosuch")
+
+
+def test_files_get_the_users_umask_and_are_fsynced_before_the_rename(tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or fsync(fd))
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "a.json", {"a": 1})
+        with atomic_path(tmp_path / "d", is_dir=True) as d:
+            (d / "w").write_text("1")
+        os.umask(0o027)
+        write_json(tmp_path / "b.json", {"b": 1})
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"a.json": 0o644, "d": 0o755, "b.json": 0o640}  # not mkstemp's 0600 / mkdtemp's 0700
+    assert len(synced) == 2  # each file, before it is renamed into place
+
+
+def test_check_writable_names_the_folder(tmp_path):
+    from mlmclm.io import check_writable
+
+    check_writable(tmp_path / "new" / "folder")
+    assert (tmp_path / "new" / "folder").is_dir() and not list((tmp_path / "new" / "folder").iterdir())
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=f"cannot write in {tmp_path / 'file' / 'runs'}: .*; choose a folder"):
+        check_writable(tmp_path / "file" / "runs")
+
+
+@pytest.mark.parametrize("overrides,match", [
+    ({"num_hidden_layer": 6}, "unknown model field model.overrides.num_hidden_layer; did you mean "
+                              "model.overrides.num_hidden_layers?"),
+    ({"foo": 1}, "unknown model field model.overrides.foo; known fields: hidden_size, "),
+    ({"vocab_size": 100}, r"model.overrides.vocab_size cannot be set: it is decided by the tokenizer's size"),
+    ({"mask_token_id": 3}, r"model.overrides.mask_token_id cannot be set: it is decided by the tokenizer"),
+    ({"hidden_size": 47}, r"hidden_size \(47\) must be divisible by num_attention_heads"),
+])
+def test_model_overrides_are_checked_like_every_key(overrides, match):
+    from mlmclm.config import PretrainConfig
+
+    with pytest.raises(ConfigError, match=match) as err:
+        load_config(PretrainConfig, {"phases": [["clm", 10000]], "model": {"overrides": overrides}})
+    assert "\n" not in str(err.value)
+    cfg = load_config(PretrainConfig, {"phases": [["clm", 10000]], "model": {"overrides": {"num_hidden_layers": 3}}})
+    assert cfg.model.overrides == {"num_hidden_layers": 3}
+
+
+@pytest.mark.parametrize("override,match", [
+    ("finetune.lrz=[1]", "unknown config key finetune.lrz; did you mean finetune.lrs?"),
+    ("stability.sedes=[1]", "unknown config key stability.sedes; did you mean stability.seeds?"),
+    ("finetune=3", "finetune must be a mapping of fine-tuning fields"),
+])
+def test_a_scales_grid_fields_are_named_in_full(override, match):
+    from mlmclm.config import scale_config
+
+    with pytest.raises(ConfigError, match=match):
+        scale_config("tiny", [override])

@@ -8,7 +8,7 @@ import pytest
 
 from mlmclm.errors import ConfigError
 from mlmclm.training.corpus import (
-    SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, iter_texts, load_tokenizer,
+    SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, check_corpus, iter_texts, load_tokenizer,
     train_tokenizer,
 )
 
@@ -35,8 +35,26 @@ def test_local_json_files_through_datasets(tmp_path):
     assert texts[0].startswith("document number 0") and sum(map(len, texts)) >= 2000 and len(texts) < 30
     with pytest.raises(ConfigError, match="data.text_field='text' is not a column"):
         list(iter_texts(str(path), tmp_path))
+    with pytest.raises(ConfigError, match="no such file or folder"):
+        list(iter_texts(str(tmp_path / "nowhere"), tmp_path))
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no .txt/.json/.jsonl files there"):
         list(iter_texts(str(tmp_path / "empty"), tmp_path))
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "is empty: its files hold no text"),
+    (b"\n  \n\n", "is empty: its files hold no text"),
+    (b"PK\x03\x04\x00\x00binary" * 10, r"is binary \(a NUL byte at 4\)"),
+    (b"\xff\xfe\xfa text", r"is not UTF-8 text \(byte 0\)"),
+])
+def test_a_local_corpus_must_hold_text_before_any_work(tmp_path, content, message):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message) as err:
+        check_corpus(str(path))
+    assert "\n" not in str(err.value)
+    check_corpus("offline")  # built from the registries: nothing to check before
 
 
 def test_tokenizer_shards_and_block_order(tmp_path):

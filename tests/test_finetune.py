@@ -4,6 +4,7 @@ bad input in one line, and learning on real data."""
 
 import collections
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from mlmclm.analysis.results import load_run_tree
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 
+ROOT = Path(__file__).resolve().parents[1]
 GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
 
 
@@ -152,6 +154,81 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "results").exists()
+
+
+def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tmp_path, capsys):
+    """Completeness means valid: a results.json that does not parse, lacks its scores, has no record of its settings
+    or was computed with other protocol settings is named and redone; a grid-only change (more seeds) is not."""
+    root, ckpt = suite
+    base = [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[multiemo_sentiment]", "lrs=[1e-3]",
+            "seeds=[0,1,2,3]", "grid_workers=1"]
+    run_grid(ckpt, finetune_config("tiny", base), progress=False)
+    files = sorted(tmp_path.rglob("results.json"))
+    assert len(files) == 4
+    files[0].write_text(files[0].read_text()[:100])  # truncated
+    files[1].write_text(json.dumps({"validation": {"score": 0.5}, "test": {}}))  # no test score
+    doc = json.loads(files[2].read_text())
+    del doc["meta"]["config"]
+    files[2].write_text(json.dumps(doc))
+    stamp = files[3].stat().st_mtime_ns
+    capsys.readouterr()
+    out = run_grid(ckpt, finetune_config("tiny", base + ["seeds=[0,1,2,3,4]"]), progress=False)
+    assert (out["runs"], out["skipped"]) == (4, 1) and files[3].stat().st_mtime_ns == stamp
+    said = capsys.readouterr().out
+    for path, fault in zip(files, ("not valid JSON", "'test' has no 'score'", "no meta.config")):
+        assert f"{path}: {fault}" in said and "; it is redone" in said
+    assert all(json.loads(f.read_text())["meta"]["config"]["max_steps"] == 4 for f in files)
+    out = run_grid(ckpt, finetune_config("tiny", base + ["max_steps=3"]), progress=False)  # another protocol
+    assert out["runs"] == 4 and "computed with other settings (max_steps 4 -> 3)" in capsys.readouterr().out
+    assert run_grid(ckpt, finetune_config("tiny", base + ["max_steps=3", "grid_workers=2"]), progress=False)[
+        "runs"] == 0  # how many workers does not change a result
+
+
+def _children(pid: int) -> set[int]:
+    from pathlib import Path
+    kids = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        kids |= {int(x) for x in (task / "children").read_text().split()} if (task / "children").exists() else set()
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    from pathlib import Path
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="forked grid workers are Linux-only")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_forked_workers_end_with_their_parent(suite, tmp_path, signal_name):
+    """SIGTERM (as a scheduler sends) or SIGKILL to `mlmclm finetune` leaves no worker training on as an orphan."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    root, ckpt = suite
+    proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "finetune", str(ckpt), "--scale", "tiny",
+                             "--data-dir", str(root / "tasks"), "--results-dir", str(tmp_path), "--datasets",
+                             "multiemo_sentiment", "--lrs", "1e-3", "--seeds", ",".join(map(str, range(300))),
+                             "--set", "grid_workers=2"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline, workers = time.time() + 120, set()
+    while len(workers) < 2 and proc.poll() is None and time.time() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    assert len(workers) == 2, "no workers started"
+    os.kill(proc.pid, getattr(signal, signal_name))
+    proc.wait(timeout=30)
+    deadline = time.time() + 30
+    while any(map(_alive, workers)) and time.time() < deadline:
+        time.sleep(0.1)
+    left = [w for w in workers if _alive(w)]
+    for w in left:  # a failing test leaves no orphan behind either
+        os.kill(w, signal.SIGKILL)
+    assert not left
 
 
 # ----------------------------------------------------------------------------------------------- the pieces

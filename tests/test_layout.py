@@ -17,8 +17,8 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops"},
-    "training": {"models", "config", "errors", "flops", "io", "fetch"},
-    "evaluation": {"models", "training", "config", "errors", "flops", "io", "fetch"},
+    "training": {"models", "config", "errors", "flops", "io", "fetch", "locks"},
+    "evaluation": {"models", "training", "config", "errors", "flops", "io", "fetch", "locks"},
     "analysis": {"config", "errors", "flops", "io"},
 }
 

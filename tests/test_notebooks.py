@@ -105,3 +105,27 @@ def test_setup_loads_every_scale_with_results(tmp_path, capsys):
     verdicts = ctx.verdicts(["1"], n_boot=20)
     assert list(dict.fromkeys(verdicts["scale"])) == ["paper", "mini", "small"]
     assert "scale mini, small" in capsys.readouterr().out
+
+
+def test_a_failed_notebook_is_named_with_its_cell_and_error_and_left_as_it_was(tmp_path):
+    """`mlmclm notebooks` executes into memory and replaces a notebook only when it ran clean."""
+    repo = tmp_path / "repo"  # a checkout: pyproject.toml, this package, a notebook
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("")
+    (repo / "mlmclm").symlink_to(REPO / "mlmclm")
+    source = repo / "notebooks" / "01_scaling.ipynb"
+    source.write_bytes((REPO / "notebooks" / "01_scaling.ipynb").read_bytes())
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    bad = write_run(results / "runs" / "tiny", "tiny-m-clm-42", "SC", "multiemo_sentiment", 1e-3, 0, 0.5, 0.5)
+    bad.write_text('{"validation": {"score": 0.5}, "test": ')  # truncated
+    with pytest.raises(notebooks.NotebookError) as err:
+        notebooks.execute(["01_scaling"], notebooks_dir=repo / "notebooks", jobs=1,
+                          parameters={"results_dir": str(results), "scales": ["tiny"], "sources": ["paper", "ours"],
+                                      "figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables")})
+    message = str(err.value)
+    assert message.startswith(f"{source}: cell ") and "failed: ResultFileError: " in message
+    assert f"{bad}: not valid JSON" in message and message.endswith("the notebook is left as it was")
+    assert source.read_bytes() == (REPO / "notebooks" / "01_scaling.ipynb").read_bytes()
+    assert sorted(p.name for p in (repo / "notebooks").iterdir()) == ["01_scaling.ipynb"]  # no temporary file left

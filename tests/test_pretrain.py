@@ -2,6 +2,7 @@
 biphasic reuse of a pre-decay checkpoint, two processes = one, non-finite losses, bad input."""
 
 import inspect
+import re
 import json
 import os
 import signal
@@ -313,3 +314,56 @@ def test_document_masking_with_the_kernels_backend(tmp_path, text_corpus, data_r
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["attention_backend"] == "kernels" and meta["status"] == "complete"
     assert all(torch.isfinite(torch.tensor(float(r["loss"]))) for r in read_log(cfg))
+
+
+# ---- damaged files, checks before work, interruptions ----
+@pytest.mark.parametrize("damage", ["last row lost", "garbage line"])
+def test_a_damaged_log_is_named_and_trained_again_to_the_same_rows(tmp_path, text_corpus, data_root, capsys,
+                                                                    damage):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="log", checkpoint={"steps": []})
+    run_dir = pretrain(cfg)
+    log = run_dir / "pretrain.csv"
+    rows, weights = read_log(cfg), final_weights(cfg)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:-1] if damage == "last row lost" else lines[:5] + ["x,y"] + lines[5:]) + "\n")
+    capsys.readouterr()
+    pretrain(cfg)
+    said = capsys.readouterr().out
+    assert f"{log}: whole up to step {22 if damage == 'last row lost' else 8} of 24" in said
+    assert "already complete" not in said
+    assert [(r["step"], r["loss"]) for r in read_log(cfg)] == [(r["step"], r["loss"]) for r in rows]
+    assert all(torch.equal(weights[k], v) for k, v in final_weights(cfg).items())
+
+
+def test_seq_len_against_the_context_and_the_corpus(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="wide", data={"seq_len": 100_000})
+    with pytest.raises(ConfigError, match=r"data.seq_len \(100000\) exceeds the 256-token context of model size "
+                                          r"tiny; lower data.seq_len, or widen the model with model.overrides="):
+        pretrain(cfg)
+    assert not (tmp_path / "runs").exists()
+    small = tmp_path / "small.txt"
+    small.write_text("A few words of text, not enough for a batch of blocks.\n" * 4)
+    cfg = make_config(tmp_path, small, data_root, run_id="small", data={"vocab_size": 300})
+    with pytest.raises(ConfigError, match=r"holds \d+ block\(s\) of data.seq_len=32 tokens, fewer than one batch "
+                                          r"of 8; lower data.seq_len"):
+        pretrain(cfg)
+    assert not (tmp_path / "ckpt" / "test" / "small").exists()
+
+
+def test_ctrl_c_says_where_and_how_to_resume(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="int", phases=(("clm", 5000),), log_every=1,
+                      checkpoint={"steps": []})
+    path = tmp_path / "int.yaml"
+    path.write_text(to_yaml(cfg))
+    proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = Path(cfg.results_dir) / "test" / "int" / "pretrain.csv"
+    deadline = time.time() + 300
+    while (not log.exists() or len(log.read_text().splitlines()) < 3) and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    last = err.strip().splitlines()[-1]
+    assert re.fullmatch(r"mlmclm: int: interrupted at step \d+; re-run the same command to resume", last), err[-500:]
+    assert "Traceback" not in err

@@ -311,3 +311,20 @@ def test_malformed_majority_baseline_names_the_file(tmp_path):
     path.write_text(json.dumps({**json.loads(path.read_text()), "baselines": {"majority": {"test": 31.3}}}))
     with pytest.raises(results.ResultFileError, match=r"baselines.majority.test is 31.3"):
         results.load_run_tree(tmp_path, "ours", "tiny")
+
+
+@pytest.mark.parametrize("line, fault", [
+    ("garbage", r"line 3: step 'garbage' is not a number"),
+    ("2,1.5,0.1,extra,fields", "line 3 has 5 fields, the header 3"),
+    ("2,lots,0.1", r"line 3: loss 'lots' is not a number"),
+    ("", "line 3: no step"),
+])
+def test_a_garbage_line_in_pretrain_csv_names_the_file_and_the_line(tmp_path, line, fault):
+    path = tmp_path / "m-clm-10" / "pretrain.csv"
+    path.parent.mkdir()
+    path.write_text(f"step,loss,lr\n1,2.0,0.1\n{line}\n3,1.0,0.1\n")
+    with pytest.raises(results.ResultFileError, match=fault) as err:
+        results.load_pretrain_logs(tmp_path)
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+    path.write_text("step,loss,lr\n1,2.0,0.1\n3,1.0,0.1\n")
+    assert results.load_pretrain_logs(tmp_path)["step"].tolist() == [1, 3]

@@ -52,6 +52,13 @@ def test_plan_cli_prints_the_paper_accounting(capsys):
     (["study", "plan", "scaling", "--scale", "huge"], "unknown scale 'huge'; choose one of mini, paper, small, tiny"),
     (["study", "run", "pfs", "--scale", "tiny"], "unknown study 'pfs'; choose from scaling, data_efficiency"),
     (["study", "plan", "all", "--set", "steps_per_k=0"], "steps_per_k must be positive, got 0"),
+    (["study", "run", "stability", "--scale", "tiny", "--set", "finetune.lrs=[1e-2]"],
+     "--set finetune.lrs does not reach the stability grid, which sets its own lrs; set stability.lrs instead"),
+    (["study", "run", "scaling", "--scale", "tiny", "--set", "stability.lrs=[1e-2]"],
+     "--set stability.lrs reaches only the stability study's own grid, which the studies run here (scaling) do not "
+     "use; set finetune.lrs instead"),
+    (["study", "plan", "all", "--scale", "tiny", "--set", "finetune.lrz=[1e-2]"],
+     "unknown config key finetune.lrz; did you mean finetune.lrs?"),
 ])
 def test_bad_study_input_is_one_line(capsys, argv, message):
     assert cli.main(argv) == 2
@@ -79,6 +86,34 @@ def test_stability_grid_writes_its_own_tree(tmp_path):
     grids = studies.grid_configs(plan, studies.Paths(results=tmp_path / "runs"))
     assert grids["default"].results_dir.endswith("runs") and grids["stability"].results_dir.endswith("runs/stability")
     assert grids["stability"].lrs != grids["default"].lrs
+
+
+def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
+    """`--set finetune.lrs` changes the default grid; results of other learning rates (or seeds, or datasets) of the
+    evaluated models are renamed, so the notebooks aggregate the configured grid only, and put back when the grid
+    holds them again."""
+    from mlmclm.analysis import results
+    from mlmclm.testing import write_run
+
+    paths = studies.Paths(results=tmp_path / "runs")
+    runs = tmp_path / "runs" / "tiny"
+
+    def plan_and_grids(lrs):
+        plan = studies.build_plan(scale_config("tiny", [f"finetune.lrs={lrs}"])).for_studies(["scaling"])
+        return plan, studies.grid_configs(plan, paths)
+
+    plan, grids = plan_and_grids("[1e-3]")
+    inside = write_run(runs, "tiny-m-clm-42", "SC", "multiemo_sentiment", 1e-3, 0, 0.5, 0.5)
+    outside = write_run(runs, "tiny-m-clm-42", "SC", "multiemo_sentiment", 1e-2, 0, 0.9, 0.9)
+    other = write_run(runs, "someone-elses-model", "SC", "multiemo_sentiment", 1e-2, 0, 0.9, 0.9)
+    assert studies.set_aside(plan, grids) == [outside]
+    assert inside.is_file() and not outside.exists() and outside.with_name(studies.ASIDE).is_file()
+    assert other.is_file()  # not a model of the plan: not ours to judge
+    assert set(results.load(tmp_path, sources=["ours"], scale="tiny").runs["lr"]) == {1e-3, 1e-2}  # the other one
+    plan, grids = plan_and_grids("[1e-3, 1e-2]")
+    assert grids["default"].lrs == [1e-3, 1e-2]  # the override reaches the grid
+    assert studies.set_aside(plan, grids) == [] and outside.is_file()
+    assert studies.missing_results(plan.evaluations[("tiny-m-clm-42", "default")], grids["default"]) >= {inside}
 
 
 def test_scale_sizes_must_exist():
@@ -122,3 +157,13 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
     done = studies.run(["biphasic"], "tiny", paths, progress=False)
     assert (done["trained"], done["evaluated"], done["results"]) == (1, 1, 1) and lost.is_file()
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p != lost)
+
+
+def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    argv = ["study", "run", "stability", "--scale", "tiny", "--results-dir", str(tmp_path / "file" / "runs"),
+            "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"mlmclm: error: cannot write in {tmp_path / 'file' / 'runs'}: ")
+    assert not (tmp_path / "ckpt").exists()

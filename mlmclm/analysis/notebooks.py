@@ -2,7 +2,8 @@
 
 ``python -m mlmclm.analysis.notebooks`` (and ``mlmclm notebooks``) executes notebooks/01_scaling ... 05_cpt in
 place, which rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings,
-absolute paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical.
+absolute paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical. A notebook
+is replaced only when it ran clean; a failure leaves it as it was and names the notebook, the cell and the error.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NotebookError
+from ..io import atomic_path, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,7 +96,8 @@ def read_metrics(runs_dir: Path) -> dict:
         if key in seen or not folder.is_dir() or (path := next(folder.glob("*/results.json"), None)) is None:
             continue
         seen.add(key)
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
+        doc = doc if isinstance(doc, dict) else {}
         metric = (doc.get("test") or {}).get("metric") or (doc.get("meta") or {}).get("metric")
         if metric:
             out[key] = metric
@@ -183,14 +186,24 @@ def _strip_volatile(path: Path) -> None:
 
 
 def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
+    """Execute `source` into memory; write it to `target` only when every cell ran clean."""
+    import nbformat
     import papermill as pm
 
     source, target = paths
     start = time.perf_counter()
-    pm.execute_notebook(str(source), str(target), parameters=parameters, cwd=str(source.parent),
-                        kernel_name="python3", progress_bar=False, log_output=False,
-                        extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
-    _strip_volatile(target)
+    try:
+        nb = pm.execute_notebook(str(source), None, parameters=parameters, cwd=str(source.parent),
+                                 kernel_name="python3", progress_bar=False, log_output=False,
+                                 extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
+    except pm.PapermillExecutionError as e:
+        first = next((ln.strip() for ln in e.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        raise NotebookError(f"{source}: cell {e.exec_count} ({first[:60]!r}) failed: {e.ename}: "
+                            f"{str(e.evalue).splitlines()[0] if e.evalue else ''}; the notebook is left as it "
+                            f"was") from None
+    with atomic_path(target) as tmp:
+        nbformat.write(nb, str(tmp))
+        _strip_volatile(tmp)
     return time.perf_counter() - start
 
 

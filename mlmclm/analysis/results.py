@@ -17,7 +17,6 @@ import.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import pandas as pd
 from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
+from ..io import load_result
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -216,27 +216,8 @@ def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, flo
     (points: the final score minus the one after the epoch before, from ``validation.curve``; NaN without a curve)
     of one ``results.json``."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ResultFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ResultFileError(f"{path}: cannot be read ({e})") from None
-    if not isinstance(doc, dict):
-        raise ResultFileError(f"{path}: expected a JSON object with 'validation' and 'test', got {type(doc).__name__}")
-    if "meta" in doc and not isinstance(doc["meta"], dict):
-        raise ResultFileError(f"{path}: 'meta' must be an object, got {type(doc['meta']).__name__}")
-    scores = []
-    for split in ("validation", "test"):
-        block = doc.get(split)
-        if not isinstance(block, dict):
-            raise ResultFileError(f"{path}: no '{split}' object")
-        if "score" not in block:
-            raise ResultFileError(f"{path}: '{split}' has no 'score'")
-        score = block["score"]
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-            raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
-        scores.append(100 * float(score))
+    doc = load_result(path)
+    scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
     per = doc["test"].get("scores_i")
     baselines = doc.get("baselines")
     majority = baselines.get("majority") if isinstance(baselines, dict) else None
@@ -651,10 +632,7 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
 
     frames = []
     for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
-        log = pd.read_csv(path)
-        missing = {"step", "loss"} - set(log.columns)
-        if missing:
-            raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        log = _read_log(path)
         config = path.parent / "config.yaml"
         init = (yaml.safe_load(config.read_text()) or {}).get("init") or {} if config.is_file() else {}
         start = {"parent": None, "parent_step": None, "resumed": False}
@@ -665,6 +643,32 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
     return _with_attributes(pd.concat(frames, ignore_index=True))
+
+
+def _read_log(path: Path) -> pd.DataFrame:
+    """One pretrain.csv; a line that does not parse, or whose step or loss is not a number, is a ResultFileError
+    naming the file and the line."""
+    try:
+        log = pd.read_csv(path, skip_blank_lines=False)
+    except pd.errors.EmptyDataError:
+        raise ResultFileError(f"{path}: empty, not a pretraining log") from None
+    except pd.errors.ParserError as e:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+        where = f"line {m[2]} has {m[3]} fields, the header {m[1]}" if m else str(e).strip().splitlines()[-1]
+        raise ResultFileError(f"{path}: {where}") from None
+    missing = {"step", "loss"} - set(log.columns)
+    if missing:
+        raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    for column in ("step", "loss"):
+        numbers = pd.to_numeric(log[column], errors="coerce")
+        bad = numbers.isna() & (log[column].notna() | (column == "step"))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            value = log[column].iloc[row]
+            what = f"{column} {value!r} is not a number" if pd.notna(value) else f"no {column}"
+            raise ResultFileError(f"{path}: line {row + 2}: {what}")
+        log[column] = numbers
+    return log
 
 
 def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:

@@ -21,7 +21,9 @@ with 1/W of the torch threads each: every run is the same computation either way
 
 One `results.json` per (model, group, dataset, lr, seed) at
 `<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{lr:.0e}_sd{seed}/results.json`, written atomically; a grid
-re-run skips the runs whose file exists. Choosing the learning rate and averaging seeds is `mlmclm.results`' job.
+re-run skips the runs whose file is complete (`result_fault`: it parses, holds its scores, and its `meta.config` has
+this grid's protocol settings), redoes the others, and holds the model folder's lock (`mlmclm.locks`) meanwhile.
+Forked workers end with their parent, however it ends. Choosing the learning rate and averaging seeds is `mlmclm.results`' job.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ import torch
 import torch.nn.functional as F
 
 from . import metrics
+from .. import locks
 from ..config import FinetuneConfig, finetune_config, to_dict
-from ..errors import FinetuneError
-from ..io import provenance, repo_relative, write_json
+from ..errors import FinetuneError, ResultFileError
+from ..io import load_result, provenance, repo_relative, write_json
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
@@ -455,6 +458,39 @@ def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int
     return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr:.0e}_sd{seed}"
 
 
+# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
+GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir")
+
+
+def protocol(config: dict) -> dict:
+    """The settings of a fine-tuning config (as `to_dict` writes it into `meta.config`) that change a run's result;
+    fields it predates count at their defaults."""
+    default = json.loads(json.dumps(to_dict(FinetuneConfig())))
+    out = {}
+    for key, value in default.items():
+        if key not in GRID_FIELDS:
+            got = config.get(key, value)
+            out[key] = {**value, **got} if isinstance(value, dict) and isinstance(got, dict) else got
+    return out
+
+
+def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
+    """Why `path` is not a complete result of `cfg`'s protocol (None when it is one): "missing", a damaged file (the
+    reader's message), or the settings it was computed with that differ from `cfg`'s."""
+    if not path.is_file():
+        return "missing"
+    try:
+        doc = load_result(path)
+    except ResultFileError as e:
+        return str(e)
+    stored = (doc.get("meta") or {}).get("config")
+    if not isinstance(stored, dict):
+        return f"{path}: no meta.config (the settings it was computed with)"
+    ours, theirs = protocol(json.loads(json.dumps(to_dict(cfg)))), protocol(stored)
+    changed = [f"{k} {theirs[k]} -> {ours[k]}" for k in ours if theirs[k] != ours[k]]
+    return f"{path}: computed with other settings ({', '.join(changed)})" if changed else None
+
+
 def plan_grid(cfg: FinetuneConfig) -> list[tuple[Task, list[Task]]]:
     """(training task, evaluated tasks): one pair per selected dataset, except IR, where every dataset trained on
     the same `train_on` dataset shares one training."""
@@ -550,6 +586,19 @@ def _forked_run(job: tuple) -> None:
     _FORKED.run(job)
 
 
+def _worker_init(threads: int, parent: int) -> None:
+    """A forked worker ends with its parent however the parent ends (Linux: SIGTERM on the parent's death), leaves
+    Ctrl-C to the parent, and runs on its share of the torch threads."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before that
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(threads)
+
+
 def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
     """The jobs on `workers` forked processes with an equal share of the torch threads each (at least one); every
     worker inherits the encoded data. A failure stops the grid: the results already written stay."""
@@ -561,13 +610,15 @@ def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the fast tokenizer's threads do not survive a fork
     _FORKED = grid
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=torch.set_num_threads, initargs=(threads,))
+                               initializer=_worker_init, initargs=(threads, os.getpid()))
     try:
         futures = {pool.submit(_forked_run, job): job for job in jobs}
         for future in as_completed(futures):
             future.result()
             bar.update()
     except BaseException:
+        for worker in list((getattr(pool, "_processes", None) or {}).values()):  # the running jobs end now too
+            worker.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
@@ -589,32 +640,39 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     for trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
-    done = lambda t, lr, seed: (run_dir(cfg, ckpt.model_id, t, lr, seed) / "results.json").exists()  # noqa: E731
-    jobs = [(trainer, [e for e in evaluated if not done(e, lr, seed)], lr, seed)
-            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
-    todo = [j for j in jobs if j[1]]
-    names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
-    data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}
-    for trainer, *_ in todo:
-        if "train" not in data[trainer.name]:
-            raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
-    length = max_length(cfg, ckpt)
-    encoded = {n: encode(t, data[n], ckpt.tokenizer, length, cfg.qa_stride) for n, t in names.items()}
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    workers = min(grid_workers(cfg, device), len(todo))
-    grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for n, d in data.items()}, length, device,
-                 provenance(grid_workers=max(workers, 1)),
-                 {n: majority(names[n], e) for n, e in encoded.items() if "train" in e})
-    bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
-    if workers > 1:
-        bar.set_postfix_str(f"{workers} workers")
-        _run_in_workers(grid, todo, workers, bar)
-    else:
-        for job in todo:
-            bar.set_postfix_str(f"{job[0].name} lr={job[2]:.0e} seed={job[3]}")
-            grid.run(job)
-            bar.update()
-    bar.close()
+    with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
+        faults = {(e.name, lr, seed): result_fault(run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json", cfg)
+                  for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+        redo = sorted(f for f in faults.values() if f and f != "missing")
+        for fault in redo[:5]:
+            print(f"{fault}; it is redone", flush=True)
+        if len(redo) > 5:
+            print(f"... and {len(redo) - 5} more results.json of {ckpt.model_id} redone likewise", flush=True)
+        jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
+                for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+        todo = [j for j in jobs if j[1]]
+        names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
+        data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}
+        for trainer, *_ in todo:
+            if "train" not in data[trainer.name]:
+                raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
+        length = max_length(cfg, ckpt)
+        encoded = {n: encode(t, data[n], ckpt.tokenizer, length, cfg.qa_stride) for n, t in names.items()}
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        workers = min(grid_workers(cfg, device), len(todo))
+        grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for n, d in data.items()}, length, device,
+                     provenance(grid_workers=max(workers, 1)),
+                     {n: majority(names[n], e) for n, e in encoded.items() if "train" in e})
+        bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
+        if workers > 1:
+            bar.set_postfix_str(f"{workers} workers")
+            _run_in_workers(grid, todo, workers, bar)
+        else:
+            for job in todo:
+                bar.set_postfix_str(f"{job[0].name} lr={job[2]:.0e} seed={job[3]}")
+                grid.run(job)
+                bar.update()
+        bar.close()
     runs = sum(len(evaluated) for _, evaluated, *_ in todo)
     total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
     return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "seconds": time.perf_counter() - start,

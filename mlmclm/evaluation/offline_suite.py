@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..fetch import fetch, sha256
+from .. import locks
 from ..io import atomic_path, write_json
 from .tasks import GROUPS, SUITES, TASKS_DIR, select_tasks
 
@@ -241,37 +242,38 @@ def build_offline(datasets: Iterable[str] | None = None, data_dir: str | Path | 
     names = list(datasets) if datasets else list(BUILDERS)
     select_tasks("offline", GROUPS, names)  # unknown names fail here
     out = Path(data_dir or TASKS_DIR) / "offline"
-    manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    if manifest.get("build_version") != BUILD_VERSION:
-        manifest = {"suite": "offline", "build_version": BUILD_VERSION, "sources": {}, "datasets": {}}
-    todo = [n for n in names if force or n not in manifest["datasets"] or not (out / n / "test.jsonl").is_file()]
-    roots = dict(roots or {})
-    bar = tqdm(todo, desc="building the offline suite", unit="dataset", disable=not progress or not todo)
-    for name in bar:
-        packages, builder = BUILDERS[name]
-        for pkg in packages:
-            if pkg not in roots:
-                kind, pkg_name, version, inner = PACKAGES[pkg]
-                bar.set_postfix_str(f"fetching {kind} {pkg_name}=={version}")
-                artifact = fetch(kind, pkg_name, version)
-                roots[pkg] = artifact.root / inner
-                manifest["sources"][pkg] = {**artifact.manifest(), "licence": LICENCES[pkg]}
-        bar.set_postfix_str(name)
-        start = time.perf_counter()
-        splits = builder(roots)
-        with atomic_path(out / name, is_dir=True) as tmp:
-            for split, rows in splits.items():
-                _write_jsonl(tmp / f"{split}.jsonl", rows)
-        task = SUITES["offline"][name]
-        manifest["datasets"][name] = {
-            "group": task.group, "metric": task.metric, "description": task.description,
-            "labels": list(task.labels), "train_on": task.train_on, "sources": list(packages),
-            "splits": {s: {"examples": len(rows), "sha256": sha256(out / name / f"{s}.jsonl")}
-                       for s, rows in splits.items()},
-            "build_seconds": round(time.perf_counter() - start, 2)}
-        write_json(manifest_path, manifest)
-    return manifest
+    with locks.hold(out):  # one builder at a time: the manifest is read, extended and written back
+        manifest_path = out / "manifest.json"
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        if manifest.get("build_version") != BUILD_VERSION:
+            manifest = {"suite": "offline", "build_version": BUILD_VERSION, "sources": {}, "datasets": {}}
+        todo = [n for n in names if force or n not in manifest["datasets"] or not (out / n / "test.jsonl").is_file()]
+        roots = dict(roots or {})
+        bar = tqdm(todo, desc="building the offline suite", unit="dataset", disable=not progress or not todo)
+        for name in bar:
+            packages, builder = BUILDERS[name]
+            for pkg in packages:
+                if pkg not in roots:
+                    kind, pkg_name, version, inner = PACKAGES[pkg]
+                    bar.set_postfix_str(f"fetching {kind} {pkg_name}=={version}")
+                    artifact = fetch(kind, pkg_name, version)
+                    roots[pkg] = artifact.root / inner
+                    manifest["sources"][pkg] = {**artifact.manifest(), "licence": LICENCES[pkg]}
+            bar.set_postfix_str(name)
+            start = time.perf_counter()
+            splits = builder(roots)
+            with atomic_path(out / name, is_dir=True) as tmp:
+                for split, rows in splits.items():
+                    _write_jsonl(tmp / f"{split}.jsonl", rows)
+            task = SUITES["offline"][name]
+            manifest["datasets"][name] = {
+                "group": task.group, "metric": task.metric, "description": task.description,
+                "labels": list(task.labels), "train_on": task.train_on, "sources": list(packages),
+                "splits": {s: {"examples": len(rows), "sha256": sha256(out / name / f"{s}.jsonl")}
+                           for s, rows in splits.items()},
+                "build_seconds": round(time.perf_counter() - start, 2)}
+            write_json(manifest_path, manifest)
+        return manifest
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:

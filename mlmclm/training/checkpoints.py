@@ -11,21 +11,21 @@ read, publish and prune them.
 
 A checkpoint is written whole under its temporary name, the accelerate state first, then `hf/`, then
 `trainer_state.json`, and renamed to `step_NNNNNN` last (`publish`), so a `step_NNNNNN` folder is whole unless it was
-damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds both `trainer_state.json` and
-`hf/config.json`. Every reader counts complete checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's
+damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
+with its step and an `hf/config.json`. Every reader counts complete checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's
 checkpoint, the studies' bookkeeping of what is on disk, pruning and rewinding. Anything else in a run's folder (a
-temporary folder, a damaged step folder) is no checkpoint.
+temporary folder, a damaged step folder) is no checkpoint: the run's writer removes it (`clear_temporary`), naming a
+damaged one, and trains its steps again. The writer holds the folder's lock (`mlmclm.locks`) meanwhile.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..io import write_json
+from ..errors import ConfigError, ResultFileError
+from ..io import read_json, write_json
 
 STATE = "trainer_state.json"
 HF = "hf"
@@ -61,9 +61,23 @@ def step_of(path: str | Path) -> int | None:
 
 # ---- what a checkpoint is ----
 def complete(path: str | Path) -> bool:
-    """Whether `path` holds a complete checkpoint: `trainer_state.json` and `hf/config.json`."""
+    """Whether `path` holds a complete checkpoint: a `trainer_state.json` that parses, with its step, and
+    `hf/config.json`."""
+    return damage(path) is None
+
+
+def damage(path: str | Path) -> str | None:
+    """What makes `path` no complete checkpoint (None when it is one)."""
     path = Path(path)
-    return (path / STATE).is_file() and (hf_dir(path) / "config.json").is_file()
+    if not (hf_dir(path) / "config.json").is_file():
+        return f"no {HF}/config.json"
+    try:
+        state = read_json(path / STATE)
+    except ResultFileError as e:
+        return f"{STATE}: {str(e).removeprefix(f'{path / STATE}: ')}"
+    if not isinstance(state, dict) or not isinstance(state.get("step"), int):
+        return f"{STATE} has no step"
+    return None
 
 
 def checkpoint_steps(root: str | Path) -> list[int]:
@@ -80,7 +94,7 @@ def last(root: str | Path) -> Path | None:
 
 def read_state(path: Path) -> dict:
     """A checkpoint's trainer state (step, objective, lr, tokens_seen, wall_time_s, named)."""
-    return json.loads((Path(path) / STATE).read_text())
+    return read_json(Path(path) / STATE)
 
 
 def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
@@ -132,9 +146,14 @@ def write_state(path: Path, state: dict) -> None:
 
 
 def clear_temporary(root: str | Path) -> None:
-    """Remove the temporary folders of checkpoints whose writing was interrupted."""
+    """Remove the temporary folders of checkpoints whose writing was interrupted, and step folders damaged since they
+    were written (each named in one line)."""
     for stale in Path(root).glob(".tmp-step_*"):
         shutil.rmtree(stale, ignore_errors=True)
+    for path in Path(root).glob("step_*"):
+        if step_of(path) is not None and (fault := damage(path)):
+            print(f"{path}: damaged checkpoint ({fault}); removed, its steps are trained again", flush=True)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def publish(root: Path, step: int) -> Path:

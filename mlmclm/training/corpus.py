@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
+from .. import locks
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
 from ..io import atomic_path, write_json
@@ -133,8 +134,13 @@ def build_offline_corpus(sources: list[str], root: Path) -> Path:
     if unknown:
         raise ConfigError(f"unknown offline corpus source(s) {', '.join(unknown)}; choose from {', '.join(SOURCES)}")
     out = Path(root) / "corpus" / f"offline-{'-'.join(sources)}"
-    if (out / "manifest.json").exists():
-        return out
+    with locks.hold(out.parent):  # one builder at a time; the second finds it built
+        if not (out / "manifest.json").exists():
+            _write_offline_corpus(sources, out)
+    return out
+
+
+def _write_offline_corpus(sources: list[str], out: Path) -> None:
     with atomic_path(out, is_dir=True) as tmp:
         manifest = {"sources": []}
         with open(tmp / "documents.jsonl", "w") as f:
@@ -151,7 +157,38 @@ def build_offline_corpus(sources: list[str], root: Path) -> Path:
         manifest["documents"] = sum(s["documents"] for s in manifest["sources"])
         manifest["characters"] = sum(s["characters"] for s in manifest["sources"])
         write_json(tmp / "manifest.json", manifest)
-    return out
+
+
+def corpus_files(corpus: str) -> list[Path]:
+    """The .txt/.json/.jsonl files of a local corpus (a file or a folder), checked to exist and to hold text: a
+    missing path, no such files, files that are all empty or one that is binary is a `ConfigError` naming it."""
+    path = Path(corpus)
+    if not path.exists():
+        raise ConfigError(f"data.corpus={corpus!r}: no such file or folder; use 'offline', 'hf:NAME[:CONFIG]' or a "
+                          f"path to text files")
+    files = sorted(p for p in (path.rglob("*") if path.is_dir() else [path])
+                   if p.suffix in (".txt", ".json", ".jsonl") and p.is_file())
+    if not files:
+        raise ConfigError(f"data.corpus={corpus!r}: no .txt/.json/.jsonl files there; use 'offline', "
+                          f"'hf:NAME[:CONFIG]' or a path to text files")
+    for f in files:
+        head = f.open("rb").read(1 << 16)
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.start < len(head) - 4:  # not a character cut at the end of the sample
+                raise ConfigError(f"data.corpus: {f} is not UTF-8 text (byte {e.start}); give text files") from None
+        if b"\0" in head:
+            raise ConfigError(f"data.corpus: {f} is binary (a NUL byte at {head.index(0)}); give text files")
+    if not any(f.read_bytes().strip() if f.stat().st_size < 1 << 16 else True for f in files):
+        raise ConfigError(f"data.corpus={corpus!r} is empty: its files hold no text")
+    return files
+
+
+def check_corpus(corpus: str) -> None:
+    """What `iter_texts` would fail on late, checked before any work: a local corpus must exist and hold text."""
+    if corpus != "offline" and not corpus.startswith("hf:"):
+        corpus_files(corpus)
 
 
 def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_field: str = "text",
@@ -169,12 +206,7 @@ def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_f
             name, _, config = corpus[3:].partition(":")
             ds = datasets.load_dataset(name, config or None, split="train", streaming=True)
         else:
-            path = Path(corpus)
-            files = sorted(str(p) for p in (path.rglob("*") if path.is_dir() else [path])
-                           if p.suffix in (".txt", ".json", ".jsonl"))
-            if not files:
-                raise ConfigError(f"data.corpus={corpus!r}: no .txt/.json/.jsonl files there; use 'offline', "
-                                  f"'hf:NAME[:CONFIG]' or a path to text files")
+            files = [str(f) for f in corpus_files(corpus)]
             kind = "text" if files[0].endswith(".txt") else "json"
             ds = datasets.load_dataset(kind, data_files=files, split="train")
         if text_field not in (ds.column_names or [text_field]):

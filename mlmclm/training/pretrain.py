@@ -21,6 +21,7 @@ import csv
 import hashlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -28,9 +29,10 @@ import torch
 
 from . import corpus
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
-from ..errors import ConfigError, NonFiniteLoss
+from ..errors import ConfigError, NonFiniteLoss, ResultFileError
 from ..models.configuration import MlmClmConfig
-from ..io import provenance, write_json, write_text
+from ..io import check_writable, provenance, read_json, write_json, write_text
+from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from . import checkpoints
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
@@ -91,9 +93,10 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
         return tok
     if data.tokenizer == "train":
         path = root / "tokenizers" / f"{_corpus_key(data)}-bpe{data.vocab_size}"
-        if not (path / "tokenizer.json").exists():
-            texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-            corpus.train_tokenizer(texts, data.vocab_size, path)
+        with locks.hold(path.parent):  # one builder at a time; the second finds it built
+            if not (path / "tokenizer.json").exists():
+                texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+                corpus.train_tokenizer(texts, data.vocab_size, path)
         return corpus.load_tokenizer(str(path))
     return corpus.load_tokenizer(data.tokenizer, data.mask_token)
 
@@ -102,10 +105,11 @@ def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
     data, root = cfg.data, Path(cfg.data.root)
     out = root / "shards" / f"{_corpus_key(data)}-tok{_tokenizer_key(tokenizer)}-seed{data.seed}" \
         f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
-    if not (out / "meta.json").exists():
-        texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-        corpus.build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
-                            shuffle=not data.corpus.startswith("hf:"))
+    with locks.hold(out.parent):  # one builder at a time; the second finds them built
+        if not (out / "meta.json").exists():
+            texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+            corpus.build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
+                                shuffle=not data.corpus.startswith("hf:"))
     return out
 
 
@@ -149,10 +153,7 @@ def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
             model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
             model.config.vocab_size = len(tokenizer)
     else:
-        fields = {**cfg.model.overrides}
-        size = MlmClmConfig.from_size(cfg.model.size, **fields)
-        fields.setdefault("max_position_embeddings", max(size.max_position_embeddings, cfg.data.seq_len))
-        config = MlmClmConfig.from_size(cfg.model.size, **{**fields, "vocab_size": len(tokenizer)})
+        config = MlmClmConfig.from_size(cfg.model.size, **{**cfg.model.overrides, "vocab_size": len(tokenizer)})
         model = MlmClmForMaskedLM(config)
     c = model.config
     c.pad_token_id, c.bos_token_id = tokenizer.pad_token_id, tokenizer.bos_token_id
@@ -169,6 +170,17 @@ def _optimizer(model, o, device=None) -> torch.optim.AdamW:
 
 
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
+    """What can be checked before any data is built or any step trained: the init checkpoint, the context, the corpus
+    and the output folders."""
+    if cfg.init.kind == "scratch":
+        context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
+        if cfg.data.seq_len > context:
+            raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the {context}-token context of model size "
+                              f"{cfg.model.size}; lower data.seq_len, or widen the model with "
+                              f"model.overrides={{max_position_embeddings: {cfg.data.seq_len}}}")
+    corpus.check_corpus(cfg.data.corpus)
+    for folder in (Path(cfg.results_dir), Path(cfg.checkpoints_dir), Path(cfg.data.root)):
+        check_writable(folder)
     if cfg.init.kind == "run":
         src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
         if cfg.init.optimizer:
@@ -181,22 +193,55 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
 
 
 def pretrain(cfg: PretrainConfig) -> Path:
-    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder."""
-    from accelerate import Accelerator
-    from tqdm.auto import tqdm
-
+    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. The main process
+    holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on the same
+    run waits for it, then finds the run complete."""
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
                         cfg.optim.final_lr_ratio)
     _check_before_work(cfg, schedule)
     run_dir = Path(cfg.results_dir) / cfg.scale / cfg.run_id
     ckpt_root = checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)
+    with contextlib.ExitStack() as held:
+        if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)
+            held.enter_context(locks.hold(run_dir))
+            held.enter_context(locks.hold(ckpt_root))
+        try:
+            return _train(cfg, schedule, run_dir, ckpt_root)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {_STEP['now']}") from None
+
+
+_STEP = {"now": 0}  # the step being trained (what an interruption reports)
+
+
+def finished(run_dir: Path, total: int) -> bool:
+    """Whether the run in `run_dir` is done: its meta.json says complete and its pretrain.csv is whole up to step
+    `total`. A damaged file is reported by path (one line) and the run counts as not done (a re-run repairs it)."""
+    try:
+        meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").exists() else {}
+    except ResultFileError as e:
+        print(f"{e}; the run is resumed", flush=True)
+        return False
+    if not isinstance(meta, dict) or meta.get("status") != "complete":
+        return False
+    good = log_end(run_dir / "pretrain.csv")
+    if good != total:
+        print(f"{run_dir / 'pretrain.csv'}: {'whole up to step ' + str(good) if good else 'no valid row'} of "
+              f"{total}; the run is trained again from its last checkpoint before that", flush=True)
+        return False
+    return True
+
+
+def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path) -> Path:
+    from accelerate import Accelerator
+    from tqdm.auto import tqdm
+
     resolved = to_yaml(cfg)
     if (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with a different config; choose another run_id, "
                           f"or delete that folder and its checkpoints to start over")
     meta_path = run_dir / "meta.json"
-    if meta_path.exists() and json.loads(meta_path.read_text()).get("status") == "complete" \
-            and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
+    if finished(run_dir, schedule.total) and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
         print(f"{cfg.run_id}: already complete ({run_dir})")
         return run_dir
 
@@ -218,6 +263,10 @@ def pretrain(cfg: PretrainConfig) -> Path:
                               f"Llama-3)")
         shards = prepare_shards(cfg, tokenizer)
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
+    if blocks.n < cfg.batch_size:
+        raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
+                          f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower data.seq_len "
+                          f"or batch_size, or give a larger corpus")
     model = _build_model(cfg, tokenizer, hf_model)
     del hf_model
     optimizer = _optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
@@ -231,6 +280,10 @@ def pretrain(cfg: PretrainConfig) -> Path:
     start, elapsed, tokens_seen = 0, 0.0, 0
     if accelerator.is_main_process:
         checkpoints.clear_temporary(ckpt_root)
+        own = checkpoints.last(ckpt_root)
+        good = log_end(run_dir / "pretrain.csv")
+        if own is not None and checkpoints.step_of(own) > good:  # log rows lost: train their steps again
+            checkpoints.drop_after(ckpt_root, good)
     accelerator.wait_for_everyone()
     own = checkpoints.last(ckpt_root)
     resume_from = own or (checkpoints.find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer else None)
@@ -270,6 +323,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
                           "wall_time_s": 0.0, "named": True})
 
     for step in range(start + 1, schedule.total + 1):
+        _STEP["now"] = step
         objective = schedule.objective(step)
         lr = schedule.lr_at(step)
         for group in optimizer.param_groups:
@@ -357,13 +411,36 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     accelerator.wait_for_everyone()
 
 
+def _valid_rows(path: Path) -> list[str]:
+    """The header and the rows of pretrain.csv up to its first damaged line (a wrong field count, a step that is not
+    a number or does not grow, a half-written last line); [] when the file is missing or its header is wrong."""
+    if not path.exists():
+        return []
+    text = path.read_text(errors="replace")
+    lines = text.split("\n")
+    if lines[0] != ",".join(CSV_FIELDS):
+        return []
+    keep, last = lines[:1], 0
+    for ln in lines[1:-1]:  # the text after the last newline is a half-written line (or nothing)
+        step = ln.split(",")[0]
+        if ln.count(",") != len(CSV_FIELDS) - 1 or not step.isdigit() or int(step) <= last:
+            break
+        keep.append(ln)
+        last = int(step)
+    return keep
+
+
+def log_end(path: Path) -> int:
+    """The step of pretrain.csv's last valid row (0 when none): the log is whole up to there."""
+    rows = _valid_rows(path)
+    return int(rows[-1].split(",")[0]) if len(rows) > 1 else 0
+
+
 def _truncate_log(path: Path, step: int) -> None:
-    """On resume, keep only the log rows up to the checkpoint's step (and no half-written line)."""
+    """On resume, keep only the valid log rows up to the checkpoint's step (and no half-written line)."""
     if not path.exists():
         return
-    lines = path.read_text().splitlines()
-    keep = lines[:1] + [ln for ln in lines[1:] if ln.count(",") == len(CSV_FIELDS) - 1
-                        and ln.split(",")[0].isdigit() and int(ln.split(",")[0]) <= step]
+    keep = [ln for i, ln in enumerate(_valid_rows(path)) if i == 0 or int(ln.split(",")[0]) <= step]
     write_text(path, "\n".join(keep) + "\n" if keep else "")
 
 
