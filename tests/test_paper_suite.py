@@ -2,6 +2,7 @@
 conversions carry (ClassLabel names included) in the conversion's layout, `<repo>/<config>/<split>/0000.parquet`;
 and the `hub` check (`pytest -m hub`), which resolves every pinned revision where a hub is reachable."""
 
+import json
 import os
 import random
 import subprocess
@@ -299,3 +300,38 @@ def test_the_pinned_revisions_resolve_on_the_hub():
     print(run.stdout)
     assert run.returncode == 0, (run.stderr.strip().splitlines() or ["no output"])[-1]
     assert len(run.stdout.splitlines()) == sum(len(s) for s in paper_suite.SOURCES.values())
+
+
+def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, monkeypatch):
+    """Fine-tuning on MS MARCO and evaluating NQ zero-shot: NQ is loaded once a run seed and each seed's run is
+    scored on the splits its own seed drew (MS MARCO, not seeded, is loaded once)."""
+    from mlmclm.config import finetune_config
+    from mlmclm.evaluation import finetune
+    from mlmclm.testing import random_checkpoint
+
+    loaded, scored = [], []
+    real_load, real_evaluate = finetune.load_task, finetune.evaluate
+
+    def load(task, *args, seed=0, **kw):
+        out = real_load(task, *args, seed=seed, **kw)
+        loaded.append((task.name, seed, {r["id"] for r in out.get("test", [])}))
+        return out
+
+    def evaluate(model, task, enc, *args):
+        scored.append((task.name, len(enc["queries"]) if "queries" in enc else None, id(enc)))
+        return real_evaluate(model, task, enc, *args)
+
+    monkeypatch.setattr(finetune, "load_task", load)
+    monkeypatch.setattr(finetune, "evaluate", evaluate)
+    ckpt = random_checkpoint(tmp_path / "ckpt" / "tiny-mlm40-100", [f"question {i} doc text Title" for i in range(50)])
+    cfg = finetune_config("tiny", [f"data_dir={mirror}", f"results_dir={tmp_path / 'out'}", "suite=paper",
+                                   "groups=[IR]", "datasets=[nq]", "lrs=[1e-3]", "seeds=[0,1]", "grid_workers=1"])
+    assert finetune.run_grid(ckpt, cfg, progress=False)["runs"] == 2
+    assert sorted((name, seed) for name, seed, _ in loaded) == [("msmarco", 0), ("nq", 0), ("nq", 1)]
+    halves = {seed: ids for name, seed, ids in loaded if name == "nq"}
+    assert halves[0] != halves[1] and len(halves[0]) == len(halves[1]) == N // 2
+    nq = [e for name, _, e in scored if name == "nq"]  # seed 0's validation and test, then seed 1's
+    assert len(nq) == 4 and len(set(nq)) == 4  # four different encoded splits: each seed its own halves
+    for seed in (0, 1):
+        doc = json.loads(next((tmp_path / "out").rglob(f"*lr1e-03_sd{seed}/results.json")).read_text())
+        assert doc["meta"]["dataset"] == "nq" and doc["meta"]["n_test"] == N // 2

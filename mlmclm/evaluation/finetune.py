@@ -23,7 +23,8 @@ One `results.json` per (model, group, dataset, lr, seed) at
 `<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{lr:.0e}_sd{seed}/results.json`, written atomically; a grid
 re-run skips the runs whose file is complete (`result_fault`: it parses, holds its scores, and its `meta.config` has
 this grid's protocol settings), redoes the others, and holds the model folder's lock (`mlmclm.locks`) meanwhile.
-Forked workers end with their parent, however it ends. Choosing the learning rate and averaging seeds is `mlmclm.results`' job.
+Forked workers end with their parent, however it ends. Choosing the learning rate and averaging seeds is
+`mlmclm.results`' job.
 """
 
 from __future__ import annotations
@@ -528,12 +529,17 @@ def majority(task: Task, enc: dict) -> dict | None:
             for s in ("validation", "test")}
 
 
+def _data_key(task: Task, seed: int) -> tuple[str, int | None]:
+    """Where a task's loaded and encoded splits are kept in a grid: per run seed for a `seeded_split` task."""
+    return task.name, seed if task.seeded_split else None
+
+
 @dataclass
 class _Grid:
     """What every run of one grid shares: the checkpoint, the encoded data, the provenance."""
     ckpt: Checkpoint
     cfg: FinetuneConfig
-    encoded: dict
+    encoded: dict           # (dataset, seed or None) -> its encoded splits (`_data_key`)
     train_pool: dict
     length: int
     device: torch.device
@@ -551,14 +557,15 @@ class _Grid:
 
         def on_epoch(step: int) -> None:  # validation after an epoch that is not the last
             for t in evaluated:
-                curves[t.name].append([step, evaluate(model, t, self.encoded[t.name]["validation"], cfg, ckpt.pad_id,
-                                                      device)["score"]])
-        stats = train(model, trainer, self.encoded[trainer.name]["train"]["features"], cfg, lr, seed, ckpt.pad_id,
-                      device, on_epoch if cfg.epochs > 1 else None)
+                split = self.encoded[_data_key(t, seed)]["validation"]
+                curves[t.name].append([step, evaluate(model, t, split, cfg, ckpt.pad_id, device)["score"]])
+        features = self.encoded[_data_key(trainer, seed)]["train"]["features"]
+        stats = train(model, trainer, features, cfg, lr, seed, ckpt.pad_id, device,
+                      on_epoch if cfg.epochs > 1 else None)
         train_time = time.perf_counter() - t0
         for task in evaluated:
             t1 = time.perf_counter()
-            result = {s: evaluate(model, task, self.encoded[task.name][s], cfg, ckpt.pad_id, device)
+            result = {s: evaluate(model, task, self.encoded[_data_key(task, seed)][s], cfg, ckpt.pad_id, device)
                       for s in ("validation", "test")}
             if cfg.epochs > 1:
                 final = [stats["train_steps"], result["validation"]["score"]]
@@ -652,17 +659,19 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
                 for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
         todo = [j for j in jobs if j[1]]
         names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
-        data = {n: load_task(t, cfg.data_dir, cfg.max_train, cfg.max_eval) for n, t in names.items()}
+        # (name, seed): a task whose splits the run seed draws (NQ) is loaded once a seed, any other once (seed None)
+        keys = [(n, s) for n, t in names.items() for s in (cfg.seeds if t.seeded_split else [None])]
+        data = {(n, s): load_task(names[n], cfg.data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
         for trainer, *_ in todo:
-            if "train" not in data[trainer.name]:
+            if "train" not in data[_data_key(trainer, cfg.seeds[0])]:
                 raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
         length = max_length(cfg, ckpt)
-        encoded = {n: encode(t, data[n], ckpt.tokenizer, length, cfg.qa_stride) for n, t in names.items()}
+        encoded = {k: encode(names[k[0]], data[k], ckpt.tokenizer, length, cfg.qa_stride) for k in keys}
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         workers = min(grid_workers(cfg, device), len(todo))
-        grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for n, d in data.items()}, length, device,
+        grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
                      provenance(grid_workers=max(workers, 1)),
-                     {n: majority(names[n], e) for n, e in encoded.items() if "train" in e})
+                     {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e})
         bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
         if workers > 1:
             bar.set_postfix_str(f"{workers} workers")
