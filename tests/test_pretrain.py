@@ -355,14 +355,20 @@ def test_ctrl_c_says_where_and_how_to_resume(tmp_path, text_corpus, data_root):
                       checkpoint={"steps": []})
     path = tmp_path / "int.yaml"
     path.write_text(to_yaml(cfg))
+    # SIGINT back to its default in the child: a test run started in the background (`make test &`) inherits an
+    # ignored SIGINT, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = Path(cfg.results_dir) / "test" / "int" / "pretrain.csv"
-    deadline = time.time() + 300
-    while (not log.exists() or len(log.read_text().splitlines()) < 3) and time.time() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.time() + 300
+        while (not log.exists() or len(log.read_text().splitlines()) < 3) and time.time() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
     assert proc.returncode == 130
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(r"mlmclm: int: interrupted at step \d+; re-run the same command to resume", last), err[-500:]
