@@ -136,3 +136,23 @@ def test_bad_models_fail_in_one_line(suite, tmp_path):
 def test_a_folder_that_is_no_hub_id_is_not_fetched(tmp_path):
     with pytest.raises(FinetuneError, match="no config.json"):
         open_checkpoint(tmp_path / "nowhere" / "deeper")
+
+
+def test_a_hub_id_is_fetched_through_the_hub_client_and_named_after_its_name(suite, monkeypatch):
+    """A hub id that is no local folder goes to `snapshot_download` (replaced here: no network in tests); what the
+    hub cannot provide (offline, unknown id) is one line."""
+    import huggingface_hub
+
+    _, models = suite
+    asked = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, **kw: asked.append(repo) or
+                        str(models["bert"]))
+    ckpt = open_checkpoint("someone/tiny-bert")
+    assert asked == ["someone/tiny-bert"] and ckpt.model_id == "tiny-bert" and ckpt.kind == "encoder"
+
+    def offline(repo, **kw):
+        raise OSError("outgoing traffic has been disabled\nmore")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(FinetuneError, match=r"someone/x: no such folder, and the hub did not provide it \(OSError: "
+                                            r"outgoing traffic has been disabled\)$"):
+        open_checkpoint("someone/x")

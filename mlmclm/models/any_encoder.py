@@ -28,10 +28,6 @@ class EncoderWithHead(nn.Module):
             nn.init.normal_(self.head.weight, std=getattr(body.config, "initializer_range", 0.02))
             nn.init.zeros_(self.head.bias)
 
-    @property
-    def attention_backend(self) -> str | None:
-        return getattr(self.config, "_attn_implementation", None)
-
     def forward(self, input_ids=None, attention_mask=None, labels=None, start_positions=None, end_positions=None,
                 is_causal: bool | None = None, **kwargs):
         if is_causal:
