@@ -36,9 +36,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import re
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -51,8 +51,7 @@ import torch.nn.functional as F
 from . import metrics
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, to_dict
-from ..errors import FinetuneError, ResultFileError
-from ..errors import ConversionError
+from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..io import load_result, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
@@ -103,22 +102,20 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
     return Path(local), str(path).split("/")[-1]
 
 
+@contextlib.contextmanager
 def _silent_hf():
     """transformers' warnings and progress bars off (a new head, a dropped LM head are expected, not news)."""
     from transformers.utils import logging as hf_logging
 
-    @contextlib.contextmanager
-    def quiet():
-        verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()  # one bar per grid, not one per run
-        try:
-            yield
-        finally:
-            hf_logging.set_verbosity(verbosity)
-            if bars:
-                hf_logging.enable_progress_bar()
-    return quiet()
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # one bar per grid, not one per run
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _open_body(path: Path, model_type: str):
