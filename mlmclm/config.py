@@ -367,6 +367,8 @@ class FinetuneConfig:
     length_grouping: bool = True       # batches of similar lengths, padded to their own longest sequence
     grid_workers: int = 1              # processes running the grid's runs side by side; 0: one a torch thread
     attention_backend: str | None = None   # None: the checkpoint's
+    is_causal: bool = False            # True: fine-tune (and evaluate) with causal attention; mlmclm and converted
+                                       # decoders only (the paper fine-tunes every model bidirectionally)
     data_dir: str | None = None     # offline: the built suite (default data/tasks); paper: a local hub mirror
     results_dir: str = "results/runs"
     optim: FinetuneOptim = field(default_factory=FinetuneOptim)

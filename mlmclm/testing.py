@@ -44,6 +44,31 @@ def random_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, s
     return path
 
 
+def random_transformers_model(path: Path, family: str, texts, vocab_size: int = 512, seed: int = 0) -> Path:
+    """A randomly initialised transformers model of `family` ("bert", "modernbert", "llama" or "eurobert"; 2
+    layers, hidden size 32) with the tokenizer of `random_checkpoint`, saved in `path`: a model from outside mlmclm
+    as fine-tuning reads it, built from its config (no hub)."""
+    import torch
+    from transformers import (
+        BertConfig, BertModel, EuroBertConfig, EuroBertForMaskedLM, LlamaConfig, LlamaForCausalLM, ModernBertConfig,
+        ModernBertModel,
+    )
+
+    path = Path(path)
+    tok = tokenizer(texts, vocab_size)
+    sizes = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=2, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    config, model = {"bert": (BertConfig, BertModel), "modernbert": (ModernBertConfig, ModernBertModel),
+                     "llama": (LlamaConfig, LlamaForCausalLM), "eurobert": (EuroBertConfig, EuroBertForMaskedLM)}[family]
+    extra = {"modernbert": dict(cls_token_id=tok.bos_token_id, sep_token_id=tok.eos_token_id),
+             "eurobert": dict(mask_token_id=tok.mask_token_id)}.get(family, {})
+    torch.manual_seed(seed)
+    model(config(**sizes, **extra)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
 # ----------------------------------------------------------------------------------------------- offline sources
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda river mountain city market music film "

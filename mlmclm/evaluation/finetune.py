@@ -2,7 +2,11 @@
 
     mlmclm finetune MODEL_DIR --scale mini --groups SC,TC,QA,IR [--datasets ...] [--lrs ...] [--seeds ...]
 
-Every model is fine-tuned with bidirectional attention (`is_causal=False`), CLM-pretrained ones included:
+Any transformers checkpoint folder (or hub id, where a hub is reachable) can be fine-tuned (`open_checkpoint`):
+mlmclm checkpoints as they are; Llama-family decoders and EuroBert converted to mlmclm on the fly
+(`models.convert.from_hf`); any other encoder through `AutoModel` under the same heads (`models.any_encoder`).
+Every model is fine-tuned with bidirectional attention (`is_causal=False`), CLM-pretrained ones included (the
+`is_causal` setting fine-tunes an mlmclm or converted model causally instead):
 - SC: mean pooling + linear head, cross-entropy; accuracy.
 - TC: a linear layer on every token, the label on the first sub-word of each word; span F1 or tag accuracy.
 - QA: start/end logits over windows (with a stride) of long contexts, n-best span post-processing; SQuAD F1 (+ EM).
@@ -34,6 +38,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -46,8 +51,9 @@ import torch.nn.functional as F
 from . import metrics
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, to_dict
-from ..errors import FinetuneError, ResultFileError
+from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..io import load_result, provenance, repo_relative, write_json
+from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
@@ -60,6 +66,10 @@ HEADS = {"SC": MlmClmForSequenceClassification, "TC": MlmClmForTokenClassificati
          "IR": MlmClmModel}
 IR_TEMPLATES = ("Query: {}", "Document: {}")  # EncodEval's prefixes
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                    "spiece.model", "sentencepiece.bpe.model")  # without one, transformers makes an empty tokenizer
+CONVERTED = ("llama", "eurobert")  # model types converted to mlmclm on the fly (`models.convert.from_hf`)
+_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 # ----------------------------------------------------------------------------------------------- the checkpoint
@@ -69,19 +79,87 @@ class Checkpoint:
     path: Path
     model_id: str
     step: int | None
-    config: object      # MlmClmConfig
+    config: object      # MlmClmConfig ("mlmclm", "converted"), else the encoder's own transformers config
     tokenizer: object   # a transformers fast tokenizer
     pad_id: int
+    kind: str = "mlmclm"        # "mlmclm", "converted" (Llama-family or EuroBert) or "encoder" (AutoModel)
+    model_type: str = "mlmclm"  # config.json's model_type
+    body: dict | None = None    # "converted": the mlmclm body's weights (MlmClmModel state dict)
+
+
+def _local_folder(path: str | Path) -> tuple[Path, str | None]:
+    """`path` itself when it exists, else the hub snapshot of a hub id "owner/name" (where a hub is reachable;
+    offline nothing is fetched) with "name" as its default model id."""
+    if Path(path).exists() or not _HUB_ID.match(str(path)):
+        return Path(path), None
+    from huggingface_hub import snapshot_download
+
+    try:
+        local = snapshot_download(str(path), allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"])
+    except Exception as e:  # offline, unknown id, no access: all one answer
+        raise FinetuneError(f"{path}: no such folder, and the hub did not provide it "
+                            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    return Path(local), str(path).split("/")[-1]
+
+
+@contextlib.contextmanager
+def _silent_hf():
+    """transformers' warnings and progress bars off (a new head, a dropped LM head are expected, not news)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # one bar per grid, not one per run
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _open_body(path: Path, model_type: str):
+    """The config and, for a converted model, the mlmclm body weights of a model that is not an mlmclm checkpoint;
+    an encoder is run once on two tokens to check that it gives hidden states."""
+    from transformers import AutoConfig, AutoModel
+
+    from ..models.convert import config_from_hf, from_hf
+
+    hf_config = AutoConfig.from_pretrained(path)
+    archs = hf_config.architectures or []
+    if model_type not in CONVERTED and (getattr(hf_config, "is_encoder_decoder", False) or any(
+            a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)):
+        what = "encoder-decoder" if getattr(hf_config, "is_encoder_decoder", False) else "decoder"
+        raise FinetuneError(f"{path}: a {model_type!r} {what} has no usable hidden states for these heads; only "
+                            f"encoders and the decoders mlmclm converts ({', '.join(CONVERTED)}) are supported")
+    try:
+        with _silent_hf():
+            body = AutoModel.from_pretrained(path, dtype=torch.float32)
+        if model_type in CONVERTED:
+            ours = from_hf(body)
+            return ours.config, {k: v.detach().clone() for k, v in ours.state_dict().items()}
+        with torch.inference_mode():
+            hidden = body(input_ids=torch.tensor([[0, 1]]), attention_mask=torch.ones(1, 2, dtype=torch.long))
+        hidden = getattr(hidden, "last_hidden_state", None)
+        if hidden is None or tuple(hidden.shape) != (1, 2, hf_config.hidden_size):
+            raise ValueError(f"its output has no (batch, tokens, {hf_config.hidden_size}) last_hidden_state")
+    except (ValueError, TypeError, KeyError, AttributeError, OSError, ConversionError) as e:
+        raise FinetuneError(f"{path}: the {model_type!r} model has no usable hidden states "
+                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return hf_config, None
 
 
 def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint:
-    """Check that `path` is an mlmclm checkpoint with a tokenizer; its id defaults to the folder's name (the run's
-    name for a `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
+    """Check that `path` is a transformers checkpoint with a fast tokenizer whose model mlmclm can fine-tune (an
+    mlmclm checkpoint; a Llama-family decoder or EuroBert, converted here; any other encoder through AutoModel);
+    `path` may be a hub id where a hub is reachable. Its id defaults to the folder's name (the run's name for a
+    `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
     from transformers import AutoTokenizer
 
     from ..models.configuration import MlmClmConfig
 
-    path, run_step = Path(path), None
+    path, hub_id = _local_folder(path)
+    model_id, run_step = model_id or hub_id, None
     found = checkpoints.pretrained_model(path)
     if found is not None:  # a pretraining run of this repository, or one of its checkpoints
         path, run_model_id, run_step = found
@@ -89,19 +167,22 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
-    if model_type != MlmClmConfig.model_type:
-        raise FinetuneError(f"{path} holds a {model_type!r} model, not an mlmclm checkpoint (convert it with "
-                            f"mlmclm.from_hf)")
     if not any((path / w).is_file() for w in _WEIGHTS):
         raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
-    config = MlmClmConfig.from_pretrained(path)
+    if not any((path / f).is_file() for f in _TOKENIZER_FILES):
+        raise FinetuneError(f"{path} has no tokenizer (none of {', '.join(_TOKENIZER_FILES)})")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:
         raise FinetuneError(f"{path} has no tokenizer that transformers can load: {str(e).splitlines()[0]}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise FinetuneError(f"{path}: the tokenizer must be a fast tokenizer (offsets are needed for TC and QA)")
-    if len(tokenizer) > config.vocab_size:
+    if model_type == MlmClmConfig.model_type:
+        kind, config, body = "mlmclm", MlmClmConfig.from_pretrained(path), None
+    else:
+        kind = "converted" if model_type in CONVERTED else "encoder"
+        config, body = _open_body(path, model_type)
+    if len(tokenizer) > getattr(config, "vocab_size", math.inf):
         raise FinetuneError(f"{path}: the tokenizer has {len(tokenizer):,} tokens but the model only "
                             f"{config.vocab_size:,} embeddings")
     pad_id = next((i for i in (tokenizer.pad_token_id, config.pad_token_id, tokenizer.eos_token_id) if i is not None),
@@ -111,7 +192,7 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     named_step = checkpoints.step_of(path)
     step = run_step if run_step is not None else named_step if named_step is not None else _recorded_step(path)
     model_id = model_id or (path.parent.name if named_step is not None else path.name)
-    return Checkpoint(path, model_id, step, config, tokenizer, pad_id)
+    return Checkpoint(path, model_id, step, config, tokenizer, pad_id, kind, model_type, body)
 
 
 def _recorded_step(path: Path) -> int | None:
@@ -136,27 +217,34 @@ def check_head(ckpt: Checkpoint, task: Task) -> None:
 
 
 def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, device: torch.device):
-    """The checkpoint's body with a new head for `task` (initialised under `seed`), in fp32."""
-    from transformers.utils import logging as hf_logging
+    """The checkpoint's body with a new head for `task` (initialised under `seed`), in fp32: an mlmclm head model
+    (`HEADS`), or for an "encoder" checkpoint its AutoModel body under the same head (`EncoderWithHead`)."""
+    from transformers import AutoModel
 
     torch.manual_seed(seed)
     kwargs = {}
     if task.group in ("SC", "TC"):
         kwargs = dict(num_labels=len(task.labels), id2label=dict(enumerate(task.labels)),
                       label2id={label: i for i, label in enumerate(task.labels)})
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # the new head and the dropped LM head are expected, not news
-    hf_logging.disable_progress_bar()  # one bar per grid, not one per run
-    try:
-        model = HEADS[task.group].from_pretrained(ckpt.path, dtype=torch.float32, **kwargs)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
+    with _silent_hf():
+        if ckpt.kind == "encoder":
+            body = AutoModel.from_pretrained(ckpt.path, dtype=torch.float32,
+                                             **({"attn_implementation": backend} if backend else {}))
+            return EncoderWithHead(body, task.group, len(task.labels or ())).to(device)
+        if ckpt.kind == "converted":
+            model = HEADS[task.group](type(ckpt.config).from_dict(ckpt.config.to_dict(), **kwargs))
+            (model if task.group == "IR" else model.model).load_state_dict(ckpt.body)
+        else:
+            model = HEADS[task.group].from_pretrained(ckpt.path, dtype=torch.float32, **kwargs)
     model.to(device)
     if backend:
         model.set_attention_backend(backend)
     return model
+
+
+def attention_backend(model) -> str | None:
+    """The attention backend a fine-tuned model runs: mlmclm's, or a transformers encoder's attn_implementation."""
+    return getattr(model.config, "attention_backend", None) or getattr(model.config, "_attn_implementation", None)
 
 
 # ----------------------------------------------------------------------------------------------- encoding
@@ -164,7 +252,10 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
 def max_length(cfg: FinetuneConfig, model) -> int:
     """cfg.max_length, or 0.99 x the model's context as EncodEval; never beyond the context. `model`: a `Checkpoint`,
     or a model config (a study's plan estimates its grids' compute with it)."""
-    limit = (model.config if isinstance(model, Checkpoint) else model).max_position_embeddings
+    limit = getattr(model.config if isinstance(model, Checkpoint) else model, "max_position_embeddings", None)
+    if limit is None:  # an encoder whose config does not say: its tokenizer's limit, else BERT's
+        limit = getattr(model.tokenizer, "model_max_length", 0) if isinstance(model, Checkpoint) else 0
+        limit = limit if 0 < limit < 1_000_000 else 512
     return min(cfg.max_length or math.floor(0.99 * limit), limit)
 
 
@@ -302,11 +393,11 @@ def _feature_length(f: dict) -> int:
 
 # ----------------------------------------------------------------------------------------------- training
 
-def info_nce(model, batch: dict, scale: float) -> torch.Tensor:
+def info_nce(model, batch: dict, scale: float, is_causal: bool = False) -> torch.Tensor:
     """InfoNCE with in-batch negatives on normalised mean-pooled embeddings; a batch-mate's document that is the
     query's own positive (two questions on one paragraph) is not counted as a negative."""
-    q = embed(model, batch["q_ids"], batch["q_mask"])
-    d = embed(model, batch["d_ids"], batch["d_mask"])
+    q = embed(model, batch["q_ids"], batch["q_mask"], is_causal)
+    d = embed(model, batch["d_ids"], batch["d_mask"], is_causal)
     logits = q @ d.T * scale
     keys = batch["doc_keys"]
     same = (keys[:, None] == keys[None, :]) & ~torch.eye(len(keys), dtype=torch.bool, device=keys.device)
@@ -314,8 +405,8 @@ def info_nce(model, batch: dict, scale: float) -> torch.Tensor:
     return F.cross_entropy(logits, torch.arange(len(keys), device=logits.device))
 
 
-def embed(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    hidden = model(input_ids=ids, attention_mask=mask, is_causal=False).last_hidden_state
+def embed(model, ids: torch.Tensor, mask: torch.Tensor, is_causal: bool = False) -> torch.Tensor:
+    hidden = model(input_ids=ids, attention_mask=mask, is_causal=is_causal).last_hidden_state
     return F.normalize(mean_pool(hidden, mask).float(), dim=-1)
 
 
@@ -341,9 +432,9 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
         batch = {k: v.to(device) for k, v in collate([features[i] for i in idx], task.group, pad_id).items()}
         with _autocast(device):
             if task.group == "IR":
-                loss = info_nce(model, batch, cfg.ir_logit_scale)
+                loss = info_nce(model, batch, cfg.ir_logit_scale, cfg.is_causal)
             else:
-                loss = model(**batch, is_causal=False).loss
+                loss = model(**batch, is_causal=cfg.is_causal).loss
         loss.backward()
         if o.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm)
@@ -386,12 +477,12 @@ def predict(fn, seqs: list[list[int]], batch_size: int, pad_id: int, device: tor
 
 def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
     """{"score", "scores_i"} (QA adds "exact_match" and "exact_match_i") of one split."""
-    bs = cfg.eval_batch_size
+    bs, causal = cfg.eval_batch_size, cfg.is_causal
     if task.group == "SC":
-        logits = predict(lambda x, m: model(x, m, is_causal=False).logits, _ids(enc), bs, pad_id, device)
+        logits = predict(lambda x, m: model(x, m, is_causal=causal).logits, _ids(enc), bs, pad_id, device)
         score, scores_i = metrics.accuracy([int(y.argmax()) for y in logits], enc["gold"])
     elif task.group == "TC":
-        logits = predict(lambda x, m: model(x, m, is_causal=False).logits, _ids(enc), bs, pad_id, device, True)
+        logits = predict(lambda x, m: model(x, m, is_causal=causal).logits, _ids(enc), bs, pad_id, device, True)
         pred, gold = [], []
         for y, first, tags in zip(logits, enc["first"], enc["gold"]):
             best = y.argmax(-1).tolist()
@@ -400,12 +491,12 @@ def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, dev
         fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
         score, scores_i = fn(pred, gold)
     elif task.group == "QA":
-        logits = predict(lambda x, m: _qa_logits(model, x, m), _ids(enc), bs, pad_id, device, True)
+        logits = predict(lambda x, m: _qa_logits(model, x, m, causal), _ids(enc), bs, pad_id, device, True)
         answers = qa_answers(enc, logits, cfg.qa_n_best, cfg.qa_max_answer_tokens, task.unanswerable)
         score, scores_i, em, em_i = metrics.squad_scores(answers, enc["gold"])
         return {"score": score, "scores_i": scores_i, "exact_match": em, "exact_match_i": em_i}
     else:
-        fn = lambda x, m: embed(model, x, m)  # noqa: E731
+        fn = lambda x, m: embed(model, x, m, causal)  # noqa: E731
         q = torch.stack(predict(fn, enc["queries"], bs, pad_id, device))
         d = torch.stack(predict(fn, enc["docs"], bs, pad_id, device))
         scores_i = []
@@ -423,8 +514,8 @@ def _ids(enc: dict) -> list[list[int]]:
     return [f["input_ids"] for f in enc["features"]]
 
 
-def _qa_logits(model, ids, mask):
-    out = model(ids, mask, is_causal=False)
+def _qa_logits(model, ids, mask, is_causal: bool = False):
+    out = model(ids, mask, is_causal=is_causal)
     return torch.stack([out.start_logits, out.end_logits], dim=-1)
 
 
@@ -574,9 +665,10 @@ class _Grid:
                 result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {
                 "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
+                "model_type": ckpt.model_type,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
                 "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
-                "attention_backend": model.config.attention_backend, "is_causal": False, "max_length": self.length,
+                "attention_backend": attention_backend(model), "is_causal": cfg.is_causal, "max_length": self.length,
                 **stats, "train_pool": self.train_pool[trainer.name],
                 "n_validation": len(result["validation"]["scores_i"]), "n_test": len(result["test"]["scores_i"]),
                 "train_time_s": round(train_time, 3), "eval_time_s": round(time.perf_counter() - t1, 3),
@@ -644,6 +736,9 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
     ckpt = open_checkpoint(model_dir, model_id)
+    if cfg.is_causal and ckpt.kind == "encoder":
+        raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
+                            f"mode (only mlmclm models and the decoders it converts do)")
     for trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
@@ -692,14 +787,16 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
 
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
-    p.add_argument("model_dir", help="a checkpoint folder (transformers format, with its tokenizer)")
+    p.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
+                                     "a Llama-family decoder, EuroBert or another encoder) or a hub id")
     p.add_argument("--scale", required=True, help="tiny, mini, small or paper (sizes, grid, suite)")
     p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
     p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
     p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
     p.add_argument("--lrs", default=None, help="comma-separated learning rates (default: the scale's)")
     p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
-    p.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's)")
+    p.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's, or "
+                                                    "the hub id's name)")
     p.add_argument("--results-dir", default=None, help="default results/runs")
     p.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -322,9 +322,7 @@ class MlmClmForSequenceClassification(_LinearHeadModel):
         return mean_pool(hidden, attention_mask)
 
     def _loss(self, logits, labels):
-        if self.config.num_labels == 1:
-            return F.mse_loss(logits.squeeze(-1).float(), labels.float())
-        return F.cross_entropy(logits.float(), labels)
+        return sequence_classification_loss(logits, labels)
 
 
 class MlmClmForTokenClassification(_LinearHeadModel):
@@ -336,7 +334,7 @@ class MlmClmForTokenClassification(_LinearHeadModel):
         return hidden
 
     def _loss(self, logits, labels):
-        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
+        return token_classification_loss(logits, labels)
 
 
 class MlmClmForQuestionAnswering(MlmClmPreTrainedModel):
@@ -354,15 +352,36 @@ class MlmClmForQuestionAnswering(MlmClmPreTrainedModel):
                 **kwargs) -> QuestionAnsweringModelOutput:
         out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
                          output_hidden_states=output_hidden_states)
-        logits = self.qa_outputs(out.last_hidden_state)
-        if attention_mask is not None:  # padding is never an answer
-            logits = logits.masked_fill(~attention_mask.bool()[..., None], torch.finfo(logits.dtype).min)
-        start_logits, end_logits = logits[..., 0], logits[..., 1]
-        loss = None
-        if start_positions is not None and end_positions is not None:
-            t = start_logits.shape[1]
-            start, end = start_positions.clamp(0, t), end_positions.clamp(0, t)
-            loss = (F.cross_entropy(start_logits.float(), start, ignore_index=t)
-                    + F.cross_entropy(end_logits.float(), end, ignore_index=t)) / 2
-        return QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
-                                            hidden_states=out.hidden_states)
+        return question_answering_output(self.qa_outputs(out.last_hidden_state), attention_mask, start_positions,
+                                         end_positions, hidden_states=out.hidden_states)
+
+
+# The task heads' losses and outputs, shared with `models.any_encoder` (any transformers encoder under these heads).
+
+def sequence_classification_loss(logits, labels):
+    """One label: regression (MSE); more: cross-entropy."""
+    if logits.shape[-1] == 1:
+        return F.mse_loss(logits.squeeze(-1).float(), labels.float())
+    return F.cross_entropy(logits.float(), labels)
+
+
+def token_classification_loss(logits, labels):
+    """Cross-entropy over every token; labels of -100 (padding, non-first sub-words) are ignored."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE)
+
+
+def question_answering_output(logits, attention_mask=None, start_positions=None, end_positions=None,
+                              hidden_states=None) -> QuestionAnsweringModelOutput:
+    """Start and end logits from (B, T, 2) logits (padding is never an answer); the loss is the mean of the two
+    cross-entropies (positions outside the sequence are ignored)."""
+    if attention_mask is not None:
+        logits = logits.masked_fill(~attention_mask.bool()[..., None], torch.finfo(logits.dtype).min)
+    start_logits, end_logits = logits[..., 0], logits[..., 1]
+    loss = None
+    if start_positions is not None and end_positions is not None:
+        t = start_logits.shape[1]
+        start, end = start_positions.clamp(0, t), end_positions.clamp(0, t)
+        loss = (F.cross_entropy(start_logits.float(), start, ignore_index=t)
+                + F.cross_entropy(end_logits.float(), end, ignore_index=t)) / 2
+    return QuestionAnsweringModelOutput(loss=loss, start_logits=start_logits, end_logits=end_logits,
+                                        hidden_states=hidden_states)
