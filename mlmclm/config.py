@@ -422,6 +422,9 @@ class ScaleConfig:
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
+    budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
+                                                                 # of the paper's steps (empty: the paper's)
+    cpt_k: list[int] = field(default_factory=list)   # (e)'s CPT lengths, thousands of paper steps (empty: 2, 12, 22)
 
     def validate(self):
         if len(self.sizes) not in (1, 3):
@@ -433,6 +436,12 @@ class ScaleConfig:
             raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:
             raise ConfigError(f"pretrain_seeds must be 1 or more, got {self.pretrain_seeds}")
+        for budget, splits in self.budgets.items():  # shorter budgets branch off the 42k base runs
+            if not 0 < budget <= 42 or not splits or any(not 0 <= c <= budget for c in splits):
+                raise ConfigError(f"budgets: {budget}: {splits} must be a budget of 1-42 (thousands of the paper's "
+                                  f"steps) mapped to CLM steps between 0 and the budget")
+        if any(k <= 0 for k in self.cpt_k):
+            raise ConfigError(f"cpt_k must hold positive CPT lengths, got {self.cpt_k}")
         from .models.configuration import SIZES
 
         bad = [s for s in self.sizes if s not in SIZES]

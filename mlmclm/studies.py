@@ -176,13 +176,13 @@ class _Builder:
         a fresh optimizer, its own schedule (`cpt_warmup_k` warmup, constant, 2k decay) and data after the base
         run's. A shorter run starts from the longest one's checkpoint before its decay when the schedules agree."""
         base = self.base(study, size, objective)
-        t, n, longest = base.total, self.k(steps), self.k(max(CPT))
+        t, n, longest = base.total, self.k(steps), self.k(max(self.s.cpt_k or CPT))
         name = lambda m: f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
         common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t)
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=base.run_id, parent_step=t, **common))
-        root = self.cpt(study, size, objective, max(CPT))
+        root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT))
         return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
                                    optimizer=True, **common))
 
@@ -234,8 +234,9 @@ def scale_studies(s: ScaleConfig) -> list[str]:
 
 
 def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
-    """(d) biphasic: budgets x CLM shares, and CLM 40k + MLM 2k at every masking ratio beside MLM-only."""
-    for budget, splits in BUDGETS.items():
+    """(d) biphasic: budgets x CLM shares (the scale's `budgets`, or the paper's), and CLM 40k + MLM 2k at every
+    masking ratio beside MLM-only."""
+    for budget, splits in (b.s.budgets or BUDGETS).items():
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
     clm_run = b.base("biphasic", middle, "clm")
@@ -249,10 +250,11 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
 
 
 def _cpt(b: _Builder, middle: str) -> None:
-    """(e) CPT: the decayed CLM and MLM-40 models continued with MLM-40."""
+    """(e) CPT: the decayed CLM and MLM-40 models continued with MLM-40 (the scale's `cpt_k` lengths, or the
+    paper's)."""
     for objective in ("clm", MAIN):
         b.evaluate("cpt", b.base("cpt", middle, objective))
-        for steps in CPT:
+        for steps in b.s.cpt_k or CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
 
 

@@ -167,3 +167,22 @@ def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"mlmclm: error: cannot write in {tmp_path / 'file' / 'runs'}: ")
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_a_scale_chooses_its_biphasic_splits_and_cpt_lengths():
+    """`budgets` and `cpt_k` narrow studies (d) and (e) to the runs a scale can afford: here the 25/75 split of the
+    42k budget and one 22k MLM-CPT of each decayed base model, and nothing else of the paper's 17 + 6."""
+    s = scale_config("mini", ["studies=[biphasic, cpt]", "budgets={42: [0, 10, 42]}", "cpt_k=[22]"])
+    plan = studies.build_plan(s)
+    assert set(plan.runs) == {"mini-m-clm-840", "mini-m-mlm40-840", "mini-m-clm-200-mlm40-840",
+                              "mini-m-clm-800-mlm40-840", "mini-m-clm-dec840-mlm40-1280",
+                              "mini-m-mlm40-dec840-mlm40-1280"}
+    split = plan.runs["mini-m-clm-200-mlm40-840"]
+    assert split.parent == "mini-m-clm-840" and split.phases == [("clm", 200), ("mlm40", 640)]
+    assert plan.runs["mini-m-clm-dec840-mlm40-1280"].parent == "mini-m-clm-840"
+    default = studies.build_plan(scale_config("mini", ["studies=[biphasic, cpt]"]))
+    assert len(default.runs) > len(plan.runs)  # the paper's splits and lengths when a scale names none
+    for bad, match in ((["budgets={42: [0, 50]}"], "budgets: 42"), (["budgets={60: [0]}"], "budgets: 60"),
+                       (["cpt_k=[0]"], "cpt_k must hold positive")):
+        with pytest.raises(ConfigError, match=match):
+            scale_config("mini", bad)
