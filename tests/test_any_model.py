@@ -13,9 +13,7 @@ from mlmclm.cli import main
 from mlmclm.config import finetune_config
 from mlmclm.errors import FinetuneError, ResultFileError
 from mlmclm.evaluation.finetune import open_checkpoint, run_grid
-from mlmclm.evaluation.offline_suite import build_offline
-from mlmclm.evaluation.tasks import SUITES, load_task
-from mlmclm.testing import random_transformers_model, write_offline_sources
+from mlmclm.testing import offline_suite, random_transformers_model
 
 FAMILIES = {"bert": ("encoder", False), "modernbert": ("encoder", False), "llama": ("converted", True),
             "eurobert": ("converted", False)}  # kind, whether the source model is causal
@@ -24,9 +22,7 @@ FAMILIES = {"bert": ("encoder", False), "modernbert": ("encoder", False), "llama
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     root = tmp_path_factory.mktemp("any")
-    build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
-    texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
-    texts += [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
+    texts = offline_suite(root)
     models = {f: random_transformers_model(root / "models" / f"{f}-tiny", f, texts) for f in FAMILIES}
     return root, models
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from mlmclm.testing import random_checkpoint, tokenizer, write_offline_sources
+from mlmclm.testing import offline_suite, random_checkpoint, tokenizer
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config
@@ -28,9 +28,7 @@ GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval",
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     root = tmp_path_factory.mktemp("ft")
-    build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
-    texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
-    texts += [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
+    texts = offline_suite(root)
     ckpt = random_checkpoint(root / "ckpts" / "tiny-mlm40-100", texts)
     return root, ckpt
 
