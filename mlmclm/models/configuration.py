@@ -35,6 +35,8 @@ SIZES: dict[str, dict] = {
                    num_key_value_heads=2, vocab_size=512, max_position_embeddings=128),
     "tiny-l": dict(num_hidden_layers=2, hidden_size=64, intermediate_size=192, num_attention_heads=4,
                    num_key_value_heads=2, vocab_size=512, max_position_embeddings=128),
+    "mini-xs": dict(num_hidden_layers=4, hidden_size=64, intermediate_size=176, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
     "mini-s": dict(num_hidden_layers=4, hidden_size=96, intermediate_size=256, num_attention_heads=4,
                    num_key_value_heads=2, vocab_size=8192, max_position_embeddings=512),
     "mini-m": dict(num_hidden_layers=5, hidden_size=128, intermediate_size=352, num_attention_heads=4,
