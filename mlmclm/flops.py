@@ -80,3 +80,12 @@ def flops_per_step(*, tokens_per_step: int, layers: int, d_model: int, ffn: int,
         head_dim=head_dim, embeddings=embeddings, softmax=softmax, norm_weights=norm_weights)
     forward = seq_len * rest + output_fraction * 2 * seq_len * d_model * vocab  # one sequence
     return 3 * forward * tokens_per_step / seq_len
+
+
+def body_parameters(*, layers: int, d_model: int, ffn: int, heads: int, kv_heads: int,
+                    head_dim: int | None = None) -> int:
+    """The transformer body's parameters: per layer the Q/K/V/O projections, the SwiGLU MLP and two RMSNorms, plus
+    the final RMSNorm (no embeddings, no output layer): the N of "tokens per parameter"."""
+    hd = d_model // heads if head_dim is None else head_dim
+    q, kv = heads * hd, kv_heads * hd
+    return layers * (d_model * q + 2 * d_model * kv + q * d_model + 3 * d_model * ffn + 2 * d_model) + d_model

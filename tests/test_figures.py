@@ -162,6 +162,26 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
 
 
+def test_fig4_scales_puts_every_source_on_tokens_per_body_parameter(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    _config(runs_dir, "mini-m-clm-400")
+    _meta(runs_dir, "mini-m-clm-400", 1000, 5000)
+    ours = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    arch = {**figures.run_parameters(runs_dir), **results.architecture(REPO / "results" / "paper")}
+    per_token = figures.tokens_per_parameter(arch)
+    assert per_token["mini-m"] == 1024 / 5000 and per_token["610M"] == 2_359_296 / 460_123_776  # model info 610m
+    drawn = _capture(monkeypatch)
+    assert figures.fig4_scales(pd.concat([paper, ours], ignore_index=True), tmp_path, arch) == [
+        tmp_path / "fig04_scales.png"]
+    tc = next(ax for ax in drawn[0].axes if ax.get_title() == "TC")
+    lines = {line.get_label(): line.get_xdata() for line in tc.get_lines() if not line.get_label().startswith("_")}
+    assert list(lines["ours, mini (mini-m)"]) == [100 * 1024 / 5000, 200 * 1024 / 5000]  # stable-phase checkpoints
+    assert list(lines["paper (610M)"])[-1] == 40_000 * per_token["610M"]
+    assert figures.fig4_scales(paper[paper["scale"] == "none"], tmp_path, arch) == []
+
+
 def _controls(scores):
     """Controls as evidence.controls gives them (the contract's columns), for every model size and dataset."""
     keys = scores[["source", "scale", "size", "task_group", "dataset"]].drop_duplicates()

@@ -294,7 +294,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     assert not (tmp_path / "runs" / "test" / "y").exists()
 
 
-@pytest.mark.parametrize("scale", ["tiny", "mini", "small", "paper"])
+@pytest.mark.parametrize("scale", ["tiny", "mini", "long", "small", "paper"])
 def test_shipped_configs_are_valid(scale):
     cfg = load_config(PretrainConfig, RECIPES_DIR / f"{scale}.yaml")
     assert cfg.scale == scale

@@ -169,6 +169,25 @@ def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, 
     assert not (tmp_path / "ckpt").exists()
 
 
+def test_long_plan_trains_far_enough_for_the_late_claims():
+    """The long CPU scale: 50-100 tokens per body parameter at the full budget, the runs the late claims need
+    (CLM and MLM-40% x 2 pretraining seeds, the 25/75 split, MLM-CPT of both decayed finals), and CPT reading text
+    after its base run's, inside a 23.7M-token corpus (the offline corpus at a 4k BPE)."""
+    from mlmclm.models.configuration import MlmClmConfig
+
+    plan = studies.build_plan("long")
+    base = studies.run_config(plan, plan.runs["mini-xs-mlm40-4620"], studies.Paths())
+    tokens = base.batch_size * base.data.seq_len * 4620
+    assert 50 <= tokens / MlmClmConfig.from_size("mini-xs").num_parameters_by_part()["body"] <= 100
+    assert {"mini-xs-clm-4620-p1", "mini-xs-mlm40-4620-p1", "mini-xs-clm-1100-mlm40-4620",
+            "mini-xs-clm-dec4620-mlm40-7040", "mini-xs-mlm40-dec4620-mlm40-7040"} <= set(plan.runs)
+    cpt = studies.run_config(plan, plan.runs["mini-xs-clm-dec4620-mlm40-7040"], studies.Paths())
+    assert cpt.data.offset == tokens // base.data.seq_len  # sequences: after the base run's 9.5M tokens
+    assert tokens + 2420 * cpt.batch_size * cpt.data.seq_len < 23_000_000
+    assert {e.model_id for e in plan.evaluations.values() if e.step is not None} == {
+        "mini-xs-mlm40-4620-0", *(f"mini-xs-{o}-4620-{s}" for o in ("clm", "mlm40") for s in (220, 1100, 2310))}
+
+
 def test_a_scale_chooses_its_biphasic_splits_and_cpt_lengths():
     """`budgets` and `cpt_k` narrow studies (d) and (e) to the runs a scale can afford: here the 25/75 split of the
     42k budget and one 22k MLM-CPT of each decayed base model, and nothing else of the paper's 17 + 6."""

@@ -410,6 +410,61 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
                  draw, "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls)
 
 
+def tokens_per_parameter(architecture: dict) -> dict:
+    """Per size, pretraining tokens a step per body parameter (`flops.body_parameters`: no embeddings, no output
+    layer): Table 1's shapes for the paper's sizes, a run folder's parameter counts for ours (``run_parameters``)."""
+    from ..flops import body_parameters
+
+    out = {}
+    for size, a in architecture.items():
+        body = a["body"] if "body" in a else body_parameters(layers=a["layers"], d_model=a["d_model"], ffn=a["ffn"],
+                                                             heads=a["heads"], kv_heads=a["kv_heads"])
+        out[size] = a["tokens_per_step"] / body
+    return out
+
+
+def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
+    """Fig. 4 across scales: MLM-40% minus CLM (points, band = the difference's 95% half-width) against pretraining
+    tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's 610M, each scale
+    of ours): the checkpoints of the stable phase joined by a line, the decayed final models as hollow markers. Above
+    zero, MLM is ahead. One figure for all (``figures/fig04_scales``); an empty list when no source has both."""
+    from . import claims as C
+
+    per_token = tokens_per_parameter(architecture)
+    early = C.check_data_efficiency(scores).assign(gap=lambda d: -d["diff"])
+    final = C.check_mlm_vs_clm(scores).assign(gap=lambda d: d["diff"])
+    final = final.merge(early[["source", "size", "total"]].drop_duplicates(), on=["source", "size"])
+    rows = pd.concat([early.assign(final=False), final.assign(steps=final["total"], final=True)], ignore_index=True)
+    rows = rows[rows["size"].isin(list(per_token))]
+    if rows.empty:
+        return []
+    rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])])
+    scale = scores.drop_duplicates(["source", "size"]).set_index(["source", "size"])["scale"]
+    rows["line"] = [("paper" if src == "paper" else f"ours, {scale[src, z]}") + f" ({z})"
+                    for src, z in zip(rows["source"], rows["size"])]
+    colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("tpp")["line"])))
+    groups = [g for g in R.GROUPS if g in set(rows["task_group"])]
+    with matplotlib.rc_context(STYLE):
+        fig, axes = _panels(len(groups))
+        for ax, group in zip(axes, groups):
+            ax.axhline(0, color="0.3", lw=0.8)
+            for line, d in rows[rows["task_group"] == group].groupby("line", sort=False):
+                c, mid = colors[line], d[~d["final"]].sort_values("tpp")
+                ax.plot(mid["tpp"], mid["gap"], marker="o", ms=4, color=c, label=line)
+                ax.fill_between(mid["tpp"], mid["gap"] - mid["diff ±"], mid["gap"] + mid["diff ±"], color=c,
+                                alpha=0.15, lw=0)
+                end = d[d["final"]]
+                ax.errorbar(end["tpp"], end["gap"], yerr=end["diff ±"], fmt="o", mfc="white", color=c, ms=6,
+                            capsize=2, label="decayed final model")
+            ax.set_xscale("log")
+            ax.set_title(group)
+            ax.set_xlabel("pretraining tokens per body parameter")
+            ax.set_ylabel("MLM-40% minus CLM (points)")
+        _finish(fig, axes, "Fig. 4 across scales: the MLM-40% lead over CLM against tokens per parameter (the paper's "
+                "610M, redrawn; ours at each scale)", None)
+    return [save(fig, out_dir, "fig04_scales")]
+
+
 def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
     v = R.group_averages(R.biphasic_view(scores))

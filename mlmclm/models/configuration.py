@@ -138,10 +138,10 @@ class MlmClmConfig(PretrainedConfig):
     # ---- introspection (no weights are allocated) ----
     def num_parameters_by_part(self) -> dict[str, int]:
         """Parameter counts: input embeddings, transformer body, output layer (0 when tied), total."""
-        d, v, hd = self.hidden_size, self.vocab_size, self.head_dim
-        q, kv = self.num_attention_heads * hd, self.num_key_value_heads * hd
-        per_layer = d * q + 2 * d * kv + q * d + 3 * d * self.intermediate_size + 2 * d
-        body = self.num_hidden_layers * per_layer + d
+        d, v = self.hidden_size, self.vocab_size
+        body = flops.body_parameters(layers=self.num_hidden_layers, d_model=d, ffn=self.intermediate_size,
+                                     heads=self.num_attention_heads, kv_heads=self.num_key_value_heads,
+                                     head_dim=self.head_dim)
         head = 0 if self.tie_word_embeddings else v * d
         return {"embeddings": v * d, "body": body, "output_layer": head, "total": v * d + body + head}
 
