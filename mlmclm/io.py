@@ -173,3 +173,12 @@ def repo_relative(path: str | Path) -> str:
         except ValueError:
             pass
     return str(Path(path).resolve())
+
+
+def lr_text(lr: float) -> str:
+    """A learning rate as run folders spell it: one significant digit where that is exact (`1e-03`), else the
+    fewest digits that give it back (`1.5e-03`), so that two learning rates never share a folder."""
+    for digits in range(17):
+        if float(text := f"{lr:.{digits}e}") == lr:
+            return text
+    return repr(lr)

@@ -32,7 +32,7 @@ from pathlib import Path
 from .config import RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
 from . import locks
 from .errors import ConfigError, ResultFileError
-from .io import ROOT, check_writable, read_json, repo_relative
+from .io import ROOT, check_writable, lr_text, read_json, repo_relative
 from .training import checkpoints
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
@@ -610,7 +610,7 @@ def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> floa
     root = paths.results / plan.scale.scale
     for (model_id, grid, trainer, lr, seed), f in per_training.items():
         tree = paths.results / "stability" / plan.scale.scale if grid == "stability" else root
-        for path in tree.glob(f"{model_id}/*/{trainer}/lr{lr:.0e}_sd{seed}/results.json"):
+        for path in tree.glob(f"{model_id}/*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json"):
             try:
                 meta = (read_json(path) or {}).get("meta") or {}
             except (ResultFileError, AttributeError):

@@ -11,7 +11,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from .io import ROOT
+from .io import ROOT, lr_text
 
 ENCODEVAL_SAMPLE = ROOT / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
 
@@ -143,7 +143,7 @@ def write_run(root: Path, model: str, group: str, dataset: str, lr: float, seed:
               test: float, prefix: str = "", meta: dict | None = None, last_gain: float | None = None) -> Path:
     """One results.json (scores as fractions, EncodEval layout); with ``last_gain`` (a fraction) a two-epoch
     validation curve whose last epoch gained that much. Return its path."""
-    path = root / model / group / dataset / f"{prefix}lr{lr:.0e}_sd{seed}" / "results.json"
+    path = root / model / group / dataset / f"{prefix}lr{lr_text(lr)}_sd{seed}" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"validation": {"score": validation, "scores_i": [validation]}, "test": {"score": test, "scores_i": [test]}}
     if last_gain is not None:
@@ -211,7 +211,7 @@ def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy
                            "test": {"score": test.mean(), "scores_i": test.tolist()}}
                     if majority is not None:
                         doc["baselines"] = {"majority": {"validation": majority, "test": majority}}
-                    _json(root / model / group / dataset / f"lr{lr:.0e}_sd{sd}" / "results.json", doc)
+                    _json(root / model / group / dataset / f"lr{lr_text(lr)}_sd{sd}" / "results.json", doc)
 
 
 def scores_frame(cells, source: str = "x", scale: str = "x") -> pd.DataFrame:

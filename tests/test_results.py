@@ -212,6 +212,16 @@ def test_badly_named_run_folder_and_group(tmp_path):
         results.load_run_tree(other, "ours", "tiny")
 
 
+def test_learning_rates_keep_their_digits_in_run_folders(tmp_path):
+    """1e-2 and 1.5e-2 get folders of their own (one significant digit would name both lr1e-02) and load back as
+    themselves; a one-digit learning rate keeps its short name."""
+    for lr in (1e-2, 1.5e-2, 1.5e-3):
+        write_run(tmp_path, "m-clm-10", "SC", "sst2", lr, 0, 0.5, 0.5)
+    names = sorted(p.name for p in (tmp_path / "m-clm-10" / "SC" / "sst2").iterdir())
+    assert names == ["lr1.5e-02_sd0", "lr1.5e-03_sd0", "lr1e-02_sd0"]
+    assert sorted(results.load_run_tree(tmp_path, "ours", "tiny")["lr"]) == [1.5e-3, 1e-2, 1.5e-2]
+
+
 def test_load_combines_paper_and_our_runs(tmp_path):
     (tmp_path / "paper").symlink_to(PAPER)
     write_synthetic_study(tmp_path / "runs" / "mini")

@@ -24,7 +24,7 @@ with 1/W of the torch threads each: every run is the same computation either way
 (tests/test_finetune.py checks it). `mlmclm bench finetune` measures the speed-up.
 
 One `results.json` per (model, group, dataset, lr, seed) at
-`<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{lr:.0e}_sd{seed}/results.json`, written atomically; a grid
+`<results_dir>/<scale>/<model_id>/<group>/<dataset>/lr{LR}_sd{seed}/results.json` (LR: `lr_text`), written atomically; a grid
 re-run skips the runs whose file is complete (`result_fault`: it parses, holds its scores, and its `meta.config` has
 this grid's protocol settings), redoes the others, and holds the model folder's lock (`mlmclm.locks`) meanwhile.
 Forked workers end with their parent, however it ends. Choosing the learning rate and averaging seeds is
@@ -52,7 +52,7 @@ from . import metrics
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
-from ..io import load_result, provenance, repo_relative, write_json
+from ..io import load_result, lr_text, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
@@ -547,7 +547,7 @@ def qa_answers(enc: dict, logits: list[torch.Tensor], n_best: int, max_answer: i
 # ----------------------------------------------------------------------------------------------- the grid
 
 def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
-    return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr:.0e}_sd{seed}"
+    return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
 
 
 # FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
@@ -773,7 +773,7 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
             _run_in_workers(grid, todo, workers, bar)
         else:
             for job in todo:
-                bar.set_postfix_str(f"{job[0].name} lr={job[2]:.0e} seed={job[3]}")
+                bar.set_postfix_str(f"{job[0].name} lr={lr_text(job[2])} seed={job[3]}")
                 grid.run(job)
                 bar.update()
         bar.close()
