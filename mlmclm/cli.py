@@ -90,7 +90,9 @@ def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
 
 def reproduce(args) -> int:
     """The main job: the five studies at a scale, then the five notebooks, so that every figure and table is
-    regenerated with this scale's results beside the paper's."""
+    regenerated with this scale's results beside the paper's: in place, beside every other scale with results too
+    (the committed notebooks are what any `make reproduce SCALE=...` writes); with --output-dir or --results-dir,
+    this scale's alone."""
     import time
 
     from .analysis import notebooks
@@ -112,7 +114,7 @@ def reproduce(args) -> int:
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
-                  "tables_dir": str(tables)} if out or args.results_dir else {"scales": [args.scale]}
+                  "tables_dir": str(tables)} if out or args.results_dir else {}
     print("\nnotebooks (papermill):", flush=True)
     for name, seconds in notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None).items():
         print(f"  {name:<20} {seconds:5.1f} s", flush=True)
