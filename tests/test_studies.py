@@ -172,8 +172,8 @@ def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, 
 
 def test_long_plan_trains_far_enough_for_the_late_claims():
     """The long CPU scale: 50-100 tokens per body parameter at the full budget, the runs the late claims need
-    (CLM and MLM-40% x 2 pretraining seeds, the 25/75 split, MLM-CPT of both decayed finals), and CPT reading text
-    after its base run's, inside a 23.7M-token corpus (the offline corpus at a 4k BPE)."""
+    (CLM and MLM-40% with more than one pretraining seed, the 25/75 split, MLM-CPT of both decayed finals), and CPT
+    reading text after its base run's, inside a 23.7M-token corpus (the offline corpus at a 4k BPE)."""
     from mlmclm.models.configuration import MlmClmConfig
 
     plan = studies.build_plan("long")
