@@ -16,13 +16,15 @@ def _inputs(padding, documents, b=3, h=4, hkv=2, t=20, d=16):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(b, n, t, d, generator=g, dtype=torch.float64).float() for n in (h, hkv, hkv))
     mask = None
-    if padding:
+    if padding:  # at t=20: row 1 keeps 13 tokens, row 2 keeps 4 (the same fractions at any t)
         mask = torch.ones(b, t, dtype=torch.long)
-        mask[1, 13:] = 0
-        mask[2, 4:] = 0
+        mask[1, t * 13 // 20:] = 0
+        mask[2, t // 5:] = 0
     docs = None
-    if documents:
-        docs = torch.tensor([[0] * 7 + [1] * 13, [0] * 3 + [1] * 3 + [2] * 14, [5] * 20])
+    if documents:  # at t=20: [0]*7 + [1]*13, [0]*3 + [1]*3 + [2]*14, [5]*20
+        ids = torch.arange(t)
+        docs = torch.stack([(ids >= t * 7 // 20).long(), (ids >= t * 3 // 20).long() + (ids >= t * 6 // 20).long(),
+                            torch.full((t,), 5)])[:b]
     weights = torch.randn(b, h, t, d, generator=g)
     return q, k, v, mask, docs, weights
 
