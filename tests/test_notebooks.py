@@ -129,3 +129,32 @@ def test_a_failed_notebook_is_named_with_its_cell_and_error_and_left_as_it_was(t
     assert f"{bad}: not valid JSON" in message and message.endswith("the notebook is left as it was")
     assert source.read_bytes() == (REPO / "notebooks" / "01_scaling.ipynb").read_bytes()
     assert sorted(p.name for p in (repo / "notebooks").iterdir()) == ["01_scaling.ipynb"]  # no temporary file left
+
+
+def test_reference_models_load_apart_and_show_beside_ours(tmp_path):
+    """Models pretrained elsewhere (results/runs/reference/<scale>/, their own grid) are no scale of ours, enter no
+    control and no verdict, and are tabled beside the scale's best model with the rates their seeds chose."""
+    from mlmclm.analysis import tables
+
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    write_synthetic_study(results / "runs" / "mini", size="mini-m")
+    for lr, val in ((1e-4, 0.80), (3e-4, 0.90), (1e-3, 0.85)):
+        for sd in range(3):
+            write_run(results / "runs" / "reference" / "mini", "all-minilm-l6-v2", "TC", "toy_ner", lr, sd, val,
+                      0.95 + sd / 1000)
+    assert notebooks.scales_with_results(results / "runs") == ["mini"]
+    ctx = notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=None,
+                          figures_dir=str(tmp_path / "figs"), tables_dir=str(tmp_path / "tables"))
+    assert "reference" not in set(ctx.data.scores["source"]) and set(ctx.reference.runs["source"]) == {"reference"}
+    assert "all-minilm-l6-v2" not in set(ctx.controls["best_pretrained"])
+    assert "reference" not in set(ctx.verdicts(["1"], n_boot=20)["source"])
+    table = tables.reference_table(ctx.reference, ctx.data, ctx.controls)
+    ref = table[table["Model"] == "all-minilm-l6-v2 (reference)"].iloc[0]
+    assert (ref["Dataset"], ref["Score"], ref["Grid"], ref["Chosen lr"]) == (
+        "toy_ner", "95.10 (±0.25)", "0.0001, 0.0003, 0.001", "3e-04 x3")
+    best = table[(table["Dataset"] == "toy_ner") & table["Model"].str.endswith("(ours: best)")].iloc[0]
+    ours = ctx.controls.query("dataset == 'toy_ner'").iloc[0]
+    assert best["Model"] == f"{ours['best_pretrained']} (ours: best)" and best["Score"].startswith(
+        f"{ours['best_score']:.2f}") and ref["Minus our best"].startswith(f"{95.1 - ours['best_score']:+.2f}")

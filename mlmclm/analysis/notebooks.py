@@ -54,6 +54,7 @@ class Context:
     scales: list[str]
     data: Results
     controls: pd.DataFrame
+    reference: Results | None = None  # models pretrained elsewhere, under each scale's protocol (results.REFERENCE)
 
     def architecture(self) -> dict:
         """Per size, what Fig. 10 counts FLOPs from: Table 1's shapes for the paper's sizes, else our runs' parameter
@@ -80,7 +81,9 @@ class Context:
 
 def scales_with_results(runs_dir: Path) -> list[str]:
     """The scales with fine-tuning results under ``runs_dir`` (``results/runs/<scale>/``), smallest first."""
-    found = [d.name for d in Path(runs_dir).glob("*") if d.is_dir() and d.name != "stability"
+    from .results import REFERENCE
+
+    found = [d.name for d in Path(runs_dir).glob("*") if d.is_dir() and d.name not in ("stability", REFERENCE)
              and next(d.glob("*/*/*/*/results.json"), None) is not None]
     return sorted(found, key=lambda s: (SCALE_ORDER.index(s) if s in SCALE_ORDER else len(SCALE_ORDER), s))
 
@@ -171,8 +174,12 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str, ta
     data = dataclasses.replace(
         first, scores=figures.with_metrics(pd.concat([p.scores for p in parts], ignore_index=True), metrics),
         runs=figures.with_metrics(pd.concat([p.runs for p in parts], ignore_index=True), metrics))
+    refs = [results.load(res_dir, sources=[results.REFERENCE], scale=s) for s in ours
+            if (res_dir / "runs" / results.REFERENCE / s).is_dir()]
+    reference = results.Results(*(pd.concat([getattr(r, f) for r in refs], ignore_index=True) for f in ("scores", "runs"))) \
+        if refs else None
     return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
-                   scales=ours, data=data, controls=evidence.controls(data.scores, data.runs))
+                   scales=ours, data=data, controls=evidence.controls(data.scores, data.runs), reference=reference)
 
 
 def _strip_volatile(path: Path) -> None:

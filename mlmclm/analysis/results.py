@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
+from ..config import REFERENCE
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
 from ..io import load_result
@@ -53,6 +54,7 @@ SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
                "test", "majority", "last_gain", "test_i", "path"]
 GRIDS = ("default", "stability")
+SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 
 
 # ----------------------------------------------------------------------------------------------- model ids
@@ -437,20 +439,23 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
     """The paper's tables, this repository's runs (``results/runs/<scale>/``) and an EncodEval folder, as Results.
 
     Sources: ``paper`` (results/paper), ``ours`` (results/runs/<scale>, if present, and the scale's stability grid
-    results/runs/stability/<scale>, if present, as ``grid == "stability"``), ``encodeval`` (``encodeval_dir``, if
-    given) and ``encodeval-sample`` (``sample_csv``: the authors' per-run sample, if given). Scores are aggregated
-    from the default grids.
+    results/runs/stability/<scale>, if present, as ``grid == "stability"``), ``reference`` (models pretrained
+    elsewhere, fine-tuned under the scale's protocol on a grid of their own: results/runs/reference/<scale>, if
+    present; they carry no claim and enter no control), ``encodeval`` (``encodeval_dir``, if given) and
+    ``encodeval-sample`` (``sample_csv``: the authors' per-run sample, if given). Scores are aggregated from the
+    default grids.
     """
     results_dir = Path(results_dir)
-    unknown = set(sources) - {"paper", "ours", "encodeval", "encodeval-sample"}
+    unknown = set(sources) - set(SOURCES)
     if unknown:
-        raise ConfigError(f"unknown source(s) {', '.join(sorted(unknown))}: "
-                         "use paper, ours, encodeval, encodeval-sample")
+        raise ConfigError(f"unknown source(s) {', '.join(sorted(unknown))}: use {', '.join(SOURCES)}")
     runs = []
-    trees = {"default": results_dir / "runs" / scale, "stability": results_dir / "runs" / "stability" / scale}
-    for grid, tree in trees.items():
-        if "ours" in sources and tree.is_dir():
-            runs.append(load_run_tree(tree, "ours", scale, relative_to=results_dir.parent, grid=grid))
+    trees = [("ours", "default", results_dir / "runs" / scale),
+             ("ours", "stability", results_dir / "runs" / "stability" / scale),
+             (REFERENCE, "default", results_dir / "runs" / REFERENCE / scale)]
+    for source, grid, tree in trees:
+        if source in sources and tree.is_dir():
+            runs.append(load_run_tree(tree, source, scale, relative_to=results_dir.parent, grid=grid))
     if "encodeval" in sources and encodeval_dir is not None:
         runs.append(load_run_tree(encodeval_dir, "encodeval", "paper", paper_datasets_only=True))
     if "encodeval-sample" in sources and sample_csv is not None:

@@ -202,3 +202,74 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
             write(table, Path(tables_dir) / R.output_subdir(source, scale), "controls", caption)
         display(Markdown(f"**{caption}**"))
         display(table.set_index(["Size", "Group", "Dataset"]))
+
+
+def _lrs(lrs) -> str:
+    return ", ".join(f"{lr:g}" for lr in sorted(set(lrs)))
+
+
+def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFrame) -> pd.DataFrame:
+    """Models pretrained elsewhere (``results.REFERENCE``), fine-tuned under a scale's protocol on a grid of their own,
+    beside that scale's best pretrained model and random-init control (``evidence.controls``): per scale and dataset,
+    the score (± 95% half-width), the grid and the learning rates the seeds chose, and the reference model's margin
+    over our best (± the combined half-width). A chosen rate at an edge of its grid is marked: there the grid did not
+    bracket the model's best rate and its score is a lower bound."""
+    import numpy as np
+
+    from ..io import lr_text
+
+    chosen = R.select_lr(R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True)))
+    grids = R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True)).groupby(
+        ["source", "scale", "model", "dataset"])["lr"].agg(lambda x: sorted(set(x)))
+
+    def lr_cells(source, scale, model, dataset) -> tuple[str, str]:
+        grid = grids.get((source, scale, model, dataset), [])
+        picks = chosen[(chosen["source"] == source) & (chosen["scale"] == scale) & (chosen["model"] == model)
+                       & (chosen["dataset"] == dataset)]["lr"]
+        counts = picks.value_counts().sort_index()
+        text = ", ".join(f"{lr_text(lr)} x{n}" + (" (edge)" if len(grid) > 1 and lr in (grid[0], grid[-1]) else "")
+                         for lr, n in counts.items())
+        return _lrs(grid), text
+
+    rows = []
+    ref = reference.scores[reference.scores["dataset"] != R.AVG]
+    for (scale, group, dataset), part in ref.groupby(["scale", "task_group", "dataset"], sort=False):
+        ctl = controls[(controls["source"] == "ours") & (controls["scale"] == scale) & (controls["dataset"] == dataset)]
+        best = ctl.loc[ctl["best_score"].idxmax()] if not ctl.empty else None
+        base = {"Scale": scale, "Group": group, "Dataset": dataset}
+        if best is not None:
+            grid, picks = lr_cells("ours", scale, best["best_pretrained"], dataset)
+            rows.append({**base, "Model": f"{best['best_pretrained']} (ours: best)",
+                         "Score": cell(best["best_score"], best["best_ci"]), "Grid": grid, "Chosen lr": picks,
+                         "Minus our best": ""})
+            if not pd.isna(best["random"]):
+                grid, picks = lr_cells("ours", scale, best["random_model"], dataset)
+                rows.append({**base, "Model": "random init (ours)", "Score": cell(best["random"], best["random_ci"]),
+                             "Grid": grid, "Chosen lr": picks, "Minus our best": ""})
+        for r in part.itertuples():
+            grid, picks = lr_cells(R.REFERENCE, scale, r.model, dataset)
+            margin = "" if best is None else \
+                f"{r.score - best['best_score']:+.2f} (±{np.hypot(r.ci, best['best_ci']):.2f})"
+            rows.append({**base, "Model": f"{r.model} (reference)", "Score": cell(r.score, r.ci), "Grid": grid,
+                         "Chosen lr": picks, "Minus our best": margin})
+    return pd.DataFrame(rows, columns=["Scale", "Group", "Dataset", "Model", "Score", "Grid", "Chosen lr",
+                                       "Minus our best"])
+
+
+def show_reference(reference: R.Results | None, data: R.Results, controls: pd.DataFrame,
+                   tables_dir: str | Path | None = None) -> None:
+    """Display ``reference_table`` (and write ``reference.csv`` and ``.tex`` under each scale's tables folder)."""
+    from IPython.display import Markdown, display
+
+    if reference is None or reference.scores.empty:
+        display(Markdown("*No reference models yet: fine-tune one with `mlmclm finetune MODEL_DIR --scale SCALE "
+                         "--results-dir results/runs/reference` (see the README).*"))
+        return
+    table = reference_table(reference, data, controls)
+    for scale, part in table.groupby("Scale", sort=False):
+        caption = (f"Reference models (pretrained elsewhere) under the {scale} protocol, beside our best model and "
+                   "random-init control at that scale: test score ± 95% half-width over fine-tuning seeds.")
+        if tables_dir is not None:
+            write(part.drop(columns="Scale"), Path(tables_dir) / R.output_subdir("ours", scale), "reference", caption)
+        display(Markdown(f"**{caption}**"))
+        display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))

