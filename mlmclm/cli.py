@@ -16,6 +16,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from .config import scale_names
 from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("notebooks", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
     rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
-    rep.add_argument("--scale", default="mini", help="tiny, mini, small or paper (default: mini)")
+    rep.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
     rep.add_argument("--results-dir", default=None, help="paper/, runs/<scale>/ and tables/ (default: results)")
     rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
     rep.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")

@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, step_text
+from .config import (REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, scale_names,
+                     step_text)
 from . import locks
 from .errors import ConfigError, ResultFileError
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
@@ -738,7 +739,7 @@ def add_cli(sub) -> None:
                           ("run", "train and fine-tune what is missing (safe to interrupt and re-run)")):
         a = sp.add_parser(action, help=help_)
         a.add_argument("name", help=f"{', '.join(STUDIES)} or all")
-        a.add_argument("--scale", default="mini", help="tiny, mini, small or paper (default: mini)")
+        a.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
         a.add_argument("--results-dir", default=None, help="default results/runs")
         a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
         a.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")

@@ -50,7 +50,7 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, finetune_config, to_dict
+from ..config import FinetuneConfig, finetune_config, scale_names, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..io import load_result, lr_text, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
@@ -820,7 +820,7 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
     p.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
                                      "a Llama-family decoder, EuroBert or another encoder) or a hub id")
-    p.add_argument("--scale", required=True, help="tiny, mini, small or paper (sizes, grid, suite)")
+    p.add_argument("--scale", required=True, help=f"{', '.join(scale_names())} (sizes, grid, suite)")
     p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
     p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
     p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
