@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import platform
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from .errors import ConfigError, ResultFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKED_PACKAGES = ("mlmclm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "kernels", "numpy")
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/name": a hub id (a path that does not exist may be one)
 
 
 @contextlib.contextmanager

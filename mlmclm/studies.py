@@ -350,7 +350,8 @@ def decoder_path(spec: dict) -> str:
 
 
 def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict:
-    """The fine-tuning config of each grid of the plan ("default", "stability")."""
+    """The fine-tuning config of each grid of the plan ("default", "stability", "reference": the same grid as the
+    default one, written to its own tree)."""
     return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability", REFERENCE)}
 
 

@@ -52,7 +52,7 @@ from . import metrics
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, scale_names, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
-from ..io import load_result, lr_text, provenance, repo_relative, write_json
+from ..io import HUB_ID, load_result, lr_text, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
@@ -69,7 +69,6 @@ _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
                     "spiece.model", "sentencepiece.bpe.model")  # without one, transformers makes an empty tokenizer
 CONVERTED = ("llama", "eurobert")  # model types converted to mlmclm on the fly (`models.convert.from_hf`)
-_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 # ----------------------------------------------------------------------------------------------- the checkpoint
@@ -92,7 +91,7 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
     hub id "owner/name" (where a hub is reachable; offline nothing is fetched) with "name" as its default model id."""
     if Path(path).is_file() and Path(path).suffix == ".gguf":
         return gguf_folder(Path(path)), Path(path).stem
-    if Path(path).exists() or not _HUB_ID.match(str(path)):
+    if Path(path).exists() or not HUB_ID.match(str(path)):
         return Path(path), None
     from huggingface_hub import snapshot_download
 

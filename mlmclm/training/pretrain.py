@@ -31,7 +31,7 @@ from . import corpus
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
 from ..models.configuration import MlmClmConfig
-from ..io import check_writable, provenance, read_json, write_json, write_text
+from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from . import checkpoints
@@ -188,8 +188,8 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
             if state["step"] >= schedule.total:
                 raise ConfigError(f"init checkpoint {src} is at step {state['step']}, at or past this run's "
                                   f"{schedule.total} steps")
-    if cfg.init.kind == "hf" and not Path(cfg.init.path).exists():
-        raise ConfigError(f"init.path={cfg.init.path!r} does not exist")
+    if cfg.init.kind == "hf" and not Path(cfg.init.path).exists() and not HUB_ID.match(cfg.init.path):
+        raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
 
 
 def pretrain(cfg: PretrainConfig) -> Path:
