@@ -144,6 +144,7 @@ def test_reference_models_load_apart_and_show_beside_ours(tmp_path):
         for sd in range(3):
             write_run(results / "runs" / "reference" / "mini", "all-minilm-l6-v2", "TC", "toy_ner", lr, sd, val,
                       0.95 + sd / 1000)
+    write_run(results / "runs" / "reference" / "mini", "smollm2", "TC", "toy_ner", 1e-4, 0, 0.9, 0.96)  # one run
     assert notebooks.scales_with_results(results / "runs") == ["mini"]
     ctx = notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=None,
                           figures_dir=str(tmp_path / "figs"), tables_dir=str(tmp_path / "tables"))
@@ -154,6 +155,9 @@ def test_reference_models_load_apart_and_show_beside_ours(tmp_path):
     ref = table[table["Model"] == "all-minilm-l6-v2 (reference)"].iloc[0]
     assert (ref["Dataset"], ref["Score"], ref["Grid"], ref["Chosen lr"]) == (
         "toy_ner", "95.10 (±0.25)", "0.0001, 0.0003, 0.001", "3e-04 x3")
+    one = table[table["Model"] == "smollm2 (reference)"].iloc[0]
+    assert (one["Score"], one["Chosen lr"]) == ("96.00", "1e-04 x1") and one["Minus our best"].endswith(
+        "(one seed: no interval)")
     best = table[(table["Dataset"] == "toy_ner") & table["Model"].str.endswith("(ours: best)")].iloc[0]
     ours = ctx.controls.query("dataset == 'toy_ner'").iloc[0]
     assert best["Model"] == f"{ours['best_pretrained']} (ours: best)" and best["Score"].startswith(

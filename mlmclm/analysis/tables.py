@@ -248,8 +248,8 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
                              "Grid": grid, "Chosen lr": picks, "Minus our best": ""})
         for r in part.itertuples():
             grid, picks = lr_cells(R.REFERENCE, scale, r.model, dataset)
-            margin = "" if best is None else \
-                f"{r.score - best['best_score']:+.2f} (±{np.hypot(r.ci, best['best_ci']):.2f})"
+            margin = "" if best is None else f"{r.score - best['best_score']:+.2f}" + (
+                " (one seed: no interval)" if pd.isna(r.ci) else f" (±{np.hypot(r.ci, best['best_ci']):.2f})")
             rows.append({**base, "Model": f"{r.model} (reference)", "Score": cell(r.score, r.ci), "Grid": grid,
                          "Chosen lr": picks, "Minus our best": margin})
     return pd.DataFrame(rows, columns=["Scale", "Group", "Dataset", "Model", "Score", "Grid", "Chosen lr",
