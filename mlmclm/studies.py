@@ -67,7 +67,7 @@ class Run:
     run_id: str
     size: str
     phases: list[tuple[str, int]]
-    part: str                                    # base, biphasic or cpt (the paper's accounting)
+    part: str                                    # base, biphasic or cpt (the paper's accounting); reference
     parent: str | None = None                    # the run whose checkpoint this one starts from
     parent_step: int | None = None
     optimizer: bool = False                      # carries the parent's optimizer and step count on
@@ -193,7 +193,8 @@ class _Builder:
         tokenizer (a mask token added), the scale's corpus from its start, the schedule of `cpt`."""
         n, longest = self.k(steps), self.k(max(self.s.cpt_k or CPT))
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
-        common = dict(size=self.s.cpt_decoders[name]["size"], part="cpt", warmup=warmup, decay=decay, decoder=name)
+        common = dict(size=self.s.cpt_decoders[name]["size"], part=REFERENCE, warmup=warmup, decay=decay,
+                      decoder=name)
         run_id = f"{name}-{MAIN}-{step_token(n)}"
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(run_id, phases=[(MAIN, n)], **common))
@@ -567,7 +568,7 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
     from .evaluation.finetune import max_length, plan_grid
 
     paths = paths or Paths()
-    parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt")}
+    parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt", REFERENCE)}
     per_run = {}
     for r in plan.runs.values():
         config, template = _model_config(plan, r.size)
@@ -683,11 +684,16 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
                                                                  "scratch")
         phases = " + ".join(f"{o} {n}" for o, n in r.phases)
         lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {','.join(sorted(r.studies))}")
-    inter = sum(bool(e.step) for e in plan.evaluations.values())
-    controls = sum(e.step == 0 for e in plan.evaluations.values())
-    models = len({e.model_id for e in plan.evaluations.values()})
-    lines.append(f"  -> {len(plan.runs)} trained models, {inter} intermediate checkpoints and {controls} random-init "
-                 f"control(s) evaluated, {models} evaluated models")
+    ours = [e for e in plan.evaluations.values() if e.grid != REFERENCE]
+    inter = sum(bool(e.step) for e in ours)
+    controls = sum(e.step == 0 for e in ours)
+    models = len({e.model_id for e in ours})
+    lines.append(f"  -> {sum(not r.decoder for r in plan.runs.values())} trained models, {inter} intermediate "
+                 f"checkpoints and {controls} random-init control(s) evaluated, {models} evaluated models")
+    refs = {e.model_id for e in plan.evaluations.values() if e.grid == REFERENCE}
+    if refs:
+        lines.append(f"  -> and {len(refs)} models from decoders pretrained elsewhere (`cpt_decoders`: before and "
+                     "after their CPT), apart in the reference tree")
     grids = grid_configs(plan, paths)
     c = compute(plan, paths, grids)
     lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]
