@@ -218,9 +218,9 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
 
     from ..io import lr_text
 
-    chosen = R.select_lr(R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True)))
-    grids = R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True)).groupby(
-        ["source", "scale", "model", "dataset"])["lr"].agg(lambda x: sorted(set(x)))
+    runs = R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
+    chosen = R.select_lr(runs)
+    grids = runs.groupby(["source", "scale", "model", "dataset"])["lr"].agg(lambda x: sorted(set(x)))
 
     def lr_cells(source, scale, model, dataset) -> tuple[str, str]:
         grid = grids.get((source, scale, model, dataset), [])
