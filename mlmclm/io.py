@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import platform
+import re
 import shutil
 import subprocess
 import sys
