@@ -113,6 +113,13 @@ def parse_model_id(model: str) -> dict:
     }
 
 
+def family(model: str) -> str:
+    """The model id without its pretraining seed (``mini-xs-clm-4620-p2`` -> ``mini-xs-clm-4620``, the id of seed 0):
+    the runs that differ only in their pretraining seed share it. Ids that do not follow the naming are their own."""
+    m = _MODEL_ID.match(model)
+    return model if m is None or m["pseed"] is None else model[:m.start("pseed") - 2] + model[m.end("pseed"):]
+
+
 def _with_attributes(df: pd.DataFrame) -> pd.DataFrame:
     """Add the parsed model-id columns; ids that do not follow the naming get missing values."""
     models = df["model"].unique()
@@ -390,6 +397,26 @@ def aggregate(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
     """Runs -> scores with the paper's aggregation (``rule="seed_average"`` for the alternative), from the default
     grid's runs only."""
     return summarize(select_lr(default_grid(runs), rule))
+
+
+def pool_pretraining_seeds(scores: pd.DataFrame) -> pd.DataFrame:
+    """Scores with the models that differ only in their pretraining seed pooled into one row under the seed-0 id:
+    ``score`` the mean over the pretraining seeds (each seed's mean over fine-tuning seeds), ``ci`` the 95% half-width
+    of that mean, t95(k - 1) x sd / sqrt(k) over the k seeds (a seed's own mean carries its fine-tuning noise, so
+    this counts both; one seed keeps its own half-width), ``pretrain_seeds`` = k. Rows are pooled per source, scale,
+    dataset and family (`family`), only where every seed has the cell."""
+    if scores.empty:
+        return scores.assign(pretrain_seeds=pd.Series(dtype="int64"))
+    df = scores.assign(_family=scores["model"].map(family))
+    keys = ["source", "scale", "_family", "task_group", "dataset"]
+    g = df.groupby(keys, sort=False, dropna=False)["score"]
+    k = g.transform("size")
+    sd = g.transform("std")
+    t = pd.Series([t95(int(n) - 1) if n > 1 else math.nan for n in k], index=df.index)
+    pooled = df.assign(score=g.transform("mean"), ci=np.where(k > 1, t * sd / np.sqrt(k), df["ci"]),
+                       n=np.where(k > 1, k, df["n"]), pretrain_seeds=k.astype("int64"))
+    seed0 = pooled["model"] == pooled["_family"]
+    return pooled[seed0].drop(columns="_family").reset_index(drop=True)
 
 
 def default_grid(runs: pd.DataFrame) -> pd.DataFrame:
