@@ -2,23 +2,25 @@
 
 Each claim has a check, the comparison behind it (one row per source x size x task group ..., shown in the notebooks),
 and a statistic computed from it that is positive when the claim holds, with a 95% interval: for a source with
-per-run results (this repository's, EncodEval's) a bootstrap over fine-tuning seeds and test instances; for the paper,
-its printed half-widths (a difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values
-sqrt(sum of squares) / k; a minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``)
-are compared, as in the paper's figures. Where a source's results cannot carry a claim (one model size, no IR task,
-no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
+per-run results (this repository's, EncodEval's) a hierarchical bootstrap over pretraining seeds, fine-tuning seeds
+and test instances, the learning rate chosen again in each replica; for the paper, its printed half-widths (a
+difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a
+minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the
+paper's figures, and models that differ only in their pretraining seed are compared by their mean. Where a source's
+results cannot carry a claim (one model size, no IR task, no biphasic runs ...) the verdict is "not checkable at this
+scale", with the reason.
 
-Runs of this repository's scales also need evidence that the compared models learned something from pretraining:
-each must beat the random-init control of its size beyond the combined half-width (`evidence.signal`), and claim 1's
-difference must exceed the spread between two pretraining seeds; otherwise the verdict is "no signal". Cells with
-fewer fine-tuning seeds than their neighbours (``flag``) are left out, with their model's task group, and the
-evidence says so.
+Runs of this repository's scales also need evidence that the comparison measures pretraining: every compared model must
+beat the random-init control of its size beyond the combined half-width (`evidence.signal`), the difference must be
+larger than the compared models' last-epoch validation gain (`evidence.unsettled`) and the fine-tuning calibration must
+pass; otherwise the verdict is "no signal", with the reason. Cells with fewer fine-tuning seeds than their neighbours
+(``flag``) are left out, with their model's task group, and the evidence says so.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from statistics import NormalDist
 from typing import Callable
 
 import numpy as np
@@ -226,11 +228,26 @@ def _best_cells(point: pd.DataFrame) -> pd.DataFrame:
     return best.assign(lo=best["margin"] - best["margin ±"].fillna(0))
 
 
+def _claim2_pairs(point: pd.DataFrame) -> list[tuple]:
+    """The pairs of cells whose best ratios differ (on the point estimates): claim 2 picks the best of them."""
+    best = _best_cells(point)
+    return [(i, j) for i, j in combinations(best.index, 2) if best.at[i, "mask_ratio"] != best.at[j, "mask_ratio"]]
+
+
+def _claim2_choices(point: pd.DataFrame) -> int:
+    """How many pairs claim 2 chose from (1 when one ratio is best everywhere: a minimum, no choice)."""
+    return max(len(_claim2_pairs(point)), 1)
+
+
+def _widen(choices: int) -> float:
+    """The factor turning a 95% half-width into a Bonferroni one for the best of ``choices`` comparisons."""
+    return NormalDist().inv_cdf(1 - 0.025 / choices) / NormalDist().inv_cdf(0.975)
+
+
 def _claim2_cells(point: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The cells claim 2 is judged on, and its sign: the pair of cells with different best ratios whose weaker
     margin's lower bound is highest (+1); or, when one ratio is best in every cell, every cell (-1)."""
-    best = _best_cells(point)
-    pairs = [(i, j) for i, j in combinations(best.index, 2) if best.at[i, "mask_ratio"] != best.at[j, "mask_ratio"]]
+    best, pairs = _best_cells(point), _claim2_pairs(point)
     if not pairs:
         return best, -1
     i, j = max(pairs, key=lambda p: min(best.at[p[0], "lo"], best.at[p[1], "lo"]))
@@ -242,7 +259,7 @@ def _stat_best_ratio(rows, point=None):
     margin when one ratio is best everywhere. Cells and ratios are chosen on the point estimates."""
     cells, sign = _claim2_cells(rows if point is None else point)
     picked = rows.merge(cells[[*CELL[1:], "mask_ratio"]], on=[*CELL[1:], "mask_ratio"])
-    out = _min(picked, picked["margin"], picked["margin ±"])
+    out = _min(picked, picked["margin"], picked["margin ±"] * _widen(_claim2_choices(rows if point is None else point)))
     return out if sign > 0 else out.assign(value=-out["value"], lo=-out["hi"], hi=-out["lo"])
 
 
@@ -262,13 +279,21 @@ def _last(rows):
 
 
 def _stat_early(rows, point=None):
+    """3: CLM minus MLM-40% over the checkpoints of the first quarter of training, per task group."""
     e = _early(rows)
-    return _mean(e, e["diff"])
+    return _mean(e, e["diff"], "task_group")
+
+
+def _late(rows):
+    """The last checkpoint's rows outside TC (the paper excepts TC: its CLM stays ahead at every checkpoint)."""
+    last = _last(rows)
+    return last[last["task_group"] != "TC"]
 
 
 def _stat_catch_up(rows, point=None):
-    last = _last(rows)
-    return _mean(last, -last["diff"])
+    """3b: MLM-40% minus CLM at the last intermediate checkpoint, per task group but TC."""
+    last = _late(rows)
+    return _mean(last, -last["diff"], "task_group")
 
 
 def _stat_sd(first: str, second: str):
@@ -276,7 +301,8 @@ def _stat_sd(first: str, second: str):
 
 
 def _stat_mean_diff(rows, point=None):
-    return _mean(rows, rows["diff"])
+    """5: the best inner split's lead over the better extreme, mean over budgets (and sizes), per task group."""
+    return _mean(rows, rows["diff"], "task_group")
 
 
 def _stat_clm_lowest(rows, point=None):
@@ -290,22 +316,23 @@ def _cpt_ends(rows) -> pd.DataFrame:
     return after.merge(rows[rows["cpt_steps"] == 0], on=CELL, suffixes=("", "_0"))
 
 
-def _stat_did(rows, point=None):
-    """7: (CLM-based after the longest CPT - before) - (MLM-based after - before), mean over sizes and groups."""
+def _stat_level(rows, point=None):
+    """7: CLM-based minus MLM-based model after the longest CPT (the same length for both), mean over sizes, per
+    task group."""
     m = _cpt_ends(rows)
-    return _mean(m, m["diff"] - m["diff_0"], hw=np.hypot(m["diff ±"], m["diff ±_0"]))
+    return _mean(m, m["diff"], "task_group")
 
 
 # ----------------------------------------------------------------------------------------------- details
 
 
-def _none(rows) -> tuple[str, bool]:
-    return "", True
+def _none(rows) -> str:
+    return ""
 
 
 def _detail_widening(rows):
     sc = _sorted(rows[rows["task_group"] == "SC"])
-    return "SC gap MLM - CLM by size: " + " -> ".join(f"{s} {g:+.2f}" for s, g in zip(sc["size"], sc["diff"])), True
+    return "SC gap MLM - CLM by size: " + " -> ".join(f"{s} {g:+.2f}" for s, g in zip(sc["size"], sc["diff"]))
 
 
 def _detail_best_ratio(rows):
@@ -315,38 +342,37 @@ def _detail_best_ratio(rows):
     shown = "; ".join(f"{r['size']} {r['task_group']}: {r['mask_ratio']}% ({r['margin']:+.2f} ± {r['margin ±']:.2f} "
                       "over the runner-up)" for _, r in cells.iterrows())
     judged = f"judged on {shown}" if sign > 0 else f"one ratio best in every cell: {shown}"
-    return f"best ratio over {len(best)} size x group cells: {spread}; {judged}", True
+    return f"best ratio over {len(best)} size x group cells: {spread}; {judged}"
 
 
 def _detail_ir(rows):
     ir = _best_cells(rows[rows["task_group"] == "IR"])
-    return "best IR ratio by size: " + ", ".join(f"{s} {r}%" for s, r in zip(ir["size"], ir["mask_ratio"])), True
+    return "best IR ratio by size: " + ", ".join(f"{s} {r}%" for s, r in zip(ir["size"], ir["mask_ratio"]))
 
 
 def _detail_early(rows):
     e = _early(rows)
     steps = ", ".join(R.step_label(s) for s in sorted(set(e["steps"])))
-    return f"checkpoints {steps} of {R.step_label(e['total'].max())}", True
+    return f"checkpoints {steps} of {R.step_label(e['total'].max())}"
 
 
 def _detail_last(rows):
-    last = _last(rows)
-    groups = ", ".join(f"{g} {d:+.2f}" for g, d in zip(last["task_group"], last["diff"]))
-    return f"CLM - MLM at the last checkpoint ({R.step_label(last['steps'].max())}): {groups}", True
+    last = _late(rows)
+    return f"the last checkpoint: {R.step_label(last['steps'].max())} of {R.step_label(last['total'].max())}"
 
 
 def _detail_biphasic(rows):
     shares = ", ".join(f"{s}% in {n}" for s, n in rows["best split"].value_counts().sort_index().items())
     ahead = int((rows["call"] == "split ahead").sum())
-    return f"best inner split: {shares}; ahead of both extremes beyond the CI in {ahead}/{len(rows)} cells", True
+    return f"best inner split: {shares}; ahead of both extremes beyond the CI in {ahead}/{len(rows)} cells"
 
 
-def _detail_did(rows):
+def _detail_cpt(rows):
+    """The level before CPT and the difference in gains beside the verdict's level (a detail, not the verdict)."""
     m = _cpt_ends(rows)
     before, after = m["diff_0"].mean(), m["diff"].mean()
-    turns = before < 0 < after
-    return (f"CLM-based - MLM-based: {before:+.2f} before CPT, {after:+.2f} after "
-            f"{R.step_label(m['cpt_steps'].max())} of CPT (the sign {'turns' if turns else 'does not turn'})"), turns
+    return (f"after {R.step_label(m['cpt_steps'].max())} of CPT; before CPT {before:+.2f}, so the CLM-based model "
+            f"gained {after - before:+.2f} more than the MLM-based one")
 
 
 # ----------------------------------------------------------------------------------------------- the claims
@@ -376,23 +402,35 @@ def _no_early(rows) -> str:
 
 
 def _no_late(rows) -> str:
-    return "no intermediate checkpoints" if rows.empty else (
-        "no checkpoint past the first quarter of training" if (_last(rows)["steps"] <= _last(rows)["total"] / 4).all()
-        else "")
+    if rows.empty:
+        return "no intermediate checkpoints"
+    if (_last(rows)["steps"] <= _last(rows)["total"] / 4).all():
+        return "no checkpoint past the first quarter of training"
+    return "no SC, QA or IR result (the claim excepts TC)" if _late(rows).empty else ""
 
 
 def _no_cpt(rows) -> str:
     return "no CPT runs" if rows.empty else ("no CPT run beside its base model" if _cpt_ends(rows).empty else "")
 
 
-# The pretrained models each claim compares (which must beat their size's random-init control). Claims 3 and 3b
-# compare intermediate checkpoints: the full-budget runs they belong to stand for them (an early checkpoint near the
-# control is what claim 3 is about; whether the task shows pretraining at all is read at the end of the runs).
+# The pretrained models each claim compares: each must beat its size's random-init control, and the difference must
+# exceed their last-epoch validation gain (`evidence.signal`, `evidence.unsettled`). Claims 3 and 3b compare
+# intermediate checkpoints: those checkpoints themselves (an early checkpoint below the control is no evidence about
+# data efficiency: it had not learned the task, or not yet learned to be fine-tuned).
 
 
 def _clm_mlm40_models(scores, runs=None) -> set:
     v = R.scaling_view(scores)
     return set(v[R.is_clm_or_mlm40(v)]["model"])
+
+
+def _checkpoint_models(pick):
+    """The intermediate checkpoints claim 3 (``_early``) or 3b (``_late``) compares."""
+    def models(scores, runs=None) -> set:
+        rows = check_data_efficiency(scores)
+        keys = ["source", "size", "task_group", "steps"]
+        return set(R.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"]) if len(rows) else set()
+    return models
 
 
 def _mlm_models(scores, runs=None) -> set:
@@ -422,10 +460,11 @@ class Claim:
 
     ``measure`` maps the rows of ``table`` (default: the check; one source's rows or the bootstrap replicas', each a
     ``source``) to ``value`` (the statistic: positive when the claim holds), ``lo`` and ``hi`` (bounds from the rows'
-    printed half-widths) per source and scope (task groups for claim 1, "all" for the others); claims whose cells are
-    chosen on the point estimates get those as ``point``. ``unavailable`` says why a source's rows cannot carry the
-    claim ("" when they can); ``describe`` gives the evidence beyond the statistic and whether a further condition of
-    the claim holds (claim 7: the sign turns); ``models`` names the pretrained models compared.
+    printed half-widths) per source and scope (a task group, or "all"); claims whose cells are chosen on the point
+    estimates get those as ``point``, and ``choices`` says among how many comparisons they were chosen (the interval is
+    widened to Bonferroni's for that many). ``unavailable`` says why a source's rows cannot carry the claim ("" when
+    they can); ``describe`` gives the evidence beyond the statistic; ``models`` names the pretrained models compared;
+    ``source`` is where the paper states it.
     """
 
     text: str
@@ -434,96 +473,177 @@ class Claim:
     measure: Callable[..., pd.DataFrame]
     models: Callable[..., set]
     unavailable: Callable[[pd.DataFrame], str]
-    describe: Callable[[pd.DataFrame], tuple[str, bool]] = _none
+    describe: Callable[[pd.DataFrame], str] = _none
     table: Callable[..., pd.DataFrame] | None = None
     per_run: bool = False  # needs run-level results (the paper prints no numbers for it)
+    choices: Callable[[pd.DataFrame], int] = lambda point: 1
+    source: str = ""
 
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         return (self.table or self.check)(scores, runs, split=split)
 
 
+# Each claim as the paper states it (``source``: where, and in the paper's words where reference/paper.md quotes them;
+# its section 7 lists the numbers behind each), and the statistic that judges it as stated.
 CLAIMS = {
     "1": Claim("MLM generally outperforms CLM", check_mlm_vs_clm,
-               statistic="MLM-40% minus CLM, mean over sizes (points)",
+               statistic="MLM-40% minus CLM at the full budget, mean over sizes (points)",
                measure=_stat_mlm_vs_clm, models=_clm_mlm40_models,
-               unavailable=_empty("no group averages of CLM and MLM-40% at the full budget")),
+               unavailable=_empty("no group averages of CLM and MLM-40% at the full budget"),
+               source="§3, Tables 2-5, Fig. 2: MLM-40% ahead of CLM on SC, QA and IR at every size; TC about even"),
     "1b": Claim("The SC gap between MLM and CLM widens with model size", check_mlm_vs_clm,
                 statistic="smallest widening of the SC gap (MLM-40% - CLM) from one size to the next (points)",
-                measure=_stat_widening, models=_clm_mlm40_models, unavailable=_one_size, describe=_detail_widening),
+                measure=_stat_widening, models=_clm_mlm40_models, unavailable=_one_size, describe=_detail_widening,
+                source="§3, Table 2: the SC gap 2.09 -> 3.42 -> 5.55 from 210M to 1B"),
     "2": Claim("No masking ratio is best for every size and task group", check_masking_ratio,
-               statistic="the weaker margin of two cells' different best ratios over their runner-up (points)",
+               statistic="the weaker margin of two cells' different best ratios over their runner-up, widened to "
+                         "Bonferroni's interval for the number of pairs chosen from (points)",
                measure=_stat_best_ratio, models=_mlm_models, unavailable=_one_cell, describe=_detail_best_ratio,
-               table=ratio_margins),
+               table=ratio_margins, choices=_claim2_choices,
+               source="§3, Tables 2-5, Fig. 3: the best ratio differs by size and task group"),
     "2b": Claim("IR prefers the highest masking ratio at every size", check_masking_ratio,
                 statistic="smallest margin over sizes of the highest ratio over the best other on IR (points)",
                 measure=_stat_ir_highest, models=_mlm_models, unavailable=_no_ir, describe=_detail_ir,
-                table=ratio_margins),
+                table=ratio_margins, source="§3, Table 5, Fig. 3: IR prefers 50% at every size"),
     "3": Claim("CLM is more data-efficient early in pretraining", check_data_efficiency,
                statistic="CLM minus MLM-40% over the checkpoints of the first quarter of training, mean (points)",
-               measure=_stat_early, models=_clm_mlm40_models, unavailable=_no_early, describe=_detail_early),
-    "3b": Claim("MLM catches up and ends ahead of CLM", check_data_efficiency,
-                statistic="MLM-40% minus CLM at the last checkpoint, mean over task groups (points)",
-                measure=_stat_catch_up, models=_clm_mlm40_models, unavailable=_no_late, describe=_detail_last),
+               measure=_stat_early, models=_checkpoint_models(_early), unavailable=_no_early,
+               describe=_detail_early, source="§4, Tables 6-9, Fig. 4: CLM ahead at the early checkpoints (610M)"),
+    "3b": Claim("MLM catches up and ends ahead of CLM (SC, QA, IR)", check_data_efficiency,
+                statistic="MLM-40% minus CLM at the last intermediate checkpoint, SC, QA and IR (points)",
+                measure=_stat_catch_up, models=_checkpoint_models(_late), unavailable=_no_late,
+                describe=_detail_last,
+                source="§4, Tables 6, 8, 9, Fig. 4: MLM overtakes by 10K-20K steps on SC, QA and IR; on TC CLM "
+                       "stays ahead at every checkpoint, so TC is excepted"),
     "4": Claim("CLM-pretrained models are less sensitive to the fine-tuning learning rate", check_lr_sensitivity,
                statistic="MLM sd minus CLM sd of centered scores, mean over datasets (points)",
                measure=_stat_sd("MLM sd", "CLM sd"), models=_stability_models,
-               unavailable=_empty("no CLM and MLM-40% runs over two or more shared learning rates"), per_run=True),
+               unavailable=_empty("no CLM and MLM-40% runs over two or more shared learning rates"), per_run=True,
+               source="§4, Fig. 5 (no numbers printed)"),
     "5": Claim("A CLM-then-MLM split beats MLM-only (and CLM-only) at a fixed budget", check_biphasic,
                statistic="best split strictly between CLM-only and MLM-only minus the better of the two, mean over "
-                         "budgets and task groups (points)",
+                         "budgets (points)",
                measure=_stat_mean_diff, models=_biphasic_models, unavailable=_empty("no biphasic runs"),
-               describe=_detail_biphasic),
+               describe=_detail_biphasic,
+               source="§5, Tables 10-13, Fig. 6: \"the 25%-75% split reliably surpasses the MLM baseline\""),
     "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst,
                 statistic="smallest lead of the lowest other split over CLM-only, SC and QA budgets (points)",
                 measure=_stat_clm_lowest, models=_biphasic_models,
-                unavailable=_empty("no biphasic runs with SC or QA")),
+                unavailable=_empty("no biphasic runs with SC or QA"), source="§5, Tables 10 and 12, Fig. 6"),
     "6": Claim("CLM+MLM is less sensitive to the masking ratio than MLM-only", check_masking_robustness,
                statistic="MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)",
                measure=_stat_sd("MLM sd", "CLM+MLM sd"), models=_masking_models,
-               unavailable=_empty("no masking-ratio runs of both families (MLM-only, CLM+MLM)"), per_run=True),
+               unavailable=_empty("no masking-ratio runs of both families (MLM-only, CLM+MLM)"), per_run=True,
+               source="§5, Fig. 7 (no numbers printed)"),
     "7": Claim("MLM continued pretraining of a CLM model beats continued MLM of an MLM model", check_cpt,
-               statistic="difference in differences: CLM-based gain from the longest CPT minus MLM-based gain, mean "
-                         "over task groups (points)",
-               measure=_stat_did, models=_cpt_models, unavailable=_no_cpt, describe=_detail_did),
+               statistic="CLM-based minus MLM-based model after the same (longest) MLM-CPT, mean over sizes (points)",
+               measure=_stat_level, models=_cpt_models, unavailable=_no_cpt, describe=_detail_cpt,
+               source="§5, Tables 14-17, Figs. 8-9: after 22K of MLM-CPT the CLM-based 610M model is ahead on SC, "
+                      "TC and IR (+0.93, +0.59, +0.25), behind on QA (-1.04)"),
 }
 
 
 # ----------------------------------------------------------------------------------------------- bootstrap
 
 
-def _resample(runs: pd.DataFrame, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per run, ``n_boot`` replicas of its test score, (runs, n_boot): test instances resampled, the same draw for
-    every run of a dataset; and per replica the multiplicity of each run's seed, (n_boot, runs): seeds resampled, the
-    same draw for every model."""
-    rng = np.random.default_rng(seed)
-    reps = np.repeat(runs["test"].to_numpy(dtype=float)[:, None], n_boot, axis=1)
-    per = runs["test_i"].to_numpy(dtype=object)
+def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Per run, ``n_boot`` replicas of its ``split`` score, (runs, n_boot): the split's instances resampled, the same
+    draw for every run of a dataset. A replica is the run's score plus the change of its instances' weighted mean
+    (weights ``<split>_w``: a tag accuracy's words, so that the replica is that score recomputed exactly; none: the
+    plain mean, exact for accuracy and NDCG, an approximation for a micro F1). A dataset without per-instance scores
+    (or whose runs scored different sets) keeps its scores: only its seeds are resampled."""
+    reps = np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1)
+    per, wts = runs[f"{split}_i"].to_numpy(dtype=object), runs[f"{split}_w"].to_numpy(dtype=object)
     for _, idx in runs.groupby("dataset", sort=True).indices.items():
-        sizes = {len(a) for a in per[idx] if isinstance(a, np.ndarray)}
-        if len(sizes) != 1:  # no per-instance scores (or test sets that differ): seeds only
+        sizes = {len(a) if isinstance(a, np.ndarray) else -1 for a in per[idx]}
+        if len(sizes) != 1 or -1 in sizes:
             continue
         n = sizes.pop()
         draws = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n) / n  # (n_boot, n)
-        ok = [i for i in idx if isinstance(per[i], np.ndarray) and len(per[i]) == n]
-        a = np.stack([per[i] for i in ok])  # shift each run's score by its resampled mean's change
-        reps[ok] += 100 * (a @ weights.T - a.mean(axis=1, keepdims=True))
-    seeds = np.sort(runs["seed"].unique())
-    mult = rng.multinomial(len(seeds), np.full(len(seeds), 1 / len(seeds)), size=n_boot)
-    return reps, mult[:, np.searchsorted(seeds, runs["seed"].to_numpy())]
+        counts = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)  # (n_boot, n)
+        a = np.stack(list(per[idx]))
+        w = np.stack([x if isinstance(x, np.ndarray) and len(x) == n else np.ones(n) for x in wts[idx]])
+        resampled = (a * w) @ counts.T / (w @ counts.T)  # (runs, n_boot)
+        reps[idx] += 100 * (resampled - ((a * w).sum(1) / w.sum(1))[:, None])
+    return reps
+
+
+def _seed_draws(seeds: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, len(seeds)): per replica how often each entry's seed is drawn, the seeds resampled with replacement
+    (the same draw for every entry with the same seed)."""
+    uniq = np.sort(np.unique(seeds))
+    mult = rng.multinomial(len(uniq), np.full(len(uniq), 1 / len(uniq)), size=n_boot)
+    return mult[:, np.searchsorted(uniq, seeds)]
+
+
+def _resample(runs: pd.DataFrame, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Test-score replicas of every run, (runs, n_boot), and per replica the multiplicity of each run's fine-tuning
+    seed, (n_boot, runs)."""
+    rng = np.random.default_rng(seed)
+    return _instance_replicas(runs, "test", n_boot, rng), _seed_draws(runs["seed"].to_numpy(), n_boot, rng)
+
+
+def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator, rule: str):
+    """The learning rate chosen again in every replica: per model, dataset and fine-tuning seed (``per_seed``; or per
+    model and dataset on the seed-averaged validation score, ``seed_average``) the run with the best resampled
+    validation score (ties: the smaller rate). Returns the chosen cells (one row per model, dataset and seed) and
+    their test scores, (rows, n_boot)."""
+    runs = runs.dropna(subset=["validation"]).sort_values(["model", "task_group", "dataset", "seed", "lr"],
+                                                          ignore_index=True)
+    val, test = _instance_replicas(runs, "validation", n_boot, rng), _instance_replicas(runs, "test", n_boot, rng)
+    keys = ["model", "task_group", "dataset", "seed"]
+    cells = runs.drop_duplicates(keys).reset_index(drop=True)
+    chosen = np.empty((len(cells), n_boot))
+    if rule == "per_seed":
+        for row, idx in enumerate(runs.groupby(keys, sort=False).indices.values()):
+            chosen[row] = test[idx[val[idx].argmax(axis=0)], np.arange(n_boot)]
+        return cells, chosen
+    if rule != "seed_average":
+        raise ValueError(f"unknown learning-rate rule {rule!r}")
+    row_of = {k: i for i, k in enumerate(zip(*(cells[k] for k in keys)))}
+    for idx in runs.groupby(keys[:3], sort=False).indices.values():
+        part = runs.iloc[idx]
+        lrs = np.sort(part["lr"].unique())
+        mean_val = np.stack([val[idx[part["lr"].to_numpy() == lr]].mean(axis=0) for lr in lrs])  # (lrs, n_boot)
+        best = lrs[mean_val.argmax(axis=0)]
+        for i, r in zip(idx, part.itertuples()):
+            pick = best == r.lr
+            chosen[row_of[(r.model, r.task_group, r.dataset, r.seed)], pick] = test[i, pick]
+    return cells, chosen
+
+
+def _pool_replicas(avg: np.ndarray, models: list[str], rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
+    """Replicas of models that differ only in their pretraining seed (`results.family`) pooled: per replica the
+    family's k seeds drawn with replacement (each family its own draw) and averaged. Returns (n_boot, families) and,
+    per family, the column of its seed-0 model."""
+    fam = pd.Series(models).map(R.family)
+    cols, first = [], []
+    for name, idx in fam.groupby(fam, sort=False).indices.items():
+        k = len(idx)
+        draw = rng.integers(0, k, size=(avg.shape[0], k)) if k > 1 else np.zeros((avg.shape[0], 1), dtype=int)
+        cols.append(avg[:, idx][np.arange(avg.shape[0])[:, None], draw].mean(axis=1))
+        first.append(next((int(i) for i in idx if models[i] == name), int(idx[0])))
+    return np.stack(cols, axis=1), first
 
 
 def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed") -> pd.DataFrame:
-    """The group averages of ``n_boot`` bootstrap replicas of one source's default-grid runs, as scores (the replica's
-    index as ``source``, no half-widths): per seed the learning rate chosen on validation, the mean over the
-    resampled seeds, the mean over the group's datasets (where a model has all of them, as `results.summarize`)."""
-    sel = R.select_lr(R.default_grid(runs), rule).reset_index(drop=True)
-    if sel.empty:
+    """The group averages of ``n_boot`` hierarchical bootstrap replicas of one source's default-grid runs, as scores
+    (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
+    test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
+    validation scores (`_selected_replicas`), fine-tuning seeds resampled (the same draw for every model), the mean
+    over them, the mean over the group's datasets (where a model has all of them, as `results.summarize`), then the
+    pretraining seeds of each family resampled and averaged (`_pool_replicas`): models pooled under their seed-0 id,
+    as `results.pool_pretraining_seeds` pools the point estimates. A resampled pretraining seed keeps its fine-tuning
+    draw (a copy is not fine-tuned anew)."""
+    runs = R.default_grid(runs)
+    if runs.empty:
         return pd.DataFrame(columns=R.SCORE_COLUMNS)
-    reps, w = _resample(sel, n_boot, seed)
+    rng = np.random.default_rng(seed)
+    sel, reps = _selected_replicas(runs, n_boot, rng, rule)
+    w = _seed_draws(sel["seed"].to_numpy(), n_boot, rng)
     keys = ["model", "task_group", "dataset"]
     cell = sel.groupby(keys, sort=False).ngroup().to_numpy()  # numbered in order of first appearance
-    onehot = np.eye(cell.max() + 1)[cell]  # (runs, cells)
+    onehot = np.eye(cell.max() + 1)[cell]  # (rows, cells)
     with np.errstate(invalid="ignore", divide="ignore"):
         score = ((w * reps.T) @ onehot) / (w @ onehot)  # (n_boot, cells)
     cells = sel.drop_duplicates(keys).assign(col=np.arange(cell.max() + 1))
@@ -533,6 +653,13 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     if not avgs:
         return pd.DataFrame(columns=R.SCORE_COLUMNS)
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
+    pooled, keep = [], []
+    for group in dict.fromkeys(g for _, g, _ in avgs):
+        idx = [i for i, (_, g, _) in enumerate(avgs) if g == group]
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], rng)
+        pooled.append(cols)
+        keep += [idx[f] for f in first]
+    avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
     attrs = sel.drop_duplicates("model").set_index("model")[R.ATTRIBUTES]
     base = pd.DataFrame([a[:2] for a in avgs], columns=["model", "task_group"]).join(attrs, on="model")
     base = _categorical(base.assign(scale=sel["scale"].iloc[0], dataset=R.AVG, flag=""))
@@ -559,7 +686,8 @@ def _replica_runs(runs: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
     b, r = flat // len(runs), flat % len(runs)
     drawn = counts.ravel()
     copy = np.arange(len(flat)) - np.repeat(np.cumsum(drawn) - drawn, drawn)  # 0, 1, ... among a run's copies
-    out = _categorical(runs.drop(columns=["test_i", "path"])).iloc[r].reset_index(drop=True)
+    out = _categorical(runs.drop(columns=["test_i", "test_w", "validation_i", "validation_w", "path"]))
+    out = out.iloc[r].reset_index(drop=True)
     out = out.assign(source=b, test=reps[r, b])
     return out.assign(seed=out["seed"].to_numpy() * 1000 + copy)
 
@@ -584,23 +712,24 @@ def _bounds(claim: str, point: pd.DataFrame, runs: pd.DataFrame, split: str, n_b
         rows = c.rows(replica_scores(runs, n_boot, seed) if replicas is None else replicas)
     dist = c.measure(rows, point).dropna(subset=["value"]) if not rows.empty else pd.DataFrame(
         columns=["scope", "value"])
-    g = dist.groupby("scope")["value"]
-    return pd.DataFrame({"lo": g.quantile(0.025), "hi": g.quantile(0.975), "replicas": g.size()}).reset_index()
+    g, tail = dist.groupby("scope")["value"], 0.025 / c.choices(point)
+    return pd.DataFrame({"lo": g.quantile(tail), "hi": g.quantile(1 - tail), "replicas": g.size()}).reset_index()
 
 
 def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Scores and runs without the task groups of models that have a flagged cell (fewer seeds than their
-    neighbours), and a note naming what was left out ("" when nothing was)."""
+    """Scores (pretraining seeds pooled: `results.pool_pretraining_seeds`) and runs without the task groups of models
+    that have a flagged cell (fewer seeds than their neighbours), and a note naming what was left out ("" when
+    nothing was)."""
     flagged = scores[scores["flag"].fillna("") != ""] if "flag" in scores else scores.iloc[0:0]
     if flagged.empty:
-        return scores, runs, ""
+        return R.pool_pretraining_seeds(scores), runs, ""
     out = set(zip(flagged["model"], flagged["task_group"]))
 
     def keep(df):
         return df[[k not in out for k in zip(df["model"], df["task_group"])]]
 
     shown = "; ".join(f"{r.model} {r.task_group}/{r.dataset} ({r.flag})" for r in flagged.head(3).itertuples())
-    return keep(scores), keep(runs), (f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their "
+    return R.pool_pretraining_seeds(keep(scores)), keep(runs), (f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their "
                                        f"neighbours, with their model's task group ({shown}"
                                        f"{'; ...' if len(flagged) > 3 else ''})")
 
@@ -639,59 +768,79 @@ def _from_table(claim: str, scores: pd.DataFrame, source: str) -> pd.DataFrame |
 # ----------------------------------------------------------------------------------------------- verdicts
 
 
-def _call(lo: float, hi: float, words: tuple[str, str]) -> str:
+def _call(lo: float, hi: float, words: tuple[str, str]) -> tuple[str, str]:
+    """The verdict an interval gives, and why."""
     if np.isnan(lo) or np.isnan(hi):
-        return "inconclusive"
-    return words[0] if lo > 0 else (words[1] if hi < 0 else "inconclusive")
-
-
-def _seed_spread(scores: pd.DataFrame, group: str, value: float) -> tuple[str, str]:
-    """Claim 1: the pretraining-seed spread in ``group`` (a note) and, when the difference is not larger, why there
-    is no signal."""
-    sp = E.pretraining_spread(scores)
-    sp = sp[sp["task_group"] == group]
-    if sp.empty:
-        return "one pretraining seed per run (its spread is not measured)", ""
-    note = "pretraining-seed spread: " + ", ".join(f"{r.size} {r.objective} {r.spread:.2f}" for r in sp.itertuples())
-    widest = float(sp["spread"].max())
-    return note, ("" if abs(value) > widest else
-                  f"the difference ({value:+.2f}) is not larger than the pretraining-seed spread ({widest:.2f})")
+        return "inconclusive", "no interval"
+    if lo > 0:
+        return words[0], "the 95% interval lies above zero"
+    return (words[1], "the 95% interval lies below zero") if hi < 0 else ("inconclusive", "the 95% interval holds 0")
 
 
 @dataclass
 class _Source:
-    """One source's data for the verdicts: flagged cells left out, and its bootstrap replicas once drawn."""
+    """One source's data for the verdicts: flagged cells left out, pretraining seeds pooled, and its bootstrap
+    replicas once drawn."""
 
     scores: pd.DataFrame
     runs: pd.DataFrame
     note: str
     per_run: bool
-    controlled: bool  # runs at a scale of ours: judged against the random-init controls and pretraining seeds
+    controlled: bool  # runs at a scale of ours: judged against the random-init controls and the plateau
+    seeds: pd.DataFrame  # the scores before pooling: each pretraining seed of a compared model faces the control
     uncalibrated: str = ""  # the calibration criteria the runs of ours fail (`evidence.calibration_report`), if any
     replicas: pd.DataFrame | None = None
 
 
 def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
-    s, r = scores[scores["source"] == source], runs[runs["source"] == source]
-    s, r, note = _flagged(s, r)
+    raw, r = scores[scores["source"] == source], runs[runs["source"] == source]
+    s, r, note = _flagged(raw, r)
     controlled = not r.empty and (r["scale"] != "paper").all()
     failed = ""
     if controlled:
         summary = E.calibration_report(r).summary()
         failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
-    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, uncalibrated=failed)
+    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, uncalibrated=failed)
+
+
+def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
+    """The pretraining and fine-tuning seeds behind the compared models' group averages ("3", or "1-3" where they
+    differ; "" where unknown)."""
+    avg = R.group_averages(scores)
+    rows = avg[avg["model"].isin(models) & avg["task_group"].isin(groups)]
+
+    def span(col):
+        v = pd.to_numeric(rows[col], errors="coerce").dropna().astype(int) if col in rows else pd.Series([], dtype=int)
+        return "" if v.empty else (f"{v.min()}" if v.min() == v.max() else f"{v.min()}-{v.max()}")
+    return span("pretrain_seeds"), span("n")
+
+
+def _gates(key: str, src: _Source, t, point: pd.DataFrame) -> list[str]:
+    """Why a comparison of ours carries no signal ([] when it does): a compared model (each pretraining seed of it,
+    intermediate checkpoints included) not beating the random-init control, a difference within the compared models'
+    last-epoch validation gain, or the fine-tuning calibration failing."""
+    c = CLAIMS[key]
+    groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
+    models = c.models(src.scores, src.runs)
+    every_seed = {m for m in src.seeds["model"].unique() if R.family(m) in models}
+    why = [E.signal(src.seeds, every_seed, groups), E.unsettled(src.runs, models, groups, t.value)]
+    if src.uncalibrated:
+        why.append(f"the fine-tuning calibration fails: {src.uncalibrated}")
+    return [w for w in why if w]
 
 
 def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: int, rule: str) -> list[dict]:
-    """One claim on one source: a row per scope with the evidence and the verdict."""
+    """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
+    the verdict and the reason for it."""
     c = CLAIMS[key]
     words = ("supported", "not supported") if source == "paper" else ("reproduced", "not reproduced")
     if c.per_run and not src.per_run:
-        return [{"scope": "all", "evidence": "no data: needs per-run results", "verdict": "not checkable"}]
+        return [{"scope": "all", "evidence": "no data: needs per-run results", "verdict": "not checkable",
+                 "reason": "needs per-run results"}]
     point = c.rows(src.scores, src.runs, split)
     reason = c.unavailable(point)
     if reason:
-        return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])),
+        return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
                  "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
     table = c.measure(point)
     if src.per_run:
@@ -699,51 +848,54 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
             src.replicas = replica_scores(src.runs, n_boot, seed, rule)
         bounds = _bounds(key, point, src.runs, split, n_boot, seed, src.replicas)
         table = table.drop(columns=["lo", "hi"]).merge(bounds, on="scope", how="left")
-        how = f"bootstrap over seeds and test instances, {n_boot} replicas"
+        how = (f"hierarchical bootstrap over pretraining seeds, fine-tuning seeds and test instances, the learning "
+               f"rate chosen again in each of {n_boot} replicas")
     else:
         how = "printed ± half-widths"
-    detail, holds = c.describe(point)
-    models = c.models(src.scores, src.runs) if src.controlled else set()
+    if c.choices(point) > 1:
+        how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
+    detail = c.describe(point)
     out = []
     for t in table.itertuples():
-        verdict, notes = _call(t.lo, t.hi, words), [detail]
-        if verdict == words[0] and not holds:
-            verdict = "inconclusive"
+        verdict, why = _call(t.lo, t.hi, words)
+        notes = [detail]
+        groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
+        pretrain, finetune = _seeds(src.scores, c.models(src.scores, src.runs), groups)
         if src.controlled:
-            groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
-            why = E.signal(src.scores, models, groups)
-            if key == "1":
-                note, spread = _seed_spread(src.scores, t.scope, t.value)
-                notes.append(note)
-                why = why or spread
-            if src.uncalibrated:
-                why = "; ".join(filter(None, [why, f"the fine-tuning calibration fails: {src.uncalibrated}"]))
-            if why:
-                verdict = "no signal"
+            gates = _gates(key, src, t, point)
+            if gates:
+                verdict, why = "no signal", "; ".join(gates)
                 notes.append(f"no signal: {why}")
         notes.append(src.note)
         evidence = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
         out.append({"scope": t.scope, "evidence": "; ".join([evidence, *filter(None, notes)]),
-                    "value": round(t.value, 2), "ci_low": round(t.lo, 2), "ci_high": round(t.hi, 2),
-                    "verdict": verdict})
+                    "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(t.lo, 2),
+                    "ci_high": round(t.hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
+                    "verdict": verdict, "reason": why})
     return out
 
 
-def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 2000,
-             seed: int = 0, numbers: bool = False, rule: str = "per_seed") -> pd.DataFrame:
-    """One row per claim, source (and task group, for claim 1): the evidence computed from the data and a verdict.
+TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining seeds",
+                 "fine-tuning seeds", "verdict", "reason"]
 
-    Every claim gets a statistic that is positive when the claim holds, and its 95% interval: for a source with
-    per-run results (this repository's, EncodEval's) a bootstrap over seeds and test instances (``n_boot``
-    replicas), for the paper its printed half-widths. The verdict is "reproduced" (for the paper: "supported") when
-    the whole interval is above zero (claim 7 also needs the sign of CLM-based minus MLM-based to turn), "not
-    reproduced" ("not supported") when it is below, else "inconclusive". Runs of a scale of ours whose compared models
-    do not all beat the random-init control of their size (or, claim 1, whose difference is within the spread between
-    pretraining seeds), or whose fine-tuning fails the calibration criteria (`evidence.calibration_report`: equal
-    grids, the selected learning rate inside the grid in >= 80% of cells, group means within 2 points), get
-    "no signal". A source whose results cannot carry the claim gets "not checkable at this
-    scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results: "not checkable"), with the
-    reason. ``numbers`` adds the statistic and its interval as columns (``value``, ``ci_low``, ``ci_high``).
+
+def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 2000,
+             seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False) -> pd.DataFrame:
+    """One row per claim, source and scope (a task group, or "all"): the evidence computed from the data and a verdict.
+
+    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.source`), and
+    its 95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
+    (`replica_scores`: pretraining seeds, fine-tuning seeds, test instances, the learning rate chosen again in each of
+    ``n_boot`` replicas), for the paper its printed half-widths. Models that differ only in their pretraining seed are
+    one model, their mean (`results.pool_pretraining_seeds`). The verdict is "reproduced" (for the paper: "supported")
+    when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
+    A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
+    random-init control of its size beyond the combined half-width (`evidence.signal`), when the statistic is smaller
+    than a compared model's last-epoch validation gain (`evidence.unsettled`), or when its fine-tuning fails the
+    calibration criteria (`evidence.calibration_report`); ``reason`` says which. A source whose results cannot carry
+    the claim gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run
+    results: "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns
+    (``value``, ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
     """
     run_sources = list(dict.fromkeys(runs["source"]))
     data: dict[str, _Source] = {}
@@ -756,5 +908,13 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
                 data[source] = _source(scores, runs, source)
             for row in _judge(key, data[source], source, split, n_boot, seed, rule):
                 rows.append({"claim": f"{key}. {claim.text}", "source": source, **row})
-    cols = ["claim", "source", "scope", "evidence", *(["value", "ci_low", "ci_high"] if numbers else []), "verdict"]
-    return pd.DataFrame(rows, columns=cols)
+    numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
+    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason"] if full else []
+    return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
+
+
+def verdict_table(judged: pd.DataFrame) -> pd.DataFrame:
+    """``verdicts(..., full=True)`` rows (with a ``scale`` column) as the verdicts table's columns (`TABLE_COLUMNS`)."""
+    out = judged.rename(columns={"scope": "group", "value": "estimate", "ci_low": "low", "ci_high": "high",
+                                 "pretrain_seeds": "pretraining seeds", "finetune_seeds": "fine-tuning seeds"})
+    return out.reindex(columns=TABLE_COLUMNS)

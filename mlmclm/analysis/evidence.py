@@ -1,5 +1,6 @@
 """What a verdict stands on besides its statistic: the controls (a constant predictor and a random-init model of each
-size), the spread between pretraining seeds, and the calibration criteria of a fine-tuning grid.
+size), how far fine-tuning had settled (the last epoch's validation gain), and the calibration criteria of a
+fine-tuning grid.
 
 The controls are run-level: a scale's runs fine-tune a random-init control of each size (the step-0 checkpoint of a
 base run, objective ``random``) with the same protocol as the pretrained models, and each SC and TC result records what
@@ -88,15 +89,29 @@ def signal(scores: pd.DataFrame, models, groups) -> str:
             f"the combined interval ({shown}{'; ...' if len(failed) > 3 else ''})")
 
 
-def pretraining_spread(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per source, scale, size and task group, the spread between pretraining seeds of the base CLM and MLM-40% runs
-    at the full budget (group averages): ``objective`` (CLM or MLM-40%), ``seeds`` and ``spread`` = max - min over the
-    seeds (|p0 - p1| for two). Only where a run has two pretraining seeds or more."""
-    d = R.group_averages(R.scaling_view(scores, every_seed=True))
-    d = d[R.is_clm_or_mlm40(d)].assign(objective=lambda x: np.where(x["objective"] == "clm", "CLM", "MLM-40%"))
-    g = d.groupby(["source", "scale", "size", "task_group", "objective"], sort=False)["score"]
-    out = pd.DataFrame({"seeds": g.size(), "spread": g.max() - g.min()}).reset_index()
-    return out[out["seeds"] > 1].reset_index(drop=True)
+def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per source, scale, model family (`results.family`: pretraining seeds together) and task group, how much the
+    selected runs' validation score still rose over their last fine-tuning epoch (``last_gain``, points: the mean over
+    seeds and pretraining seeds per dataset, then over the group's datasets; NaN without a validation curve)."""
+    sel = R.select_lr(R.default_grid(runs))
+    sel = sel.assign(family=sel["model"].map(R.family))
+    keys = ["source", "scale", "family", "task_group"]
+    per = sel.groupby([*keys, "dataset"], sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
+    return per.groupby(keys, sort=False).agg(lambda g: g.mean(skipna=False)).rename("last_gain").reset_index()
+
+
+def unsettled(runs: pd.DataFrame, models, groups, difference: float) -> str:
+    """"" unless ``difference`` is smaller than the largest last-epoch validation gain among ``models`` (seed-0 ids)
+    in ``groups``: then fine-tuning had not settled by as much as the difference, and the reason says so."""
+    gains = last_epoch_gains(runs)
+    gains = gains[gains["family"].isin(set(models)) & gains["task_group"].isin(set(groups))].dropna(subset=["last_gain"])
+    if gains.empty or np.isnan(difference):
+        return ""
+    top = gains.loc[gains["last_gain"].idxmax()]
+    if abs(difference) >= top["last_gain"]:
+        return ""
+    return (f"the difference ({difference:+.2f}) is smaller than the last-epoch validation gain of {top['family']} "
+            f"on {top['task_group']} ({top['last_gain']:.2f}): fine-tuning had not settled by that much")
 
 
 # ----------------------------------------------------------------------------------------------- calibration

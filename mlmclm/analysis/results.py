@@ -52,7 +52,9 @@ ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_step
               "pretrain_seed"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
-               "test", "majority", "last_gain", "test_i", "path"]
+               "test", "majority", "last_gain", "test_i", "test_w", "validation_i", "validation_w", "path"]
+# test_i / validation_i: a run's per-instance scores (arrays); test_w / validation_w: what each instance weighs in the
+# split's score (words for a tag accuracy, ``weights_i``), None where the score is the plain mean of the instances'.
 GRIDS = ("default", "stability")
 SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 
@@ -215,19 +217,24 @@ _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)
 def read_result(path: str | Path, instances: bool = False):
     """(validation, test) scores of one ``results.json``, in points (and, with ``instances``, the test split's
     per-instance scores ``scores_i`` as an array, None when absent); ResultFileError names the file and the fault."""
-    validation, test, test_i, *_ = _read(path)
-    return (validation, test, test_i) if instances else (validation, test)
+    doc = _read(path)
+    return (doc["validation"], doc["test"], doc["test_i"]) if instances else (doc["validation"], doc["test"])
 
 
-def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, float]:
-    """Validation and test scores (points), the test split's per-instance scores, the majority-class baseline's
-    test score (``baselines.majority.test``, points; NaN when absent) and the validation gain over the last epoch
-    (points: the final score minus the one after the epoch before, from ``validation.curve``; NaN without a curve)
-    of one ``results.json``."""
+def _instances(doc: dict, split: str, key: str) -> np.ndarray | None:
+    values = doc[split].get(key)
+    return np.asarray(values, dtype=float) if isinstance(values, list) and values else None
+
+
+def _read(path: str | Path) -> dict:
+    """Of one ``results.json``: ``validation`` and ``test`` scores (points), each split's per-instance scores and
+    weights (``test_i``, ``test_w``, ``validation_i``, ``validation_w``: arrays, None when absent), the majority-class
+    baseline's test score (``majority``: ``baselines.majority.test``, points; NaN when absent) and the validation gain
+    over the last epoch (``last_gain``, points: the final score minus the one after the epoch before, from
+    ``validation.curve``; NaN without a curve)."""
     path = Path(path)
     doc = load_result(path)
     scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
-    per = doc["test"].get("scores_i")
     baselines = doc.get("baselines")
     majority = baselines.get("majority") if isinstance(baselines, dict) else None
     majority = majority.get("test") if isinstance(majority, dict) else None
@@ -240,8 +247,9 @@ def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, flo
     except (TypeError, ValueError, IndexError, KeyError):
         raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, "
                               f"got {curve!r:.80}") from None
-    return (scores[0], scores[1], np.asarray(per, dtype=float) if isinstance(per, list) and per else None,
-            math.nan if majority is None else 100 * float(majority), last_gain)
+    return {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
+            "last_gain": last_gain, **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
+                                       for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
@@ -264,10 +272,8 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
-        validation, test, test_i, majority, last_gain = _read(path)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
-                     "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
-                     "majority": majority, "last_gain": last_gain, "test_i": test_i,
+                     "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path),
                      "path": path.relative_to(relative_to or root).as_posix()})
     return _runs_frame(rows, source, scale, grid)
 
@@ -294,7 +300,7 @@ def _runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default"
     if grid not in GRIDS:
         raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
     df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
-                                     "last_gain", "test_i", "path"])
+                                     "last_gain", "test_i", "test_w", "validation_i", "validation_w", "path"])
     df = _with_attributes(df)
     df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
@@ -401,9 +407,10 @@ def aggregate(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
 
 def pool_pretraining_seeds(scores: pd.DataFrame) -> pd.DataFrame:
     """Scores with the models that differ only in their pretraining seed pooled into one row under the seed-0 id:
-    ``score`` the mean over the pretraining seeds (each seed's mean over fine-tuning seeds), ``ci`` the 95% half-width
-    of that mean, t95(k - 1) x sd / sqrt(k) over the k seeds (a seed's own mean carries its fine-tuning noise, so
-    this counts both; one seed keeps its own half-width), ``pretrain_seeds`` = k. Rows are pooled per source, scale,
+    ``score`` the mean over the pretraining seeds (each seed's mean over fine-tuning seeds), ``ci`` the 95%
+    half-width of that mean, t95(k - 1) x sd / sqrt(k) over the k seeds (a seed's own mean carries its fine-tuning
+    noise, so this counts both; one seed keeps its own half-width), ``pretrain_seeds`` = k; ``n`` stays seed 0's
+    number of fine-tuning seeds. Rows are pooled per source, scale,
     dataset and family (`family`), only where every seed has the cell."""
     if scores.empty:
         return scores.assign(pretrain_seeds=pd.Series(dtype="int64"))
@@ -414,7 +421,7 @@ def pool_pretraining_seeds(scores: pd.DataFrame) -> pd.DataFrame:
     sd = g.transform("std")
     t = pd.Series([t95(int(n) - 1) if n > 1 else math.nan for n in k], index=df.index)
     pooled = df.assign(score=g.transform("mean"), ci=np.where(k > 1, t * sd / np.sqrt(k), df["ci"]),
-                       n=np.where(k > 1, k, df["n"]), pretrain_seeds=k.astype("int64"))
+                       pretrain_seeds=k.astype("int64"))
     seed0 = pooled["model"] == pooled["_family"]
     return pooled[seed0].drop(columns="_family").reset_index(drop=True)
 
