@@ -22,7 +22,7 @@ from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
-GRID = ["multiemo_sentiment", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
+GRID = ["multiemo_sentiment", "brown_upos", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +42,9 @@ def _cli(suite, *extra):
 def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
     root, ckpt = suite
     assert _cli(suite, "--datasets", ",".join(GRID), "--lrs", "1e-4,1e-3", "--seeds", "0,1") == 0
-    assert "20 results written (16 trainings), 0 already complete" in capsys.readouterr().out
+    assert "24 results written (20 trainings), 0 already complete" in capsys.readouterr().out
     files = sorted((root / "results" / "tiny" / "tiny-mlm40-100").glob("*/*/*/results.json"))
-    assert len(files) == 20
+    assert len(files) == 24
     assert {f.parent.name for f in files} == {"lr1e-04_sd0", "lr1e-04_sd1", "lr1e-03_sd0", "lr1e-03_sd1"}
     for f in files:
         doc = json.loads(f.read_text())
@@ -62,13 +62,18 @@ def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
             assert all(0 <= s <= 1 for s in block["scores_i"])
         if group == "QA":
             assert 0 <= doc["test"]["exact_match"] <= doc["test"]["score"] + 1e-9
+        if meta["metric"] == "tag_accuracy":  # words per sentence: the score is the word-weighted mean, exactly
+            for split in ("validation", "test"):
+                block = doc[split]
+                weighted = sum(s * w for s, w in zip(block["scores_i"], block["weights_i"])) / sum(block["weights_i"])
+                assert weighted == pytest.approx(block["score"], abs=1e-12)
     runs = load_run_tree(root / "results" / "tiny", "ours", "tiny")  # the results loader reads this layout
-    assert len(runs) == 20 and set(runs["dataset"]) == set(GRID) and runs["steps"].iloc[0] == 100
+    assert len(runs) == 24 and set(runs["dataset"]) == set(GRID) and runs["steps"].iloc[0] == 100
 
     stamps = {f: f.stat().st_mtime_ns for f in files}
     (files[0]).unlink()  # an interrupted grid: one result missing
     assert _cli(suite, "--datasets", ",".join(GRID), "--lrs", "1e-4,1e-3", "--seeds", "0,1") == 0
-    assert "1 results written (1 trainings), 19 already complete" in capsys.readouterr().out
+    assert "1 results written (1 trainings), 23 already complete" in capsys.readouterr().out
     assert all(f.stat().st_mtime_ns == stamps[f] for f in files[1:]) and files[0].is_file()
 
 

@@ -501,7 +501,8 @@ def predict(fn, seqs: list[list[int]], batch_size: int, pad_id: int, device: tor
 
 
 def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
-    """{"score", "scores_i"} (QA adds "exact_match" and "exact_match_i") of one split."""
+    """{"score", "scores_i"} of one split (QA adds "exact_match" and "exact_match_i"; a tag accuracy "weights_i",
+    the words of each sentence)."""
     bs, causal = cfg.eval_batch_size, cfg.is_causal
     if task.group == "SC":
         logits = predict(lambda x, m: model(x, m, is_causal=causal).logits, _ids(enc), bs, pad_id, device)
@@ -513,8 +514,11 @@ def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, dev
             best = y.argmax(-1).tolist()
             pred.append([task.labels[best[first[w]]] if w in first else "O" for w in range(len(tags))])
             gold.append([task.labels[t] for t in tags])
-        fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
-        score, scores_i = fn(pred, gold)
+        if task.metric == "span_f1":
+            score, scores_i = metrics.span_f1(pred, gold)
+        else:  # a word-level accuracy: each sentence weighs its words (weights_i), so resampling can recompute it
+            score, scores_i = metrics.tag_accuracy(pred, gold)
+            return {"score": score, "scores_i": scores_i, "weights_i": [len(tags) for tags in gold]}
     elif task.group == "QA":
         logits = predict(lambda x, m: _qa_logits(model, x, m, causal), _ids(enc), bs, pad_id, device, True)
         answers = qa_answers(enc, logits, cfg.qa_n_best, cfg.qa_max_answer_tokens, task.unanswerable)

@@ -1,0 +1,47 @@
+"""Add `weights_i` (the words of each sentence) to the committed tag-accuracy results that predate it.
+
+Fine-tuning writes `weights_i` beside `scores_i` for a word-level accuracy since the hierarchical bootstrap needs them
+to resample the score exactly (`mlmclm.analysis.claims`). Results written before hold the per-sentence accuracies
+only. The words of each evaluated sentence are a property of the dataset, not of the run: this script reads them from
+the built offline task (`mlmclm tasks build --datasets brown_upos`), capped as the run was (`meta.config.max_eval`),
+checks that the word-weighted mean of the run's own `scores_i` reproduces its stored score to 1e-9 (else it stops,
+naming the file), and writes them with `meta.weights_i_added` saying so. Re-running it changes nothing.
+
+    .venv/bin/python results/runs/backfill_weights.py results/runs
+"""
+
+import sys
+from pathlib import Path
+
+from mlmclm.evaluation.tasks import SUITES, load_task
+from mlmclm.io import read_json, write_json
+
+NOTE = "added after the run by results/runs/backfill_weights.py: words per sentence of the evaluated split"
+
+
+def backfill(root: Path) -> int:
+    splits_of, changed = {}, 0
+    for path in sorted(root.rglob("results.json")):
+        doc = read_json(path)
+        meta = doc.get("meta", {})
+        if meta.get("metric") != "tag_accuracy" or all("weights_i" in doc[s] for s in ("validation", "test")):
+            continue
+        key = (meta["suite"], meta["dataset"], meta["config"]["max_eval"])
+        if key not in splits_of:
+            splits_of[key] = load_task(SUITES[key[0]][key[1]], max_eval=key[2])
+        for split in ("validation", "test"):
+            words = [len(row["tags"]) for row in splits_of[key][split]]
+            scores = doc[split]["scores_i"]
+            weighted = sum(s * w for s, w in zip(scores, words, strict=True)) / sum(words)
+            if abs(weighted - doc[split]["score"]) > 1e-9:
+                raise SystemExit(f"{path}: the word-weighted {split} score {weighted} is not the stored "
+                                 f"{doc[split]['score']}: these are not the sentences it was scored on")
+            doc[split]["weights_i"] = words
+        meta["weights_i_added"] = NOTE
+        write_json(path, doc)
+        changed += 1
+    return changed
+
+
+if __name__ == "__main__":
+    print(f"{backfill(Path(sys.argv[1] if len(sys.argv) > 1 else 'results/runs'))} results.json updated")
