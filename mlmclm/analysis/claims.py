@@ -259,7 +259,8 @@ def _stat_best_ratio(rows, point=None):
     margin when one ratio is best everywhere. Cells and ratios are chosen on the point estimates."""
     cells, sign = _claim2_cells(rows if point is None else point)
     picked = rows.merge(cells[[*CELL[1:], "mask_ratio"]], on=[*CELL[1:], "mask_ratio"])
-    out = _min(picked, picked["margin"], picked["margin ±"] * _widen(_claim2_choices(rows if point is None else point)))
+    widen = _widen(_claim2_choices(rows if point is None else point))
+    out = _min(picked, picked["margin"], picked["margin ±"] * widen)
     return out if sign > 0 else out.assign(value=-out["value"], lo=-out["hi"], hi=-out["lo"])
 
 
@@ -729,9 +730,9 @@ def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd
         return df[[k not in out for k in zip(df["model"], df["task_group"])]]
 
     shown = "; ".join(f"{r.model} {r.task_group}/{r.dataset} ({r.flag})" for r in flagged.head(3).itertuples())
-    return R.pool_pretraining_seeds(keep(scores)), keep(runs), (f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their "
-                                       f"neighbours, with their model's task group ({shown}"
-                                       f"{'; ...' if len(flagged) > 3 else ''})")
+    return R.pool_pretraining_seeds(keep(scores)), keep(runs), (
+        f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their neighbours, with their model's "
+        f"task group ({shown}{'; ...' if len(flagged) > 3 else ''})")
 
 
 def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str, n_boot: int = 2000, seed: int = 0,
@@ -812,7 +813,8 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
     def span(col):
         v = pd.to_numeric(rows[col], errors="coerce").dropna().astype(int) if col in rows else pd.Series([], dtype=int)
         return "" if v.empty else (f"{v.min()}" if v.min() == v.max() else f"{v.min()}-{v.max()}")
-    return span("pretrain_seeds"), span("n")
+    paper = (rows["scale"] == "paper").all() and not rows.empty
+    return span("pretrain_seeds"), span("n") or (str(R.PAPER_SEEDS) if paper else "")
 
 
 def _gates(key: str, src: _Source, t, point: pd.DataFrame) -> list[str]:
@@ -897,12 +899,12 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     results: "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns
     (``value``, ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
     """
-    run_sources = list(dict.fromkeys(runs["source"]))
     data: dict[str, _Source] = {}
     rows = []
     for key in map(str, claims):
         claim = CLAIMS[key]
-        sources = list(dict.fromkeys(run_sources if claim.per_run else scores["source"])) or ["none loaded"]
+        sources = list(dict.fromkeys([*scores["source"], *(runs["source"] if claim.per_run else [])]))
+        sources = sources or ["none loaded"]
         for source in sources:
             if source not in data:
                 data[source] = _source(scores, runs, source)

@@ -104,7 +104,8 @@ def unsettled(runs: pd.DataFrame, models, groups, difference: float) -> str:
     """"" unless ``difference`` is smaller than the largest last-epoch validation gain among ``models`` (seed-0 ids)
     in ``groups``: then fine-tuning had not settled by as much as the difference, and the reason says so."""
     gains = last_epoch_gains(runs)
-    gains = gains[gains["family"].isin(set(models)) & gains["task_group"].isin(set(groups))].dropna(subset=["last_gain"])
+    gains = gains[gains["family"].isin(set(models)) & gains["task_group"].isin(set(groups))]
+    gains = gains.dropna(subset=["last_gain"])
     if gains.empty or np.isnan(difference):
         return ""
     top = gains.loc[gains["last_gain"].idxmax()]

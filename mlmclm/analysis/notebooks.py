@@ -66,17 +66,50 @@ class Context:
 
     def verdicts(self, claims, **kwargs) -> pd.DataFrame:
         """``claims.verdicts`` at each scale apart (the paper's scale: the paper and EncodEval; then each of ours),
-        one table with a ``scale`` column."""
+        one table with a ``scale`` column; each source's rows of these claims replace theirs in its verdicts table,
+        ``<tables>/<source>/verdicts.csv`` (`write_verdicts`)."""
         import pandas as pd
 
         from . import claims as C
 
         runs, parts = self.data.runs, []
         for scale, scores in self.data.scores.groupby("scale", sort=False):
-            part = C.verdicts(scores, runs[runs["scale"] == scale], claims, **kwargs)
+            part = C.verdicts(scores, runs[runs["scale"] == scale], claims, full=True, **kwargs)
             part.insert(2, "scale", scale)
             parts.append(part)
-        return pd.concat(parts, ignore_index=True) if parts else C.verdicts(self.data.scores, runs, claims, **kwargs)
+        if not parts:
+            return C.verdicts(self.data.scores, runs, claims, **kwargs)
+        judged = pd.concat(parts, ignore_index=True)
+        write_verdicts(judged, self.tables, [str(c) for c in claims])
+        return judged[["claim", "scale", "source", "scope", "evidence", "verdict"]]
+
+
+def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claims: list[str]) -> list[Path]:
+    """Per source and scale, the verdicts table ``<tables_dir>/<source>/verdicts.csv`` (`claims.TABLE_COLUMNS`): the
+    rows of ``claims`` replaced by ``judged``'s (``claims.verdicts(..., full=True)`` with a ``scale`` column), the
+    others kept (each notebook judges its own claims), in the order of the claims, then of the groups."""
+    import pandas as pd
+
+    from . import claims as C
+    from .results import GROUPS, output_subdir
+
+    table = C.verdict_table(judged[judged["source"] != "none loaded"])
+    key = table["claim"].str.split(".").str[0]
+    paths = []
+    for (source, scale), part in table.groupby([table["source"], table["scale"]], sort=False):
+        path = Path(tables_dir) / output_subdir(source, scale) / "verdicts.csv"
+        old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file()
+               else pd.DataFrame(columns=part.columns))
+        old = old[~old["claim"].str.split(".").str[0].isin(claims)]
+        both = pd.concat([old.astype(str), part.astype(str).replace({"nan": "", "<NA>": ""})], ignore_index=True)
+        order = pd.DataFrame({"c": both["claim"].str.split(".").str[0].map(list(C.CLAIMS).index),
+                              "g": both["group"].map(lambda g: GROUPS.index(g) if g in GROUPS else len(GROUPS))})
+        both = both.loc[order.sort_values(["c", "g"], kind="stable").index]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            both.to_csv(tmp, index=False)
+        paths.append(path)
+    return paths
 
 
 def scales_with_results(runs_dir: Path) -> list[str]:

@@ -46,6 +46,7 @@ Z95 = 1.96
 T95 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788, 2.1604,
        2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518,
        2.0484, 2.0452, 2.0423)
+PAPER_SEEDS = 5  # fine-tuning seeds behind each of the paper's cells (6 learning rates x 5 seeds)
 STABILITY_LRS = (1e-5, 1e-4)  # Fig. 5: spread over seeds and learning rates in [1e-5, 1e-4]
 
 ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate",
@@ -247,9 +248,16 @@ def _read(path: str | Path) -> dict:
     except (TypeError, ValueError, IndexError, KeyError):
         raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, "
                               f"got {curve!r:.80}") from None
-    return {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
-            "last_gain": last_gain, **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
-                                       for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
+    out = {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
+           "last_gain": last_gain, **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
+                                      for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
+    for split, score in (("validation", scores[0]), ("test", scores[1])):
+        per, weights = out[f"{split}_i"], out[f"{split}_w"]
+        if weights is not None and (per is None or len(per) != len(weights) or weights.sum() <= 0
+                                    or abs(100 * (per * weights).sum() / weights.sum() - score) > 1e-6):
+            raise ResultFileError(f"{path}: {split}.weights_i do not reproduce its score from scores_i (a weighted "
+                                  "mean): the file is damaged or its weights belong to other instances")
+    return out
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,

@@ -204,6 +204,45 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
         display(table.set_index(["Size", "Group", "Dataset"]))
 
 
+def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per model with several pretraining seeds (`results.family`), each seed's score (± over its fine-tuning seeds)
+    and their mean (± the 95% t half-width over the pretraining seeds: `results.pool_pretraining_seeds`), per task
+    group and dataset. What the claims compare where a model has several pretraining seeds is that mean."""
+    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(R.family))
+    s = s[s.groupby(["source", "scale", "family", "dataset"])["model"].transform("nunique") > 1]
+    if s.empty:
+        return pd.DataFrame(columns=["Model", "Group", "Dataset"])
+    pooled = R.pool_pretraining_seeds(s).set_index(["source", "scale", "model", "task_group", "dataset"])
+    rows = []
+    for (source, scale, family, group, dataset), part in s.groupby(
+            ["source", "scale", "family", "task_group", "dataset"], sort=False):
+        seeds = {f"Seed {int(r.pretrain_seed)}": cell(r.score, r.ci) for r in part.sort_values("pretrain_seed")
+                 .itertuples()}
+        mean = pooled.loc[(source, scale, family, group, dataset)]
+        rows.append({"Model": family, "Group": group, "Dataset": dataset, **seeds,
+                     "Mean over seeds": cell(mean["score"], mean["ci"])})
+    return pd.DataFrame(rows).fillna("–")
+
+
+def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
+    """Display ``seeds_table`` for each source and scale of ours with several pretraining seeds (and write
+    ``seeds.csv`` and ``.tex`` under ``tables_dir``, if given)."""
+    from IPython.display import Markdown, display
+
+    ours = scores[scores["source"] == "ours"]
+    for scale, part in ours.groupby("scale", sort=False):
+        table = seeds_table(part)
+        if table.empty:
+            continue
+        caption = (f"Pretraining seeds (ours, scale {scale}): each seed's score ± its fine-tuning seeds' 95% "
+                   "half-width, and the mean over the seeds ± the 95% t half-width over them (what the claims "
+                   "compare).")
+        if tables_dir is not None:
+            write(table, Path(tables_dir) / R.output_subdir("ours", scale), "seeds", caption)
+        display(Markdown(f"**{caption}**"))
+        display(table.set_index(["Model", "Group", "Dataset"]))
+
+
 def _lrs(lrs) -> str:
     return ", ".join(f"{lr:g}" for lr in sorted(set(lrs)))
 
