@@ -204,6 +204,34 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
         display(table.set_index(["Size", "Group", "Dataset"]))
 
 
+def models_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Every model of one source and scale (controls, intermediate checkpoints, every pretraining seed and run outside
+    the paper's tables included): its task-group averages, ± the 95% half-width over fine-tuning seeds, in size,
+    objective and step order."""
+    s = R.group_averages(scores).dropna(subset=["score"])
+    if s.empty:
+        return pd.DataFrame(columns=["Model", "Group", "Score"])
+    order = s.assign(_size=s["size"].map(lambda x: R.size_key(x) if isinstance(x, str) else (9,)),
+                     _group=s["task_group"].map(R.GROUPS.index))
+    s = s.loc[order.sort_values(["_size", "model", "_group"], kind="stable").index]
+    return pd.DataFrame({"Model": s["model"], "Group": s["task_group"],
+                         "Score": [cell(a, b) for a, b in zip(s["score"], s["ci"])]}).reset_index(drop=True)
+
+
+def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
+    """Display ``models_table`` for each scale of ours (and write ``models.csv`` and ``.tex`` under ``tables_dir``)."""
+    from IPython.display import Markdown, display
+
+    for scale, part in scores[scores["source"] == "ours"].groupby("scale", sort=False):
+        caption = (f"Every model of ours at scale {scale}: task-group averages, mean test score over fine-tuning "
+                   "seeds ± the 95% half-width.")
+        table = models_table(part)
+        if tables_dir is not None:
+            write(table, Path(tables_dir) / R.output_subdir("ours", scale), "models", caption)
+        display(Markdown(f"**{caption}**"))
+        display(table.set_index(["Model", "Group"]))
+
+
 def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Per model with several pretraining seeds (`results.family`), each seed's score (± over its fine-tuning seeds)
     and their mean (± the 95% t half-width over the pretraining seeds: `results.pool_pretraining_seeds`), per task
