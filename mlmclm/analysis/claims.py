@@ -735,37 +735,6 @@ def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd
         f"task group ({shown}{'; ...' if len(flagged) > 3 else ''})")
 
 
-def bootstrap(claim: str, scores: pd.DataFrame, runs: pd.DataFrame, source: str, n_boot: int = 2000, seed: int = 0,
-              split: str = "test", rule: str = "per_seed") -> pd.DataFrame | None:
-    """Claim ``claim``'s statistic for one run-level ``source`` (this repository's runs, EncodEval's): the point value
-    and its 95% percentile interval over ``n_boot`` replicas that resample seeds and test instances, flagged cells
-    left out. One row per scope (task group for claim 1, else ``all``); None when the source lacks the models."""
-    c = CLAIMS[claim]
-    s, r, _ = _flagged(scores[scores["source"] == source], runs[runs["source"] == source])
-    if r.empty:
-        return None
-    point = c.rows(s, r, split)
-    if point.empty or c.unavailable(point):
-        return None
-    value = c.measure(point)[["scope", "value"]]
-    replicas = None if c.per_run else replica_scores(r, n_boot, seed, rule)
-    out = value.merge(_bounds(claim, point, r, split, n_boot, seed, replicas), on="scope", how="left")
-    return pd.DataFrame({"scope": out["scope"], "statistic": c.statistic, "value": out["value"].round(2),
-                         "ci_low": out["lo"].round(2), "ci_high": out["hi"].round(2),
-                         "replicas": out["replicas"].fillna(0).astype(int)})
-
-
-def _from_table(claim: str, scores: pd.DataFrame, source: str) -> pd.DataFrame | None:
-    """The statistic from a source with tables only (the paper), its interval from the printed half-widths."""
-    c = CLAIMS[claim]
-    if c.per_run:
-        return None
-    point = c.rows(scores[scores["source"] == source])
-    if point.empty or c.unavailable(point):
-        return None
-    return c.measure(point)
-
-
 # ----------------------------------------------------------------------------------------------- verdicts
 
 
@@ -863,6 +832,7 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
         notes = [detail]
         groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, c.models(src.scores, src.runs), groups)
+        pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
         if src.controlled:
             gates = _gates(key, src, t, point)
             if gates:
