@@ -176,7 +176,7 @@ def test_fig4_scales_puts_every_source_on_tokens_per_body_parameter(tmp_path, mo
     assert figures.fig4_scales(pd.concat([paper, ours], ignore_index=True), tmp_path, arch) == [
         tmp_path / "fig04_scales.png"]
     tc = next(ax for ax in drawn[0].axes if ax.get_title() == "TC")
-    lines = {line.get_label(): line.get_xdata() for line in tc.get_lines() if not line.get_label().startswith("_")}
+    lines = {c.get_label(): c.lines[0].get_xdata() for c in tc.containers}  # error bars: one container a series
     assert list(lines["ours, mini (mini-m)"]) == [100 * 1024 / 5000, 200 * 1024 / 5000]  # stable-phase checkpoints
     assert list(lines["paper (610M)"])[-1] == 40_000 * per_token["610M"]
     assert figures.fig4_scales(paper[paper["scale"] == "none"], tmp_path, arch) == []
