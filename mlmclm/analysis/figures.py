@@ -20,6 +20,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
+from ..io import lr_text
 from . import results as R
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
@@ -129,11 +130,14 @@ def _finish(fig: Figure, axes: list, title: str, legend_title: str | None, note:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     labels = sorted(handles, key=lambda lab: (lab.startswith(tuple(CONTROL_LABELS.values())), lab in MARKER_LABELS))
+    rows = 1
     if labels:  # in as many columns as fit the figure's width (about 0.07 inch a character, 0.5 for a handle)
         ncol = max(1, min(len(labels), int(fig.get_figwidth() / (0.5 + 0.07 * max(map(len, labels))))))
+        rows = -(-len(labels) // ncol)
         fig.legend([handles[lab] for lab in labels], labels, title=legend_title, loc="outside lower center",
                    ncol=ncol)
-    width = int(fig.get_figwidth() * 12)
+    fig.set_figheight(fig.get_figheight() + 0.2 * (rows - 1) + (0.2 if note else 0))  # the panels keep their height
+    width = int(fig.get_figwidth() * 13)
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in [title, note] if line), fontsize="medium")
 
 
@@ -348,10 +352,10 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[P
 
     def note(d):
         lrs = sorted(d["lr"].unique())
-        return (f"bars: ±1 sd over {len(lrs)} learning rates ({lrs[0]:.2g} to {lrs[-1]:.2g}) x "
+        return (f"bars: ±1 sd over {len(lrs)} learning rates ({lr_text(lrs[0])} to {lr_text(lrs[-1])}) x "
                 f"{d['seed'].nunique()} seeds; dots: runs")
     return _draw(c.assign(Objective=_obj(c)), out_dir, "fig05_lr_sensitivity",
-                 f"Fig. 5: learning-rate sensitivity ({split} scores)",
+                 f"Fig. 5: learning-rate sensitivity ({split})",
                  lambda ax, d: _spread(ax, d, "Objective", OBJECTIVE_COLORS), "", "objective",
                  ylabel="centered", per_size=True, note=note)
 
@@ -417,7 +421,7 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
     """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models (lines only between
     neighbouring lengths of the design, `_cpt_lengths`)."""
     def draw(ax, d):
-        _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d))
+        _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
     return _draw(R.group_averages(R.cpt_view(R.pool_pretraining_seeds(scores))), out_dir, "fig09_cpt_length",
                  "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps", "starting point",
@@ -574,8 +578,6 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
         with matplotlib.rc_context(STYLE):
             for ax, length in zip(axes, lengths):
                 p = part[part["cpt_steps"] == length]
-                for start in sorted(p["start"].unique()):
-                    ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
                 for base, color in BASE_COLORS.items():
                     d = p[p["base"] == base].sort_values("step")
                     base_part = d["step"] <= d["start"]
@@ -584,6 +586,8 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
                                 label="CLM-based, CLM loss (before CPT)")
                         d = d[~base_part]
                     ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based, MLM loss")
+                for start in sorted(p["start"].unique()):
+                    ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
                 ax.set(title=f"{R.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
                 _steps_axis(ax)
             _finish(fig, axes, f"Fig. 12: pretraining loss, {size} ({_label(source, scale)})", None)
