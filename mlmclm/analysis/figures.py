@@ -5,6 +5,11 @@ output folder, draws one file per source that has the data (the paper's figures 
 source's in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no
 source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
 left open and notebooks show only what ``show`` displays. No torch import here.
+
+The figures of sources other than the paper follow a few rules: a figure whose x axis would hold one value is not
+drawn; a line joins only neighbouring points of the design (`_lines`); a model run with several pretraining seeds is
+drawn as their mean (`results.pool_pretraining_seeds`, a square); and a line under the title says what the bars are
+(`_bars`).
 """
 
 from __future__ import annotations
@@ -503,7 +508,7 @@ def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
     seeds (`results.pool_pretraining_seeds`)."""
     pooled = R.group_averages(R.pool_pretraining_seeds(scores))
     early = R.data_efficiency_view(pooled)
-    final = R.scaling_view(pooled).merge(early[["source", "size"]].drop_duplicates())
+    final = R.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
     both = pd.concat([early.assign(final=False), final[R.is_clm_or_mlm40(final)].assign(final=True)])
     keys = ["source", "scale", "size", "task_group", "steps", "final"]
     cols = [*keys, "score", "ci", "pretrain_seeds"]
@@ -526,7 +531,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
     rows = rows[rows["size"].isin(list(per_token))]
     if rows.empty:
         return []
-    rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])], score=rows["gap"])
+    rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])])
     rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
                     for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
     colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("tpp")["line"])))
