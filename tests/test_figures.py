@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
+import pytest
 import yaml
 from mlmclm.io import ROOT as REPO
-from mlmclm.testing import write_sample_tree, write_synthetic_study
+from mlmclm.testing import scores_frame, write_sample_tree, write_synthetic_study
 
 from mlmclm import figures, results, tables
 
@@ -46,7 +48,7 @@ def _logs(root, model, steps, start_loss):
         folder / "pretrain.csv", index=False)
 
 
-def test_per_run_figures_from_our_runs(tmp_path):
+def test_per_run_figures_from_our_runs(tmp_path, monkeypatch):
     runs_dir = tmp_path / "runs" / "mini"
     write_synthetic_study(runs_dir, size="mini-s")
     write_synthetic_study(runs_dir, size="mini-m", seed=1)
@@ -64,7 +66,13 @@ def test_per_run_figures_from_our_runs(tmp_path):
     logs = results.load_pretrain_logs(runs_dir)
     curves = results.cpt_loss_curves(logs)
     assert curves.groupby("base")["step"].max().tolist() == [500, 500]  # the restarted CPT log is shifted
+    drawn = _capture(monkeypatch)
     assert figures.fig12(logs, out, scale="mini") == [out / "ours-mini" / "fig12_cpt_loss.png"]
+    ax = drawn[0].axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert ax.get_yscale() == "linear" and list(lines["CPT starts"].get_xdata()) == [400, 400]
+    clm, mlm = lines["CLM-based, CLM loss (before CPT)"], lines["CLM-based, MLM loss"]
+    assert clm.get_linestyle() == ":" and max(clm.get_xdata()) == 400 < min(mlm.get_xdata())
 
 
 def _config(root, model, parent=None, step=None, resumed=False, size="mini-m"):
@@ -176,7 +184,7 @@ def test_fig4_scales_puts_every_source_on_tokens_per_body_parameter(tmp_path, mo
     assert figures.fig4_scales(pd.concat([paper, ours], ignore_index=True), tmp_path, arch) == [
         tmp_path / "fig04_scales.png"]
     tc = next(ax for ax in drawn[0].axes if ax.get_title() == "TC")
-    lines = {line.get_label(): line.get_xdata() for line in tc.get_lines() if not line.get_label().startswith("_")}
+    lines = {c.get_label(): c.lines[0].get_xdata() for c in tc.containers}  # error bars: one container a series
     assert list(lines["ours, mini (mini-m)"]) == [100 * 1024 / 5000, 200 * 1024 / 5000]  # stable-phase checkpoints
     assert list(lines["paper (610M)"])[-1] == 40_000 * per_token["610M"]
     assert figures.fig4_scales(paper[paper["scale"] == "none"], tmp_path, arch) == []
@@ -207,3 +215,92 @@ def test_controls_in_figures_and_tables(tmp_path, monkeypatch):
     assert table.iloc[:-2].equals(tables.study_table(scores, 6, "ours"))
     scaling = tables.study_table(scores, 3, "ours", _controls(scores))  # TC: no majority floor given
     assert scaling.iloc[-1, :3].tolist() == ["mini-m", "random init", "–"]
+
+
+def _long(cells=()):
+    """Scores of ours at a long-like scale (TC group averages): CLM and MLM-40% at 4,620 steps with three pretraining
+    seeds, checkpoints at 220 and 1,100, the 25/75 split and 2,420 steps of CPT from each base, plus ``cells``."""
+    base = [(f"mini-xs-{o}-4620{p}", "TC", s + d, 0.2) for o, s in (("clm", 90.0), ("mlm40", 89.0))
+            for p, d in (("", 0.0), ("-p1", 0.5), ("-p2", 1.0))]
+    return scores_frame([*base, ("mini-xs-clm-4620-220", "TC", 88.0, 0.3), ("mini-xs-mlm40-4620-220", "TC", 84.0, 0.5),
+                         ("mini-xs-clm-4620-1100", "TC", 89.0, 0.3), ("mini-xs-mlm40-4620-1100", "TC", 87.0, 1.0),
+                         ("mini-xs-clm-1100-mlm40-4620", "TC", 91.5, 0.2),
+                         ("mini-xs-clm-dec4620-mlm40-7040", "TC", 91.4, 0.1),
+                         ("mini-xs-mlm40-dec4620-mlm40-7040", "TC", 90.4, 0.2), *cells], "ours", "long")
+
+
+def _series(fig, title="TC") -> list[tuple[list, list, str]]:
+    """A panel's error-bar series: (x, y, line style) each."""
+    ax = {ax.get_title(): ax for ax in fig.axes}[title]
+    return [(list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata()), c.lines[0].get_linestyle())
+            for c in ax.containers]
+
+
+def test_figures_of_ours_draw_the_mean_over_pretraining_seeds_and_say_what_the_bars_are(tmp_path, monkeypatch):
+    drawn = _capture(monkeypatch)
+    assert figures.fig2(_long(), tmp_path) == [tmp_path / "ours-long" / "fig02_mlm_vs_clm.png"]
+    (mlm_x, mlm, _), (clm_x, clm, _) = _series(drawn[0])
+    assert (mlm, clm) == ([89.5], [90.5])  # the mean of the three seeds', under the seed-0 id
+    title = drawn[0]._suptitle.get_text()
+    assert title.splitlines() == ["Fig. 2: MLM (40%) vs CLM by model size (ours, scale long)",
+                                  "bars: 95% CI over 3 pretraining seeds"]
+    squares = [line for line in drawn[0].axes[0].get_lines() if line.get_marker() == "s" and len(line.get_xdata())]
+    assert sorted(y for line in squares for y in line.get_ydata()) == [89.5, 90.5]
+    figures.fig8(_long(), tmp_path)  # the base models pooled, the CPT runs (one seed) not
+    assert drawn[-1]._suptitle.get_text().splitlines()[-1] == (
+        "bars: 95% CI over 3 pretraining seeds (squares), else fine-tuning seeds")
+    figures.fig4(_long(), tmp_path)
+    assert drawn[-1]._suptitle.get_text().splitlines()[-1] == "bands: 95% CI over fine-tuning seeds"
+
+
+def test_figures_of_ours_need_two_x_values(tmp_path):
+    scores = _long()
+    assert figures.fig3(scores, tmp_path) == []  # one masking ratio
+    assert figures.fig4(scores, tmp_path) == [tmp_path / "ours-long" / "fig04_data_efficiency.png"]
+    one = scores[~scores["model"].str.endswith("-1100")]  # one checkpoint: no figure, not an axis of 190-210
+    assert figures.fig4(one, tmp_path / "one") == []
+    arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    assert figures.fig10(one, tmp_path / "one", arch) == []
+    assert figures.fig10(scores, tmp_path, arch) == [tmp_path / "ours-long" / "fig10_data_efficiency_flops.png"]
+
+
+def test_lines_join_only_neighbouring_points_of_the_design(tmp_path, monkeypatch):
+    drawn = _capture(monkeypatch)
+    figures.fig6(_long(), tmp_path)  # splits 0, 25 and 100% run; 50 and 75% not
+    assert [(x, style) for x, _, style in _series(drawn[0])] == [([0.0, 25.0], "-"), ([100.0], "None")]
+    figures.fig9(_long(), tmp_path)  # CPT lengths 0 and 2,420 run; the design's 220 and 1,320 not
+    assert {(len(x), style) for x, _, style in _series(drawn[-1])} == {(1, "None")}
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig9(paper, tmp_path)  # the paper ran its whole design: one line a base model
+    assert [(len(x), style) for x, _, style in _series(drawn[-1], "SC")] == [(4, "-"), (4, "-")]
+
+
+def test_fig4_scales_pools_the_final_models_and_gives_every_point_its_interval(tmp_path, monkeypatch):
+    arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    drawn = _capture(monkeypatch)
+    one = _long()[lambda d: ~d["model"].str.endswith("-1100")]  # a single checkpoint, as at mini
+    assert figures.fig4_scales(one, tmp_path, arch) == [tmp_path / "fig04_scales.png"]
+    (x, gap, _), (final_x, final, _) = _series(drawn[0])
+    assert (gap, final) == ([84.0 - 88.0], [89.5 - 90.5])  # the final models: the means over pretraining seeds
+    ax = drawn[0].axes[0]
+    (bar, *_), (final_bar, *_) = (c.lines[2][0].get_segments() for c in ax.containers)  # every point has its bar
+    assert bar[:, 1].tolist() == pytest.approx([-4.0 - math.hypot(0.3, 0.5), -4.0 + math.hypot(0.3, 0.5)])
+    half = results.t95(2) * 0.5 / math.sqrt(3)  # each objective's t-interval over its three seed means (sd 0.5)
+    assert final_bar[:, 1].tolist() == pytest.approx([-1.0 - math.hypot(half, half), -1.0 + math.hypot(half, half)])
+    assert ax.get_xlabel() == "tokens per body parameter"
+    assert "tokens per body parameter" in drawn[0]._suptitle.get_text()
+
+
+def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    runs = results.load_run_tree(runs_dir, "ours", "mini")
+    drawn = _capture(monkeypatch)
+    figures.fig5(runs, tmp_path / "figs")
+    assert drawn[0]._suptitle.get_text().splitlines()[-1] == (
+        "bars: ±1 sd over 3 learning rates (1e-05 to 1e-03) x 3 seeds; dots: runs")
+
+
+def test_table11_spells_both_phases_in_the_budget_unit():
+    scores = _long([("mini-xs-clm-4400-mlm40-4620", "TC", 90.5, 0.3)])
+    assert tables.study_table(scores, 11, "ours")["Mix"].tolist() == ["0+4620", "1100+3520", "4620+0"]

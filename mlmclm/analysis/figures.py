@@ -5,6 +5,11 @@ output folder, draws one file per source that has the data (the paper's figures 
 source's in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no
 source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
 left open and notebooks show only what ``show`` displays. No torch import here.
+
+The figures of sources other than the paper follow a few rules: a figure whose x axis would hold one value is not
+drawn; a line joins only neighbouring points of the design (`_lines`); a model run with several pretraining seeds is
+drawn as their mean (`results.pool_pretraining_seeds`, a square); and a line under the title says what the bars are
+(`_bars`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
+from ..io import lr_text
 from . import results as R
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
@@ -29,13 +35,14 @@ OBJECTIVE_COLORS = {"MLM": "#4C72B0", "CLM": "#C44E52", "CLM+MLM": "#8172B3"}
 BASE_COLORS = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM": OBJECTIVE_COLORS["CLM"]}  # the starting point of CPT
 PNG_METADATA = {"Software": None}
 PDF_METADATA = {"Creator": None, "Producer": None, "CreationDate": None}
-SOURCE_LABELS = {"encodeval": "EncodEval per-run results, aggregated here",
-                 "encodeval-sample": "authors' sample (EncodEval, 610M, SST-2 only)"}
+SOURCE_LABELS = {"encodeval": "EncodEval per-run results", "encodeval-sample": "the authors' SST-2 sample"}
 # results.json's metric names (meta.metric), as axis labels
 METRIC_NAMES = {"accuracy": "accuracy", "tag_accuracy": "tag accuracy", "span_f1": "span F1", "squad_f1": "F1",
                 "ndcg@10": "NDCG@10"}
+SHARES = (0, 25, 50, 75, 100)  # Fig. 6 and 11: the % of steps with CLM of the design (`results.biphasic_view`)
 CONTROL_STYLE = {"majority": dict(color="0.25", ls=":", lw=1.2), "random": dict(color="0.5", ls="--", lw=1.2)}
 CONTROL_LABELS = {"majority": "majority class", "random": "random init"}
+MARKER_LABELS = ("decayed final model", "mean over pretraining seeds")  # legend entries for a kind of point
 # Fig. 10's FLOPs, in a caption: the paper's sizes (Table 1's shapes) and ours (each run folder's parameter counts).
 FLOPS_RULES = {
     "App. F": "Hoffmann et al. (2022, App. F) on the size's shapes (Table 1), adapted to GQA and SwiGLU: 3 x forward, "
@@ -56,6 +63,18 @@ def _label(source: str, scale: str, paper_tables: str = "") -> str:
     if source == "paper":
         return f"the paper's {paper_tables}, redrawn" if paper_tables else "the paper's numbers, redrawn"
     return f"ours, scale {scale}" if source == "ours" else SOURCE_LABELS.get(source, source)
+
+
+def _bars(rows: pd.DataFrame, what: str = "bars") -> str:
+    """What the intervals of ``rows`` (scores with ``pretrain_seeds``, `results.pool_pretraining_seeds`) are, for the
+    line under a figure's title: over fine-tuning seeds, or over pretraining seeds where a point (a square, see
+    `_lines`) is the mean of several."""
+    seeds = rows["pretrain_seeds"] if "pretrain_seeds" in rows else pd.Series(1, index=rows.index)
+    k = _seeds(seeds[seeds > 1])
+    if not k:
+        return f"{what}: 95% CI over fine-tuning seeds"
+    mixed = "" if (seeds > 1).all() else " (squares), else fine-tuning seeds"
+    return f"{what}: 95% CI over {k} pretraining seeds{mixed}"
 
 
 def with_metrics(df: pd.DataFrame, metrics: dict) -> pd.DataFrame:
@@ -108,20 +127,27 @@ def _panels(n: int, width: float = 3.2, height: float = 2.9) -> tuple[Figure, li
     return fig, list(axes)
 
 
-def _finish(fig: Figure, axes: list, title: str, legend_title: str | None) -> None:
+def _finish(fig: Figure, axes: list, title: str, legend_title: str | None, note: str = "") -> None:
+    """The legend under the panels (the series, then the marker kinds, then the controls) and the title, with
+    ``note`` (what the bars are) under it."""
     handles = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    labels = sorted(handles, key=lambda lab: lab.startswith(tuple(CONTROL_LABELS.values())))  # controls last
-    if labels:
+    labels = sorted(handles, key=lambda lab: (lab.startswith(tuple(CONTROL_LABELS.values())), lab in MARKER_LABELS))
+    rows = 1
+    if labels:  # in as many columns as fit the figure's width (about 0.07 inch a character, 0.5 for a handle)
+        ncol = max(1, min(len(labels), int(fig.get_figwidth() / (0.5 + 0.07 * max(map(len, labels))))))
+        rows = -(-len(labels) // ncol)
         fig.legend([handles[lab] for lab in labels], labels, title=legend_title, loc="outside lower center",
-                   ncol=len(labels))
-    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 12)), fontsize="medium")
+                   ncol=ncol)
+    fig.set_figheight(fig.get_figheight() + 0.2 * (rows - 1) + (0.2 if note else 0))  # the panels keep their height
+    width = int(fig.get_figwidth() * 13)
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in [title, note] if line), fontsize="medium")
 
 
 def _group_grid(df: pd.DataFrame, draw, title: str, xlabel: str, legend_title: str | None, ylabel: str = "",
-                groups=R.GROUPS, controls: pd.DataFrame | None = None, reference=None) -> Figure:
+                groups=R.GROUPS, controls: pd.DataFrame | None = None, reference=None, note: str = "") -> Figure:
     """One panel per task group present; ``draw(ax, rows)`` draws a panel (and may relabel its axes), then
     ``reference(ax, controls, rows)`` the controls of the drawn models, if ``controls`` are given."""
     groups = [g for g in groups if g in set(df["task_group"])]
@@ -135,7 +161,7 @@ def _group_grid(df: pd.DataFrame, draw, title: str, xlabel: str, legend_title: s
             draw(ax, rows)
             if controls is not None:
                 (reference or _reference)(ax, _controls_of(controls, rows), rows)
-        _finish(fig, axes, title, legend_title)
+        _finish(fig, axes, title, legend_title, note)
     return fig
 
 
@@ -177,23 +203,47 @@ def _reference(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None = 
 
 
 def _lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = False, xpos: dict | None = None,
-           dodge: float = 0.0) -> None:
-    """score +- ci against ``x``, one line per ``hue`` level (in ``colors``' order), error bars or a band."""
+           dodge: float = 0.0, grid=None) -> None:
+    """score +- ci against ``x``, one series per ``hue`` level (in ``colors``' order), error bars or a band. A line
+    joins two neighbouring points only where no value of ``grid`` (the x values the design has, run or not) lies
+    between them: elsewhere the points stand alone, with error bars. Points that are the mean of several pretraining
+    seeds (``pretrain_seeds`` > 1) are squares."""
     levels = [h for h in colors if h in set(df[hue])]
+    grid = np.sort(np.asarray(list(grid if grid is not None else []), dtype=float))
     for i, level in enumerate(levels):
         d = df[df[hue] == level]
-        xs = d[x].map(xpos) if xpos else d[x].astype(float)
-        d = d.assign(_x=xs.astype(float) + dodge * (i - (len(levels) - 1) / 2)).sort_values("_x")
-        ci = d["ci"].astype(float).fillna(0)
-        if band:
-            ax.plot(d["_x"], d["score"], marker="o", ms=3.5, color=colors[level], label=str(level))
-            ax.fill_between(d["_x"], d["score"] - ci, d["score"] + ci, color=colors[level], alpha=0.2, lw=0)
-        else:
-            ax.errorbar(d["_x"], d["score"], yerr=ci, marker="o", ms=4, capsize=2.5, color=colors[level],
-                        label=str(level))
+        xs = (d[x].map(xpos) if xpos else d[x]).astype(float)
+        d = d.assign(_x=xs + dodge * (i - (len(levels) - 1) / 2), _raw=xs)
+        d = d.sort_values("_x").assign(ci=lambda t: t["ci"].astype(float).fillna(0))
+        cut = [((grid > a) & (grid < b)).any() for a, b in zip(d["_raw"], d["_raw"].iloc[1:])]
+        for j, part in enumerate(np.split(np.arange(len(d)), np.flatnonzero(cut) + 1)):
+            p, label = d.iloc[part], str(level) if j == 0 else "_nolegend_"
+            if band and len(p) > 1:
+                ax.plot(p["_x"], p["score"], marker="o", ms=3.5, color=colors[level], label=label)
+                ax.fill_between(p["_x"], p["score"] - p["ci"], p["score"] + p["ci"], color=colors[level], alpha=0.2,
+                                lw=0)
+            else:
+                ax.errorbar(p["_x"], p["score"], yerr=p["ci"], marker="o", ms=4, capsize=2.5, color=colors[level],
+                            ls="-" if len(p) > 1 else "none", label=label)
+        _squares(ax, d, colors[level])
     if xpos:
         ax.set_xticks(list(xpos.values()), list(xpos))
         ax.set_xlim(min(xpos.values()) - 0.4, max(xpos.values()) + 0.4)
+
+
+def _squares(ax, d: pd.DataFrame, color, x: str = "_x", y: str = "score", **style) -> None:
+    """Over the points of ``d`` that are the mean of several pretraining seeds, a square (and its legend entry)."""
+    seeds = d["pretrain_seeds"] if "pretrain_seeds" in d else pd.Series(1, index=d.index)
+    pooled = d[seeds > 1]
+    if len(pooled):
+        style = {"ls": "none", "marker": "s", "ms": 5.5, "color": color, "zorder": 3, **style}
+        ax.plot(pooled[x], pooled[y], **style)
+        ax.plot([], [], **{**style, "color": "0.35"}, label=MARKER_LABELS[1])
+
+
+def _seeds(counts) -> str:
+    """Pretraining seed counts in words: "3", "2 or 3"."""
+    return " or ".join(str(n) for n in sorted(set(counts)))
 
 
 def _spread(ax, df: pd.DataFrame, hue: str, colors: dict) -> None:
@@ -230,16 +280,20 @@ def _obj(df: pd.DataFrame) -> pd.Series:
 
 
 def _draw(df: pd.DataFrame, out_dir, name: str, title: str, draw, xlabel: str, legend: str, *, tables: str = "",
-          ylabel: str = "", per_size: bool = False, controls: pd.DataFrame | None = None, reference=None) -> list[Path]:
-    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths. With
+          ylabel: str = "", per_size: bool = False, controls: pd.DataFrame | None = None, reference=None,
+          x: str | None = None, note=_bars) -> list[Path]:
+    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths. A figure of
+    ours (any source but the paper) whose x axis, column ``x``, has fewer than two values is not drawn. With
     ``controls`` (``evidence.controls``), each panel also shows its models' controls (``reference``, default
-    ``_reference``)."""
+    ``_reference``). ``note(rows)`` is the line under the title that says what the bars are (`_bars`)."""
     paths = []
     for source, scale, part in _by_source(df):
         for size, rows in _by_size(part) if per_size else [("", part)]:
+            if x is not None and source != "paper" and rows[x].nunique() < 2:
+                continue
             what = f"{title}, {size}" if size else title
             fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel,
-                              controls=controls, reference=reference)
+                              controls=controls, reference=reference, note="" if source == "paper" else note(rows))
             file = f"{name}_{size}" if size and part["size"].nunique() > 1 else name
             paths.append(_save(fig, out_dir, source, scale, file))
     return paths
@@ -263,8 +317,8 @@ def _key(d: pd.DataFrame) -> tuple:
 
 
 def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
-    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size."""
-    v = R.group_averages(R.scaling_view(scores))
+    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds)."""
+    v = R.group_averages(R.scaling_view(R.pool_pretraining_seeds(scores)))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
                  lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
@@ -275,43 +329,52 @@ def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = R.group_averages(R.scaling_view(scores))
+    v = R.group_averages(R.scaling_view(R.pool_pretraining_seeds(scores)))
     v = v[v["objective"] == "mlm"]
     colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
                  lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors[_key(d)]),
-                 "masking ratio (%)", "model size", tables="Tables 2-5", controls=controls,
+                 "masking ratio (%)", "model size", tables="Tables 2-5", controls=controls, x="mask_ratio",
                  reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
 def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = R.group_averages(R.data_efficiency_view(scores)).assign(Objective=_obj)
+    v = R.group_averages(R.data_efficiency_view(R.pool_pretraining_seeds(scores))).assign(Objective=_obj)
 
     def draw(ax, d):
         _lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
         _steps_axis(ax)
-    return _draw(v, out_dir, "fig04_data_efficiency", "Fig. 4: downstream performance during pretraining", draw,
-                 "pretraining step", "objective", tables="Tables 6-9", per_size=True, controls=controls)
+    return _draw(v, out_dir, "fig04_data_efficiency", "Fig. 4: performance during pretraining", draw,
+                 "pretraining step", "objective", tables="Tables 6-9", per_size=True, controls=controls, x="steps",
+                 note=lambda d: _bars(d, "bands"))
 
 
 def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
-    """Fig. 5: centered scores over seeds and learning rates in [1e-5, 1e-4], CLM vs MLM-40%, mean +- sd."""
+    """Fig. 5: centered scores over seeds and learning rates (the paper's: those in [1e-5, 1e-4]; a scale of ours:
+    its whole stability grid, `results.centered_scores`), CLM vs MLM-40%, mean +- sd."""
     c = R.centered_scores(runs, split=split)
+
+    def note(d):
+        lrs = sorted(d["lr"].unique())
+        return (f"bars: ±1 sd over {len(lrs)} learning rates ({lr_text(lrs[0])} to {lr_text(lrs[-1])}) x "
+                f"{d['seed'].nunique()} seeds; dots: runs")
     return _draw(c.assign(Objective=_obj(c)), out_dir, "fig05_lr_sensitivity",
-                 f"Fig. 5: fine-tuning learning-rate sensitivity ({split} scores)",
+                 f"Fig. 5: learning-rate sensitivity ({split})",
                  lambda ax, d: _spread(ax, d, "Objective", OBJECTIVE_COLORS), "", "objective",
-                 ylabel="centered", per_size=True)
+                 ylabel="centered", per_size=True, note=note)
 
 
 def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
-    """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM."""
-    v = R.group_averages(R.biphasic_view(scores))
+    """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
+    only between neighbouring splits of the design, ``SHARES``)."""
+    v = R.group_averages(R.biphasic_view(R.pool_pretraining_seeds(scores)))
     v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(R.step_label))
     colors = _palettes(v, "flare", lambda d: [R.step_label(b) for b in sorted(d["budget"].unique())])
-    return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits under fixed budgets",
-                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[_key(d)]), "% of steps with CLM",
-                 "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls)
+    return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits of fixed budgets",
+                 lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[_key(d)], grid=SHARES),
+                 "% of steps with CLM", "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls,
+                 x="clm_share")
 
 
 def _main_size(view: pd.DataFrame) -> np.ndarray:
@@ -333,28 +396,41 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
     return _draw(spread[both.astype(bool)], out_dir, "fig07_masking_robustness",
                  "Fig. 7: sensitivity to the masking ratio", lambda ax, d: _spread(ax, d, "family", colors), "",
-                 "pretraining", ylabel="centered", per_size=True)
+                 "pretraining", ylabel="centered", per_size=True,
+                 note=lambda d: f"bars: ±1 sd over {d['mask_ratio'].nunique()} masking ratios x seeds; dots: runs")
 
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
-    v = R.group_averages(R.cpt_view(scores))
+    v = R.group_averages(R.cpt_view(R.pool_pretraining_seeds(scores)))
     longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
     v = v.assign(stage=["Base" if c == 0 else f"+{R.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
     return _draw(v, out_dir, "fig08_cpt", "Fig. 8: continued pretraining with MLM",
                  lambda ax, d: _lines(ax, d, "stage", "base", BASE_COLORS, dodge=0.06,
                                       xpos=_positions(d["stage"], lambda s: s != "Base")),
-                 "", "starting point", tables="Tables 14-17", controls=controls)
+                 "", "starting point", tables="Tables 14-17", controls=controls, x="stage")
+
+
+def _cpt_lengths(view: pd.DataFrame) -> list[int]:
+    """The CPT lengths of the paper's design (`studies.CPT` of its `studies.TOTAL`-thousand-step base runs) at the
+    base budget of ``view``'s CPT runs, with 0 (the base model) and the lengths that were run."""
+    from ..studies import CPT, TOTAL
+
+    base = (view["steps"] - view["cpt_steps"])[view["cpt_steps"] > 0]
+    design = {round(b * k / TOTAL) for b in base.unique() for k in CPT}
+    return sorted({0, *design, *view["cpt_steps"]})
 
 
 def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
-    """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models."""
+    """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models (lines only between
+    neighbouring lengths of the design, `_cpt_lengths`)."""
     def draw(ax, d):
-        _lines(ax, d, "cpt_steps", "base", BASE_COLORS)
+        _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
-    return _draw(R.group_averages(R.cpt_view(scores)), out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length",
-                 draw, "MLM continued-pretraining steps", "starting point", tables="Tables 14-17", controls=controls)
+    return _draw(R.group_averages(R.cpt_view(R.pool_pretraining_seeds(scores))), out_dir, "fig09_cpt_length",
+                 "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps", "starting point",
+                 tables="Tables 14-17", controls=controls, x="cpt_steps")
 
 
 def run_parameters(runs_dir: str | Path) -> dict:
@@ -400,14 +476,16 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
           controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
     x axis names the rule (``FLOPS_RULES``)."""
-    v = with_flops(R.group_averages(R.data_efficiency_view(scores)), architecture).assign(Objective=_obj)
+    v = with_flops(R.group_averages(R.data_efficiency_view(R.pool_pretraining_seeds(scores))), architecture)
+    v = v.assign(Objective=_obj)
 
     def draw(ax, d):
         exp = int(np.floor(np.log10(d["flops"].max())))
         _lines(ax, d.assign(flops=d["flops"] / 10**exp), "flops", "Objective", OBJECTIVE_COLORS, band=True)
         ax.set_xlabel(f"training FLOPs (x 1e{exp}, {d['flops_rule'].iloc[0]} rule)")
-    return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: downstream performance against training FLOPs",
-                 draw, "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls)
+    return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: performance against training FLOPs", draw,
+                 "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls, x="steps",
+                 note=lambda d: _bars(d, "bands"))
 
 
 def tokens_per_parameter(architecture: dict) -> dict:
@@ -423,78 +501,101 @@ def tokens_per_parameter(architecture: dict) -> dict:
     return out
 
 
-def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
-    """Fig. 4 across scales: MLM-40% minus CLM (points, band = the difference's 95% half-width) against pretraining
-    tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's 610M, each scale
-    of ours): the checkpoints of the stable phase joined by a line, the decayed final models as hollow markers. Above
-    zero, MLM is ahead. One figure for all (``figures/fig04_scales``); an empty list when no source has both."""
-    from . import claims as C
+def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
+    """MLM-40% minus CLM (``gap``, with ``gap_ci`` = the hypotenuse of the two 95% half-widths, and the larger
+    ``pretrain_seeds`` of the two) per source, scale, size and task group: at each intermediate checkpoint and, as
+    ``final``, at the full budget, for the sizes with intermediate checkpoints; ours averaged over pretraining
+    seeds (`results.pool_pretraining_seeds`)."""
+    pooled = R.group_averages(R.pool_pretraining_seeds(scores))
+    early = R.data_efficiency_view(pooled)
+    final = R.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
+    both = pd.concat([early.assign(final=False), final[R.is_clm_or_mlm40(final)].assign(final=True)])
+    keys = ["source", "scale", "size", "task_group", "steps", "final"]
+    cols = [*keys, "score", "ci", "pretrain_seeds"]
+    m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
+                                                     suffixes=("_mlm", "_clm"))
+    return m.assign(gap=m["score_mlm"] - m["score_clm"],
+                    gap_ci=np.hypot(m["ci_mlm"].astype(float), m["ci_clm"].astype(float)),
+                    pretrain_seeds=np.maximum(m["pretrain_seeds_mlm"], m["pretrain_seeds_clm"]))[
+        [*keys, "gap", "gap_ci", "pretrain_seeds"]]
 
+
+def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
+    """Fig. 4 across scales: MLM-40% minus CLM (``_mlm_lead``, bars = the difference's 95% half-width) against
+    pretraining tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's
+    610M, each scale of ours): the checkpoints of the stable phase joined by a line, the decayed final models as
+    hollow markers (squares where they average several pretraining seeds). Above zero, MLM is ahead. One figure for
+    all (``figures/fig04_scales``); an empty list when no source has both."""
     per_token = tokens_per_parameter(architecture)
-    early = C.check_data_efficiency(scores).assign(gap=lambda d: -d["diff"])
-    final = C.check_mlm_vs_clm(scores).assign(gap=lambda d: d["diff"])
-    final = final.merge(early[["source", "size", "total"]].drop_duplicates(), on=["source", "size"])
-    rows = pd.concat([early.assign(final=False), final.assign(steps=final["total"], final=True)], ignore_index=True)
+    rows = _mlm_lead(scores)
     rows = rows[rows["size"].isin(list(per_token))]
     if rows.empty:
         return []
     rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])])
-    scale = scores.drop_duplicates(["source", "size"]).set_index(["source", "size"])["scale"]
-    rows["line"] = [("paper" if src == "paper" else f"ours, {scale[src, z]}") + f" ({z})"
-                    for src, z in zip(rows["source"], rows["size"])]
+    rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
+                    for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
     colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("tpp")["line"])))
     groups = [g for g in R.GROUPS if g in set(rows["task_group"])]
     with matplotlib.rc_context(STYLE):
-        fig, axes = _panels(len(groups))
+        fig, axes = _panels(len(groups), height=3.4)
         for ax, group in zip(axes, groups):
             ax.axhline(0, color="0.3", lw=0.8)
             for line, d in rows[rows["task_group"] == group].groupby("line", sort=False):
-                c, mid = colors[line], d[~d["final"]].sort_values("tpp")
-                ax.plot(mid["tpp"], mid["gap"], marker="o", ms=4, color=c, label=line)
-                ax.fill_between(mid["tpp"], mid["gap"] - mid["diff ±"], mid["gap"] + mid["diff ±"], color=c,
-                                alpha=0.15, lw=0)
-                end = d[d["final"]]
-                ax.errorbar(end["tpp"], end["gap"], yerr=end["diff ±"], fmt="o", mfc="white", color=c, ms=6,
-                            capsize=2, label="decayed final model")
+                c, mid, end = colors[line], d[~d["final"]].sort_values("tpp"), d[d["final"]]
+                ax.errorbar(mid["tpp"], mid["gap"], yerr=mid["gap_ci"], marker="o", ms=4, capsize=2, color=c,
+                            label=line)
+                ax.errorbar(end["tpp"], end["gap"], yerr=end["gap_ci"], fmt="o", mfc="white", color=c, ms=6,
+                            capsize=2, label=MARKER_LABELS[0])
+                _squares(ax, end, c, x="tpp", y="gap", mfc="white", ms=6.5)
             ax.set_xscale("log")
             ax.set_title(group)
-            ax.set_xlabel("pretraining tokens per body parameter")
-            ax.set_ylabel("MLM-40% minus CLM (points)")
-        _finish(fig, axes, "Fig. 4 across scales: the MLM-40% lead over CLM against tokens per parameter (the paper's "
-                "610M, redrawn; ours at each scale)", None)
+            ax.set_xlabel("tokens per body parameter")
+            ax.set_ylabel("MLM-40% minus CLM")
+        _finish(fig, axes, "Fig. 4 across scales: MLM-40% minus CLM by pretraining tokens per body parameter", None,
+                _bars(rows, "bars (the difference)"))
     return [save(fig, out_dir, "fig04_scales")]
 
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
-    v = R.group_averages(R.biphasic_view(scores))
+    v = R.group_averages(R.biphasic_view(R.pool_pretraining_seeds(scores)))
     v = v[~_main_size(v)]
     v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "scale", "size"]].drop_duplicates())  # sizes with a split
     colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig11_biphasic_sizes", "Fig. 11: CLM-then-MLM at other model sizes",
-                 lambda ax, d: _lines(ax, d, "clm_share", "size", colors[_key(d)]),
-                 "% of steps with CLM", "model size", controls=controls,
+                 lambda ax, d: _lines(ax, d, "clm_share", "size", colors[_key(d)], grid=SHARES),
+                 "% of steps with CLM", "model size", controls=controls, x="clm_share",
                  reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
 def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> list[Path]:
     """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
-    follows its run's lineage (``results.cpt_loss_curves``)."""
+    follows its run's lineage (``results.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
+    step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted."""
     curves = R.cpt_loss_curves(logs)
+    curves = curves.assign(start=[R.parse_model_id(m)["steps"] - c for m, c in zip(curves["model"],
+                                                                                  curves["cpt_steps"])])
     paths = []
     for size, part in _by_size(curves):
         lengths = sorted(part["cpt_steps"].unique())
         fig, axes = _panels(len(lengths))
         with matplotlib.rc_context(STYLE):
             for ax, length in zip(axes, lengths):
+                p = part[part["cpt_steps"] == length]
                 for base, color in BASE_COLORS.items():
-                    d = part[(part["cpt_steps"] == length) & (part["base"] == base)].sort_values("step")
-                    ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based")
-                ax.set(yscale="log", title=f"{R.step_label(length)}-step CPT", xlabel="step", ylabel="loss")
+                    d = p[p["base"] == base].sort_values("step")
+                    base_part = d["step"] <= d["start"]
+                    if base == "CLM":
+                        ax.plot(d["step"][base_part], d["loss"][base_part], color=color, lw=1, ls=":",
+                                label="CLM-based, CLM loss (before CPT)")
+                        d = d[~base_part]
+                    ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based, MLM loss")
+                for start in sorted(p["start"].unique()):
+                    ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
+                ax.set(title=f"{R.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
                 _steps_axis(ax)
-            _finish(fig, axes, f"Fig. 12: loss during MLM continued pretraining, {size} ({_label(source, scale)})",
-                    "starting point")
+            _finish(fig, axes, f"Fig. 12: pretraining loss, {size} ({_label(source, scale)})", None)
         file = f"fig12_cpt_loss_{size}" if curves["size"].nunique() > 1 else "fig12_cpt_loss"
         paths.append(_save(fig, out_dir, source, scale, file))
     return paths

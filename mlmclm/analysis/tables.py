@@ -35,8 +35,9 @@ def _labels(r, study: str) -> list[str]:
         return [r.size, obj, "–" if pd.isna(r.mask_ratio) else f"{r.mask_ratio}%"]
     if study == "data_efficiency":
         return [obj, R.step_label(r.steps)]
-    if study == "biphasic":
-        return [R.step_label(r.steps), f"{R.step_label(r.clm_steps)}+{R.step_label(r.mlm_steps)}"]
+    if study == "biphasic":  # both phases in the budget's unit: 0K+12K, 0+4620
+        phase = R.step_label if r.steps % 1000 == 0 else str
+        return [R.step_label(r.steps), f"{phase(int(r.clm_steps))}+{phase(int(r.mlm_steps))}"]
     return [r.base, "–" if r.cpt_steps == 0 else R.step_label(r.cpt_steps)]
 
 
