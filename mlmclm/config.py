@@ -334,6 +334,9 @@ FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
 # own tree, results/runs/reference/<scale>/, which no claim and no control of ours reads.
 REFERENCE = "reference"
 PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
+# The paper's run lengths in thousands of steps (its Section 3): the base runs' budget and the CPT lengths. `studies`
+# writes the whole design in these units; figures read the two (analysis does not import studies).
+PAPER_TOTAL_K, PAPER_CPT_K = 42, (2, 12, 22)
 
 
 @dataclass

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import (REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config, scale_config, scale_names,
-                     step_text)
+from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config,
+                     scale_config, scale_names, step_text)
 from . import locks
 from .errors import ConfigError, ResultFileError
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
@@ -41,13 +41,13 @@ NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficienc
                   "04_biphasic": "biphasic", "05_cpt": "cpt"}
 
 # ---- the paper's units (its Section 3; results/paper/table01.csv): thousands of steps ----
-TOTAL, WARMUP, DECAY = 42, 2, 2
+TOTAL, WARMUP, DECAY = PAPER_TOTAL_K, 2, 2
 OBJECTIVES = ("clm", "mlm20", "mlm30", "mlm40", "mlm50")
 MAIN = "mlm40"                                   # the MLM of every later study (610M + 40%)
 INTERMEDIATE = (1, 2, 5, 10, 20, 40)             # (b) evaluated checkpoints of the middle size's CLM and MLM-40 runs
 BUDGETS = {12: (0, 3, 6, 9, 12), 22: (0, 5, 11, 17, 22), 42: (0, 10, 21, 32, 42)}  # (d) CLM steps of each split
 SWITCH = 40                                      # (d) CLM 40k + MLM 2k at every masking ratio
-CPT = (2, 12, 22)                                # (e) MLM-40 continued pretraining of the decayed CLM and MLM-40 runs
+CPT = PAPER_CPT_K                                # (e) MLM-40 continued pretraining of the decayed CLM and MLM-40 runs
 PAPER_ACCOUNTING = {  # what the paper says it trained (its Sections 2 and 3)
     "models": "15 base + 17 PFS + 6 CPT = 38 final models, + 12 intermediate checkpoints = 50 evaluated",
     "gpu_hours": {"base": 81_000, "biphasic": 16_000, "cpt": 4_000, "finetune": 9_000},

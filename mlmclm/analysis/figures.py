@@ -25,6 +25,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
+from ..config import PAPER_CPT_K, PAPER_TOTAL_K
 from ..io import lr_text
 from . import results as R
 
@@ -413,12 +414,10 @@ def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 
 def _cpt_lengths(view: pd.DataFrame) -> list[int]:
-    """The CPT lengths of the paper's design (`studies.CPT` of its `studies.TOTAL`-thousand-step base runs) at the
-    base budget of ``view``'s CPT runs, with 0 (the base model) and the lengths that were run."""
-    from ..studies import CPT, TOTAL
-
+    """The CPT lengths of the paper's design (`config.PAPER_CPT_K` of its `config.PAPER_TOTAL_K`-thousand-step base
+    runs) at the base budget of ``view``'s CPT runs, with 0 (the base model) and the lengths that were run."""
     base = (view["steps"] - view["cpt_steps"])[view["cpt_steps"] > 0]
-    design = {round(b * k / TOTAL) for b in base.unique() for k in CPT}
+    design = {round(b * k / PAPER_TOTAL_K) for b in base.unique() for k in PAPER_CPT_K}
     return sorted({0, *design, *view["cpt_steps"]})
 
 
