@@ -402,4 +402,6 @@ def test_flops_callers_agree_with_the_one_definition(monkeypatch):
     assert len(fractions) == len(rows) == 2 and abs(fractions[0] - 0.4) < 0.2 and fractions[1] == 31 / 32
     for r, (kw, value) in zip(rows, calls):
         assert kw["seq_len"] == 32 and kw["training"] and kw["norm_weights"] and not kw["embeddings"]
-        assert float(r["ratio"]) == pytest.approx(float(r["tokens_per_s"]) * value / 1e9, rel=1e-3)
+        # tokens_per_s is printed to 0.1: on a slow machine its rounding alone moves the product by up to 0.05 x value
+        assert float(r["ratio"]) == pytest.approx(float(r["tokens_per_s"]) * value / 1e9, rel=1e-3,
+                                                  abs=0.051 * value / 1e9)
