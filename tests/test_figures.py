@@ -207,3 +207,39 @@ def test_controls_in_figures_and_tables(tmp_path, monkeypatch):
     assert table.iloc[:-2].equals(tables.study_table(scores, 6, "ours"))
     scaling = tables.study_table(scores, 3, "ours", _controls(scores))  # TC: no majority floor given
     assert scaling.iloc[-1, :3].tolist() == ["mini-m", "random init", "–"]
+
+
+def test_a_kill_while_saving_leaves_the_previous_figure_and_table_whole(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    scores = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig2(scores, tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real = Figure.savefig
+
+    def killed_in_pdf(self, fname, *args, **kwargs):
+        if kwargs.get("format") == "pdf":
+            real(self, fname, *args, **kwargs)
+            with open(fname, "r+b") as f:  # the PDF half-written when the kill comes
+                f.truncate(2900)
+            raise KeyboardInterrupt
+        return real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", killed_in_pdf)
+    try:
+        figures.fig2(scores, tmp_path)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the kill did not reach the save")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temporary file left either
+    table = pd.DataFrame({"a": [1, 2]})
+    tables.write(table, tmp_path / "t", "table02")
+    written = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
+    monkeypatch.setattr(pd.DataFrame, "to_latex", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        tables.write(pd.DataFrame({"a": [3]}), tmp_path / "t", "table02")
+    except KeyboardInterrupt:
+        pass
+    now = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
+    assert now.keys() == written.keys() and now["table02.tex"] == written["table02.tex"]

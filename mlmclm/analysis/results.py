@@ -29,7 +29,7 @@ from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once 
 from ..config import REFERENCE
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
-from ..io import load_result
+from ..io import load_result, misplaced
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -212,13 +212,13 @@ def read_result(path: str | Path, instances: bool = False):
     return (validation, test, test_i) if instances else (validation, test)
 
 
-def _read(path: str | Path) -> tuple[float, float, np.ndarray | None, float, float]:
+def _read(path: str | Path, doc: dict | None = None) -> tuple[float, float, np.ndarray | None, float, float]:
     """Validation and test scores (points), the test split's per-instance scores, the majority-class baseline's
     test score (``baselines.majority.test``, points; NaN when absent) and the validation gain over the last epoch
     (points: the final score minus the one after the epoch before, from ``validation.curve``; NaN without a curve)
-    of one ``results.json``."""
+    of one ``results.json`` (``doc``: its content, when read already)."""
     path = Path(path)
-    doc = load_result(path)
+    doc = load_result(path) if doc is None else doc
     scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
     per = doc["test"].get("scores_i")
     baselines = doc.get("baselines")
@@ -247,7 +247,7 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
     """
     root = Path(root)
-    rows = []
+    rows, aside = [], []
     for path in sorted(root.glob("*/*/*/*/results.json")):
         run_dir, dataset, group, model = path.parts[-2], path.parts[-3], path.parts[-4], path.parts[-5]
         if paper_datasets_only and dataset not in DATASETS:
@@ -257,11 +257,18 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
-        validation, test, test_i, majority, last_gain = _read(path)
+        doc = load_result(path)
+        if fault := misplaced(path, doc):  # a result counts only in the folder its meta names
+            aside.append(fault)
+            continue
+        validation, test, test_i, majority, last_gain = _read(path, doc)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), "validation": validation, "test": test,
                      "majority": majority, "last_gain": last_gain, "test_i": test_i,
                      "path": path.relative_to(relative_to or root).as_posix()})
+    if aside:
+        print(f"{len(aside)} results.json not counted, not in the folder their meta names: "
+              f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
     return _runs_frame(rows, source, scale, grid)
 
 
