@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys  # first, and little before `main`: Ctrl-C in any later moment is caught there
 
 import argparse
-import errno
 import importlib
 from pathlib import Path
 
@@ -167,13 +166,6 @@ def main(argv: list[str] | None = None) -> int:
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        where = f" writing {e.filename}" if e.filename else ""
-        print(f"mlmclm: error: no space left on the device{where}; free some and re-run the same command (what "
-              f"was written whole is kept, what was half-written is removed)", file=sys.stderr)
-        return 2
     except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
         if "tqdm" in sys.modules:
             from tqdm import tqdm
@@ -185,11 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         from concurrent.futures.process import BrokenProcessPool
 
-        if not isinstance(e, BrokenProcessPool):
-            raise
-        print("mlmclm: error: a worker process ended abruptly (killed, or out of memory); re-run the same command: "
-              "what finished is kept", file=sys.stderr)
-        return 1
+        from .io import disk_full
+
+        if disk_full(e):
+            where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
+            print(f"mlmclm: error: no space left on the device{where}; free some and re-run the same command (what "
+                  f"was written whole is kept, what was half-written is removed)", file=sys.stderr)
+            return 2
+        if isinstance(e, BrokenProcessPool):
+            print("mlmclm: error: a worker process ended abruptly (killed, or out of memory); re-run the same "
+                  "command: what finished is kept", file=sys.stderr)
+            return 1
+        raise
 
 
 def _positive_int(text: str) -> int:

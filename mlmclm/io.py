@@ -10,6 +10,7 @@ by the next write of the same path, and a live writer's is left alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -58,8 +59,10 @@ def atomic_path(path: str | Path, is_dir: bool = False):
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True) if is_dir else tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and disk_full(e):  # named by what was being written, not its temporary name
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
 
 
@@ -98,6 +101,13 @@ def umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether `e` says the disk (or the user's quota) is full: an `OSError`'s errno, or the text that libraries
+    which wrap it (safetensors, for one) carry."""
+    return getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or any(
+        text in str(e) for text in ("No space left on device", "StorageFull", "Disk quota exceeded"))
 
 
 def check_writable(folder: str | Path) -> None:

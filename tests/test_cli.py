@@ -57,6 +57,10 @@ def test_a_full_disk_a_killed_worker_and_ctrl_c_at_any_moment_are_one_line(capsy
     assert _one_line(capsys) == ("mlmclm: error: no space left on the device writing results/runs/x/results.json; "
                                  "free some and re-run the same command (what was written whole is kept, what was "
                                  "half-written is removed)")
+    monkeypatch.setattr(cli, "model_info", raising(Exception(  # how safetensors reports it
+        'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })')))
+    assert main(["model", "info", "tiny"]) == 2
+    assert _one_line(capsys).startswith("mlmclm: error: no space left on the device; free some and re-run")
     monkeypatch.setattr(cli, "model_info", raising(BrokenProcessPool("A child process terminated abruptly")))
     assert main(["model", "info", "tiny"]) == 1
     assert _one_line(capsys).startswith("mlmclm: error: a worker process ended abruptly (killed, or out of memory)")

@@ -261,3 +261,20 @@ def test_leftovers_of_killed_writers_are_removed_at_the_next_write_and_live_ones
     assert not dead_dir.exists() and not old_style.exists() and live.exists() and other.exists()
     assert (target / "train.jsonl").is_file()
     assert clear_leftovers(tmp_path / "tasks" / "brown_propn") == [other] and not other.exists()
+
+
+def test_a_full_disk_names_the_file_being_written_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    target = tmp_path / "r" / "results.json"
+    write_json(target, {"a": 1})
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError) as err:
+        write_json(target, {"a": 2})
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)
+    assert list(target.parent.iterdir()) == [target] and '"a": 1' in target.read_bytes().decode()
