@@ -260,10 +260,12 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
 
     resolved, me = to_yaml(cfg), owner(cfg)
     meta_path = run_dir / "meta.json"
-    recorded = _recorded_identity(meta_path)
-    if (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved or \
-            recorded not in (None, me["identity"]):
-        other = f"identity {recorded}" if recorded not in (None, me["identity"]) else "its config.yaml differs"
+    recorded, other = _recorded_identity(meta_path), None
+    if recorded not in (None, me["identity"]):
+        other = f"identity {recorded}"
+    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
+        other = "its config.yaml differs"
+    if other:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one (identity "
                           f"{me['identity']}); choose another run_id, or delete that folder and its checkpoints to "
                           f"start over")
@@ -486,8 +488,8 @@ def _recorded_identity(meta_path: Path) -> str | None:
 def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens, loss):
     shard_meta = json.loads((shards / "meta.json").read_text())
     write_json(path, {
-        "run_id": cfg.run_id, "identity": identity(cfg), "status": status, "wall_time_s": round(wall, 2), "tokens_seen": tokens,
-        "final_loss": loss, "attention_backend": model.config.attention_backend,
+        "run_id": cfg.run_id, "identity": identity(cfg), "status": status, "wall_time_s": round(wall, 2),
+        "tokens_seen": tokens, "final_loss": loss, "attention_backend": model.config.attention_backend,
         "parameters": model.config.num_parameters_by_part(), "processes": world,
         "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
         **provenance(),
