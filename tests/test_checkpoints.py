@@ -10,6 +10,7 @@ from safetensors.numpy import save_file
 
 from mlmclm import studies
 from mlmclm.errors import ConfigError
+from mlmclm.fetch import sha256
 from mlmclm.training import checkpoints as ck
 
 
@@ -108,7 +109,7 @@ def test_publish_replaces_and_names_intermediate_checkpoints(tmp_path):
     _weights(tmp / "hf" / "model.safetensors")
     ck.write_state(tmp, {"step": 9, "again": True})
     ck.publish(root, 9)
-    digest = ck.sha256(ck.step_dir(root, 9) / "hf" / "model.safetensors")  # recorded at save time
+    digest = sha256(ck.step_dir(root, 9) / "hf" / "model.safetensors")  # recorded at save time
     assert ck.read_state(ck.step_dir(root, 9)) == {"step": 9, "again": True,
                                                    "weights": {"hf/model.safetensors": digest}}
     assert not ck.tmp_dir(root, 9).exists()

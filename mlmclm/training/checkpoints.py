@@ -33,13 +33,13 @@ states) is legacy: the first run that writes in it claims it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
 
 from ..errors import ConfigError, ResultFileError
+from ..fetch import sha256
 from ..io import read_json, write_json
 
 STATE = "trainer_state.json"
@@ -134,14 +134,6 @@ def safetensors_fault(path: str | Path) -> str | None:
     if 8 + n + end != size:
         return f"{size} bytes, its header says {8 + n + end}"
     return None
-
-
-def sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def checkpoint_steps(root: str | Path) -> list[int]:
