@@ -232,3 +232,18 @@ def test_a_checkpoint_of_another_run_in_a_claimed_folder_is_never_resumed(tmp_pa
     (root / "run.json").write_text("[1]")
     with pytest.raises(ConfigError, match="does not name the run these checkpoints belong to"):
         ck.claim(root, RUN_A)
+
+
+def test_sharded_transformers_weights_count_each_shard(tmp_path):
+    root = tmp_path / "run"
+    path = _write(root, 4)
+    hf = path / "hf"
+    (hf / "model.safetensors").unlink()
+    for i in (1, 2):
+        _weights(hf / f"model-0000{i}-of-00002.safetensors", i)
+    (hf / "model.safetensors.index.json").write_text("{}")
+    ck.write_state(path, {"step": 4})
+    assert ck.complete(path, verify=True)
+    shard = hf / "model-00002-of-00002.safetensors"
+    shard.write_bytes(shard.read_bytes()[:-4])
+    assert ck.damage(path).startswith("hf/model-00002-of-00002.safetensors: ")

@@ -14,9 +14,9 @@ read, publish and prune them.
 A checkpoint is written whole under its temporary name, the accelerate state first, then `hf/`, then
 `trainer_state.json`, and renamed to `step_NNNNNN` last (`publish`), so a `step_NNNNNN` folder is whole unless it was
 damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
-with its step, an `hf/config.json` and `hf/model.safetensors`, and every weights file it records (or, in a checkpoint
-written before weights were recorded, every one present) is a whole safetensors file: its header parses and the file
-has the size the header gives. With `verify=True` the files' sha256 must also be the ones recorded at save time: what
+with its step, an `hf/config.json` and `hf/model.safetensors` (or its shards' index), and every weights file it
+records (or, in a checkpoint written before weights were recorded, every one present) is a whole safetensors file:
+its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the ones recorded at save time: what
 loading a checkpoint (resume, `init.kind=run`, the studies' fine-tuning) asks. Every reader counts complete
 checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's checkpoint, the studies' bookkeeping of what is
 on disk, pruning and rewinding. Anything else in a run's folder (a temporary folder, a damaged step folder) is no
@@ -87,7 +87,7 @@ def damage(path: str | Path, verify: bool = False) -> str | None:
     path = Path(path)
     if not (hf_dir(path) / "config.json").is_file():
         return f"no {HF}/config.json"
-    if not (hf_dir(path) / WEIGHTS).is_file():
+    if not any((hf_dir(path) / name).is_file() for name in (WEIGHTS, f"{WEIGHTS}.index.json")):  # whole or sharded
         return f"no {HF}/{WEIGHTS}"
     try:
         state = read_json(path / STATE)
