@@ -161,24 +161,30 @@ def main(argv: list[str] | None = None) -> int:
     """Run `mlmclm ARGV`; every fault a user can meet ends in one line on stderr: their errors (`MlmClmError`) and
     a full disk with status 2, a killed worker process with 1, Ctrl-C (at any moment, imports included) with 130.
     Anything else is a bug and keeps its traceback."""
+    import signal
+
+    interrupted = []
+
+    def on_sigint(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
+        interrupted.append(True)
+        raise KeyboardInterrupt
+
+    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored SIGINT stays ignored
+    previous = signal.signal(signal.SIGINT, on_sigint) if ours else None
     try:
         return _main(argv)
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
-        if "tqdm" in sys.modules:
-            from tqdm import tqdm
-
-            for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
-                bar.close()
-        print(f"\nmlmclm: {e.args[0] if e.args else 'interrupted'}; re-run the same command to resume", file=sys.stderr)
-        return 130
+        return _interrupted(e.args[0] if e.args else "interrupted")
     except Exception as e:
         from concurrent.futures.process import BrokenProcessPool
 
         from .io import disk_full
 
+        if interrupted:  # e.g. an import that Ctrl-C cut short, reported by its library as another error
+            return _interrupted("interrupted")
         if disk_full(e):
             where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
             print(f"mlmclm: error: no space left on the device{where}; free some and re-run the same command (what "
@@ -189,6 +195,19 @@ def main(argv: list[str] | None = None) -> int:
                   "command: what finished is kept", file=sys.stderr)
             return 1
         raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(what: str) -> int:
+    if "tqdm" in sys.modules:
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
+            bar.close()
+    print(f"\nmlmclm: {what}; re-run the same command to resume", file=sys.stderr)
+    return 130
 
 
 def _positive_int(text: str) -> int:

@@ -71,6 +71,23 @@ def test_a_full_disk_a_killed_worker_and_ctrl_c_at_any_moment_are_one_line(capsy
     assert main(["model", "info", "tiny"]) == 130
     assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
 
+    def swallowed(*args, **kwargs):  # a library that catches the KeyboardInterrupt of an import and fails otherwise
+        import os
+        import signal
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except BaseException:
+            pass
+        raise ModuleNotFoundError("Could not import module 'LlamaConfig'")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "model_info", swallowed)
+    assert main(["model", "info", "tiny"]) == 130
+    assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
+    monkeypatch.setattr(cli, "model_info", raising(ModuleNotFoundError("no Ctrl-C")))
+    with pytest.raises(ModuleNotFoundError):  # without one, it stays a bug with its traceback
+        main(["model", "info", "tiny"])
+
 
 def test_bad_numbers_and_config_files_on_the_command_line_are_refused(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mlmclm.cli", "model", "info", "tiny", "--seq-len", "0"],
@@ -85,3 +102,25 @@ def test_bad_numbers_and_config_files_on_the_command_line_are_refused(tmp_path):
                               text=True)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("delay", [1.0, 3.0])
+def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, delay):
+    """While the CLI still imports torch and its verbs (before any handler of a job's own): no traceback."""
+    import signal
+    import time
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"run_id: r\nscale: tiny\nphases: [[clm, 100000]]\nresults_dir: {tmp_path / 'runs'}\n"
+                      f"checkpoints_dir: {tmp_path / 'ckpt'}\ndata: {{root: {tmp_path / 'data'}}}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "pretrain", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-1000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")
