@@ -247,3 +247,18 @@ def test_sharded_transformers_weights_count_each_shard(tmp_path):
     shard = hf / "model-00002-of-00002.safetensors"
     shard.write_bytes(shard.read_bytes()[:-4])
     assert ck.damage(path).startswith("hf/model-00002-of-00002.safetensors: ")
+
+
+def test_the_studies_count_a_checkpoint_whose_weights_changed_as_missing(tmp_path):
+    """What a study still needs is retrained when its checkpoint is damaged in a way only the hash tells."""
+    plan = studies.build_plan("tiny")
+    paths = studies.Paths(checkpoints=tmp_path / "ckpt")
+    run_id = next(iter(plan.runs))
+    where = studies.checkpoint_dir(plan, paths, run_id, 4)
+    _write(where.parent, 4)
+    assert studies.has_checkpoint(plan, paths, run_id, 4)
+    weights = where / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert ck.complete(where) and not studies.has_checkpoint(plan, paths, run_id, 4)
