@@ -11,12 +11,12 @@ sub-parsers with `set_defaults(run=function_of_args)`.
 
 from __future__ import annotations
 
+import sys  # first, and little before `main`: Ctrl-C in any later moment is caught there
+
 import argparse
 import importlib
-import sys
 from pathlib import Path
 
-from .config import scale_names
 from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
@@ -158,12 +158,78 @@ def _print_attention_check(device: str = "cpu") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run `mlmclm ARGV`; every fault a user can meet ends in one line on stderr: their errors (`MlmClmError`) and
+    a full disk with status 2, a killed worker process with 1, Ctrl-C (at any moment, imports included) with 130.
+    Anything else is a bug and keeps its traceback."""
+    import signal
+
+    interrupted = []
+
+    def on_sigint(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
+        interrupted.append(True)
+        raise KeyboardInterrupt
+
+    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored SIGINT stays ignored
+    previous = signal.signal(signal.SIGINT, on_sigint) if ours else None
+    try:
+        return _main(argv)
+    except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
+        print(f"mlmclm: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
+        return _interrupted(e.args[0] if e.args else "interrupted")
+    except Exception as e:
+        from concurrent.futures.process import BrokenProcessPool
+
+        from .io import disk_full
+
+        if interrupted:  # e.g. an import that Ctrl-C cut short, reported by its library as another error
+            return _interrupted("interrupted")
+        if disk_full(e):
+            where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
+            print(f"mlmclm: error: no space left on the device{where}; free some and re-run the same command (what "
+                  f"was written whole is kept, what was half-written is removed)", file=sys.stderr)
+            return 2
+        if isinstance(e, BrokenProcessPool):
+            print("mlmclm: error: a worker process ended abruptly (killed, or out of memory); re-run the same "
+                  "command: what finished is kept", file=sys.stderr)
+            return 1
+        raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(what: str) -> int:
+    if "tqdm" in sys.modules:
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
+            bar.close()
+    print(f"\nmlmclm: {what}; re-run the same command to resume", file=sys.stderr)
+    return 130
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _main(argv: list[str] | None) -> int:
+    from .config import scale_names
+
     parser = argparse.ArgumentParser(prog="mlmclm", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
     model = sub.add_parser("model", help="model introspection").add_subparsers(dest="action", required=True)
     info = model.add_parser("info", help="architecture, parameter counts, FLOPs a token")
     info.add_argument("size", help="210m, 610m, 1b or a scale size (tiny, mini-s, ...)")
-    info.add_argument("--seq-len", type=int, default=None, help="context for the attention FLOPs (default: max)")
+    info.add_argument("--seq-len", type=_positive_int, default=None,
+                      help="context for the attention FLOPs (default: max)")
     att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
     chk = att.add_parser("check", help="every backend against the eager reference")
     chk.add_argument("--device", default="cpu")
@@ -181,28 +247,17 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and args.verb != "notebooks":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    try:
-        if args.verb == "model":
-            print(model_info(args.size, args.seq_len))
-        elif args.verb == "attention":
-            _print_attention_check(args.device)
-        elif args.verb == "notebooks":
-            from .analysis import notebooks
-            return notebooks.main(rest)
-        elif args.verb == "reproduce":
-            return reproduce(args)
-        else:
-            return args.run(args) or 0
-    except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
-        print(f"mlmclm: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
-        from tqdm import tqdm
-
-        for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
-            bar.close()
-        print(f"\nmlmclm: {e.args[0] if e.args else 'interrupted'}; re-run the same command to resume", file=sys.stderr)
-        return 130
+    if args.verb == "model":
+        print(model_info(args.size, args.seq_len))
+    elif args.verb == "attention":
+        _print_attention_check(args.device)
+    elif args.verb == "notebooks":
+        from .analysis import notebooks
+        return notebooks.main(rest)
+    elif args.verb == "reproduce":
+        return reproduce(args)
+    else:
+        return args.run(args) or 0
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import types
 from importlib import resources
@@ -31,14 +32,23 @@ def load_config(cls, source: str | Path | dict | None = None, overrides: typing.
         data = source
     else:
         path = Path(source)
+        if path.is_dir():
+            raise ConfigError(f"config file {path} is a folder; name a YAML file")
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            data = yaml.safe_load(path.read_text()) or {}
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             raise ConfigError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', e)}") from None
+        if data is None:
+            raise ConfigError(f"{path}: the config is empty; give at least the keys that make the run yours "
+                              f"(run_id, phases, ...)")
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
     data = apply_overrides(data, overrides)
@@ -131,12 +141,15 @@ def _convert(tp, value, name: str):
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            if isinstance(value, str):  # YAML reads 5e-4 (no dot) as a string
-                try:
-                    return float(value)
-                except ValueError:
-                    pass
-            raise ConfigError(f"{name} must be a number, got {value!r}")
+            try:  # YAML reads 5e-4 (no dot) as a string
+                number = float(value) if isinstance(value, str) else None
+            except ValueError:
+                number = None
+            if number is None:
+                raise ConfigError(f"{name} must be a number, got {value!r}")
+            return _convert(float, number, name)
+        if not math.isfinite(value):
+            raise ConfigError(f"{name} must be a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -168,6 +181,42 @@ def _deepcopy(x):
     if isinstance(x, list):
         return [_deepcopy(v) for v in x]
     return x
+
+
+# ---- names and numbers: each checked once, here, with the reason ----
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SEED_LIMIT = 2 ** 32  # seeds are mixed with steps into 64-bit generator seeds
+
+
+def check_name(value, what: str) -> str:
+    """`value` as a name that becomes one folder (a scale, a run id, a model id): letters, digits, '.', '_' and '-',
+    starting with a letter or digit, so that it never names `.`, `..`, a hidden folder, an option or a subfolder."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} must be one folder name: letters, digits, '.', '_' and '-', starting "
+                          f"with a letter or digit (it names a folder of results or checkpoints)")
+    return value
+
+
+def check_range(what: str, value, low=None, high=None, low_open=False, high_open=False, why: str = "") -> None:
+    """A `ConfigError` when `value` lies outside [low, high] (an open end excludes its bound), saying why."""
+    below = low is not None and (value <= low if low_open else value < low)
+    above = high is not None and (value >= high if high_open else value > high)
+    if below or above:
+        span = f"{'(' if low_open else '['}{'-inf' if low is None else low}, " \
+               f"{'inf' if high is None else high}{')' if high_open or high is None else ']'}"
+        raise ConfigError(f"{what} must be in {span}, got {value}" + (f": {why}" if why else ""))
+
+
+def check_seed(what: str, value: int) -> None:
+    check_range(what, value, 0, SEED_LIMIT, high_open=True, why="a seed is a non-negative 32-bit integer")
+
+
+def check_adam(prefix: str, betas, eps: float, weight_decay: float) -> None:
+    """AdamW's hyperparameters, in pretraining and fine-tuning alike."""
+    for i, beta in enumerate(betas):
+        check_range(f"{prefix}betas[{i}]", beta, 0, 1, high_open=True, why="a moment's decay rate")
+    check_range(f"{prefix}eps", eps, 0, low_open=True, why="it keeps the update's division away from zero")
+    check_range(f"{prefix}weight_decay", weight_decay, 0, why="a decay rate (0: none)")
 
 
 # ---- pretraining ----
@@ -223,6 +272,11 @@ class DataSpec:
     def validate(self):
         if self.seq_len <= 1:
             raise ConfigError(f"data.seq_len must be at least 2, got {self.seq_len}")
+        check_seed("data.seed", self.seed)
+        check_range("data.offset", self.offset, 0, why="the first sample a run reads")
+        for name in ("max_chars", "max_tokens"):
+            if getattr(self, name) is not None:
+                check_range(f"data.{name}", getattr(self, name), 1, why="a cap (leave it out for none)")
         if self.tokenizer == "train" and self.vocab_size < 300:
             raise ConfigError(f"data.vocab_size must be at least 300 for a byte-level BPE, got {self.vocab_size}")
 
@@ -243,6 +297,9 @@ class OptimSpec:
             raise ConfigError(f"optim.lr must be positive, got {self.lr}")
         if self.warmup_steps < 0 or self.decay_steps < 0:
             raise ConfigError("optim.warmup_steps and optim.decay_steps must be >= 0")
+        check_adam("optim.", self.betas, self.eps, self.weight_decay)
+        check_range("optim.grad_clip", self.grad_clip, 0, why="a gradient norm (0: no clipping)")
+        check_range("optim.final_lr_ratio", self.final_lr_ratio, 0, 1, why="a fraction of the peak learning rate")
 
 
 @dataclass
@@ -262,6 +319,8 @@ class InitSpec:
             raise ConfigError(f"init.path is required with init.kind={self.kind}")
         if self.optimizer and self.kind != "run":
             raise ConfigError("init.optimizer=true needs init.kind=run (only runs carry optimizer state)")
+        if self.step is not None:
+            check_range("init.step", self.step, 0, why="a checkpoint's step")
 
 
 @dataclass
@@ -297,8 +356,9 @@ class PretrainConfig:
     def validate(self):
         from .training.objectives import Schedule
 
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", self.run_id):
-            raise ConfigError(f"run_id {self.run_id!r} may only hold letters, digits, '.', '_' and '-'")
+        check_name(self.run_id, "run_id")
+        check_name(self.scale, "scale")
+        check_seed("seed", self.seed)
         for name in ("batch_size", "micro_batch_size", "log_every"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
@@ -347,6 +407,11 @@ class FinetuneOptim:
     weight_decay: float = 0.1          # on matrices and embeddings; not on norms and biases (as HF Trainer)
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0         # HF Trainer's default clipping
+
+    def validate(self):
+        check_adam("optim.", self.betas, self.eps, self.weight_decay)
+        check_range("optim.warmup_ratio", self.warmup_ratio, 0, 1, why="a fraction of the training steps")
+        check_range("optim.max_grad_norm", self.max_grad_norm, 0, why="a gradient norm (0: no clipping)")
 
 
 @dataclass
@@ -401,6 +466,9 @@ class FinetuneConfig:
             raise ConfigError(f"max_length must be at least 16 tokens, got {self.max_length}")
         if self.max_length is not None and not 0 <= self.qa_stride < self.max_length // 2:
             raise ConfigError(f"qa_stride ({self.qa_stride}) must be below half of max_length ({self.max_length})")
+        check_name(self.scale, "scale")
+        for i, seed in enumerate(self.seeds):
+            check_seed(f"seeds[{i}]", seed)
 
 
 # ---- scales ----
@@ -439,8 +507,12 @@ class ScaleConfig:
         if len(self.sizes) not in (1, 3):
             raise ConfigError(f"sizes must name three model sizes (the paper's 210M, 610M and 1B) or one (the "
                               f"middle size only), got {self.sizes}")
+        check_name(self.scale, "scale")
         if self.steps_per_k <= 0:
             raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
+        check_range("cpt_warmup_k", self.cpt_warmup_k, 0, why="a warmup length")
+        if any(k <= 0 for k in self.intermediate_k):
+            raise ConfigError(f"intermediate_k must hold positive checkpoint steps, got {self.intermediate_k}")
         if self.objectives and not {"clm", "mlm40"} <= set(self.objectives):
             raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:
@@ -486,7 +558,7 @@ def scale_names() -> list[str]:
 
 def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfig:
     """The scale `scale` (tiny, mini, small, paper) with dotted overrides (`steps_per_k=5`)."""
-    if not (SCALES_DIR / f"{scale}.yaml").is_file():
+    if scale not in scale_names():
         raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(scale_names())}")
     return load_config(ScaleConfig, SCALES_DIR / f"{scale}.yaml", overrides)
 

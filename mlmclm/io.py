@@ -3,11 +3,15 @@
 An interrupted job never leaves a half-written file: everything is written under a temporary name in the same folder
 and renamed into place (`os.replace` is atomic on POSIX), a file's bytes flushed to disk (`fsync`) before the rename.
 What is written gets the permissions of the user's umask, as any other tool's files (not the temporary files' 0600).
+A temporary name holds its writer's process id (`.<name>.<pid>.<random>.tmp`): what a killed writer left is removed
+by the next write of the same path, and a live writer's is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import json
 import os
 import platform
@@ -32,11 +36,13 @@ def atomic_path(path: str | Path, is_dir: bool = False):
     (replacing what was there); on failure, remove it and leave `path` untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    clear_leftovers(path)
+    prefix = f".{path.name}.{os.getpid()}."
     if is_dir:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=path.parent))
         os.chmod(tmp, 0o777 & ~umask())
     else:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         os.fchmod(fd, 0o666 & ~umask())
         os.close(fd)
         tmp = Path(name)
@@ -53,9 +59,35 @@ def atomic_path(path: str | Path, is_dir: bool = False):
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True) if is_dir else tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and disk_full(e):  # named by what was being written, not its temporary name
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+
+
+def clear_leftovers(path: str | Path) -> list[Path]:
+    """Remove the temporary files and folders that writers of `path` killed before their rename left beside it
+    (those whose process is gone; a name without a process id is from before ids were written). Returns them."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:].split(".")[0]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def umask() -> int:
@@ -69,6 +101,13 @@ def umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether `e` says the disk (or the user's quota) is full: an `OSError`'s errno, or the text that libraries
+    which wrap it (safetensors, for one) carry."""
+    return getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or any(
+        text in str(e) for text in ("No space left on device", "StorageFull", "Disk quota exceeded"))
 
 
 def check_writable(folder: str | Path) -> None:
@@ -113,6 +152,25 @@ def load_result(path: str | Path) -> dict:
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise ResultFileError(f"{path}: {split}.score is {score!r}, expected a number in [0, 1]")
     return doc
+
+
+PLACE = ("scale", "model_id", "group", "dataset", "lr", "seed")  # what a results.json's meta says of where it lies
+
+
+def misplaced(path: str | Path, doc: dict) -> str | None:
+    """Why the results.json `doc` read from `path` does not belong there (None when it does): its `meta` names the
+    folder it was written to, `<scale>/<model_id>/<group>/<dataset>/lr{LR}_sd{SEED}/`, and that is not where it lies
+    (a copy, a move, a hand edit). A result whose meta names no folder (none of ours: EncodEval's) is not judged."""
+    meta = doc.get("meta")
+    if not isinstance(meta, dict) or not all(k in meta for k in PLACE):
+        return None
+    try:
+        want = (*(str(meta[k]) for k in PLACE[:4]), f"lr{lr_text(float(meta['lr']))}_sd{int(meta['seed'])}")
+    except (TypeError, ValueError):
+        return f"{path}: its meta names no folder (lr {meta['lr']!r}, seed {meta['seed']!r})"
+    if Path(path).parent.parts[-5:] != want:
+        return f"{path}: its meta names {'/'.join(want)}/, not the folder it lies in"
+    return None
 
 
 def write_text(path: str | Path, text: str) -> None:

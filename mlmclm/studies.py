@@ -380,7 +380,8 @@ def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
 
 
 def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
-    return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step))
+    """Whether the checkpoint is on disk and loadable (its weights' hashes verified: a damaged one is retrained)."""
+    return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step), verify=True)
 
 
 def grid_results(e: Evaluation, cfg) -> set[Path]:
@@ -443,11 +444,17 @@ def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluat
 # ---------------------------------------------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------------------------------------------
-def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int]) -> None:
-    """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it."""
+def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: PretrainConfig) -> None:
+    """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it (in
+    a checkpoint folder of its own identity only: another run's is refused, untouched)."""
+    from .training.pretrain import owner
+
     missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
     if missing:
-        checkpoints.drop_after(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run.run_id), min(missing))
+        root = checkpoints.run_root(paths.checkpoints, plan.scale.scale, run.run_id)
+        with locks.hold(root):
+            checkpoints.claim(root, owner(cfg))
+            checkpoints.drop_after(root, min(missing))
 
 
 def task_names(plan: Plan, grids: dict) -> list[str]:
@@ -497,8 +504,9 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
         for i, r in enumerate(runs, 1):
             print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
                   + (f" from {r.parent} step {r.parent_step}" if r.parent else ""), flush=True)
-            _rewind(plan, paths, r, wanted[r.run_id])
-            pretrain(run_config(plan, r, paths))
+            cfg = run_config(plan, r, paths)
+            _rewind(plan, paths, r, wanted[r.run_id], cfg)
+            pretrain(cfg)
         for i, e in enumerate(evals, 1):
             step = e.step if e.step is not None else plan.runs[e.run_id].total
             print(f"[finetune {i}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)

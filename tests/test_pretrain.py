@@ -5,6 +5,7 @@ import inspect
 import re
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from safetensors.torch import load_file
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
 from mlmclm.errors import ConfigError, NonFiniteLoss
 from mlmclm.models.modeling import MlmClmForMaskedLM
-from mlmclm.training.pretrain import pretrain
+from mlmclm.training.pretrain import identity, pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,6 +86,14 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["attention_backend"] == "sdpa" and meta["tokens_seen"] == 24 * 256
     assert meta["versions"]["torch"] and meta["hardware"]["cpu_count"] and meta["commit"]
+    # its identity (the hash of config.yaml) in meta.json, in its checkpoint folder and in every trainer state
+    import hashlib
+    assert meta["identity"] == identity(cfg) == hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]
+    ckpt_root = Path(cfg.checkpoints_dir) / "test" / "t"
+    assert json.loads((ckpt_root / "run.json").read_text()) == {"identity": identity(cfg), "run_id": "t",
+                                                                 "results": str(run_dir)}
+    assert {json.loads(p.read_text())["identity"] for p in ckpt_root.glob("step_*/trainer_state.json")} == {
+        identity(cfg)}
     log = read_log(cfg)
     assert [int(r["step"]) for r in log] == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
     assert {r["objective"] for r in log[:6]} == {"clm"} and {r["objective"] for r in log[6:]} == {"mlm40"}
@@ -92,7 +101,7 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     assert float(log[-1]["lr"]) == 0.0 and float(log[-4]["lr"]) == 3e-3
     mlm_labels = [int(r["label_tokens"]) for r in log[6:]]
     assert all(abs(n / (2 * 8 * 32) - 0.4) < 0.06 for n in mlm_labels)  # 40% of the tokens of 2 steps
-    ckpts = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "t").iterdir())
+    ckpts = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "t").glob("step_*"))
     # named: 0 (the initial weights: a random-init control), 6 (intermediate), 20 (pre-decay), 24 (final); periodic
     # every 8 with keep_last=1: 16
     assert ckpts == ["step_000000", "step_000006", "step_000016", "step_000020", "step_000024"]
@@ -373,3 +382,72 @@ def test_ctrl_c_says_where_and_how_to_resume(tmp_path, text_corpus, data_root):
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(r"mlmclm: int: interrupted at step \d+; re-run the same command to resume", last), err[-500:]
     assert "Traceback" not in err
+
+
+# ---- a run's identity: its checkpoints survive any other run; complete means loadable ----
+def _files(folder):
+    return {p: p.read_bytes() for p in Path(folder).rglob("*") if p.is_file() and p.name != ".lock"}
+
+
+def test_another_config_under_the_same_run_id_never_touches_the_first_runs_checkpoints(tmp_path, text_corpus,
+                                                                                       data_root, capsys):
+    first = make_config(tmp_path, text_corpus, data_root, run_id="same", checkpoint={"steps": []})
+    pretrain(first)
+    ckpt_root = Path(first.checkpoints_dir) / "test" / "same"
+    before = _files(ckpt_root)
+    # the same run_id with another config and another results folder: the same checkpoint folder
+    other = make_config(tmp_path, text_corpus, data_root, run_id="same", checkpoint={"steps": []},
+                        optim={"lr": 1e-3}, results_dir=str(tmp_path / "other-runs"))
+    with pytest.raises(ConfigError) as err:
+        pretrain(other)
+    message = str(err.value)
+    assert "\n" not in message and identity(first) in message and identity(other) in message
+    assert str(tmp_path / "runs") in message and str(tmp_path / "other-runs") in message
+    assert _files(ckpt_root) == before and not (tmp_path / "other-runs" / "test" / "same" / "meta.json").exists()
+    capsys.readouterr()
+    pretrain(first)  # the first run is still whole, and its own
+    assert "already complete" in capsys.readouterr().out and _files(ckpt_root) == before
+    # a trainer state of another run in a run's folder is never resumed (its steps would be skipped)
+    copied = Path(first.checkpoints_dir) / "test" / "copied"
+    shutil.copytree(ckpt_root / "step_000016", copied / "step_000016")
+    stray = make_config(tmp_path, text_corpus, data_root, run_id="copied", checkpoint={"steps": []})
+    with pytest.raises(ConfigError, match=f"of identity {identity(first)} .* not of this run 'copied' of identity "
+                                          f"{identity(stray)}"):
+        pretrain(stray)
+    assert not (copied / "run.json").exists() and (copied / "step_000016").is_dir()
+    assert not (tmp_path / "runs" / "test" / "copied" / "meta.json").exists()
+
+
+def test_a_results_folder_of_another_identity_is_refused(tmp_path, text_corpus, data_root):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="meta", phases=(("clm", 2),), checkpoint={"steps": []},
+                      optim={"warmup_steps": 1, "decay_steps": 1})
+    run_dir = pretrain(cfg)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    (run_dir / "meta.json").write_text(json.dumps({**meta, "identity": "0123456789abcdef"}))
+    with pytest.raises(ConfigError, match=f"holds run 'meta' with another config .identity 0123456789abcdef., not "
+                                          f"this one .identity {identity(cfg)}."):
+        pretrain(cfg)
+    (run_dir / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "identity"}))
+    assert pretrain(cfg) == run_dir  # written before identities: its config.yaml alone decides
+
+
+def test_damaged_weights_are_named_and_their_steps_trained_again(tmp_path, text_corpus, data_root, capsys):
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="hurt", checkpoint={"steps": []})
+    pretrain(cfg)
+    root = Path(cfg.checkpoints_dir) / "test" / "hurt"
+    weights = final_weights(cfg)
+    cut = root / "step_000024" / "hf" / "model.safetensors"  # cut short: no header and size agree
+    cut.write_bytes(cut.read_bytes()[:-100])
+    size = cut.stat().st_size
+    flipped = root / "step_000020" / "model.safetensors"  # one byte changed: only its recorded hash tells
+    data = bytearray(flipped.read_bytes())
+    data[-1] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    capsys.readouterr()
+    pretrain(cfg)
+    said = capsys.readouterr().out
+    assert f"{root / 'step_000024'}: damaged checkpoint (hf/model.safetensors: {size} bytes, its header says " \
+           f"{size + 100})" in said
+    assert f"{root / 'step_000020'}: damaged checkpoint (model.safetensors: its sha256 is not the one" in said
+    assert sorted(p.name for p in root.glob("step_*")) == ["step_000016", "step_000020", "step_000024"]
+    assert all(torch.equal(weights[k], v) for k, v in final_weights(cfg).items())

@@ -338,3 +338,23 @@ def test_a_garbage_line_in_pretrain_csv_names_the_file_and_the_line(tmp_path, li
     assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
     path.write_text("step,loss,lr\n1,2.0,0.1\n3,1.0,0.1\n")
     assert results.load_pretrain_logs(tmp_path)["step"].tolist() == [1, 3]
+
+
+def test_a_result_in_a_folder_its_meta_does_not_name_is_not_counted(tmp_path, capsys):
+    """A stray copy (another seed's, another learning rate's, another model's result) never enters an average; a
+    result whose meta names no folder (EncodEval's) is read as before."""
+    def meta(model, lr, seed):
+        return {"scale": "tiny", "model_id": model, "group": "SC", "dataset": "a", "lr": lr, "seed": seed}
+
+    tree = tmp_path / "tiny"
+    write_run(tree, "m-clm-10", "SC", "a", 1e-3, 0, 0.5, 0.5, meta=meta("m-clm-10", 1e-3, 0))
+    write_run(tree, "m-clm-10", "SC", "a", 1e-3, 1, 0.9, 0.9, meta=meta("m-clm-10", 1e-3, 0))  # seed 0's, again
+    write_run(tree, "m-clm-10", "SC", "a", 3e-3, 0, 0.9, 0.9, meta=meta("m-clm-10", 1e-3, 0))  # another lr's
+    write_run(tree, "m-mlm40-10", "SC", "a", 1e-3, 0, 0.9, 0.9, meta=meta("m-clm-10", 1e-3, 0))  # another model's
+    write_run(tree, "m-mlm40-10", "SC", "a", 1e-3, 1, 0.7, 0.7)  # no meta: not judged
+    capsys.readouterr()
+    runs = results.load_run_tree(tree, "ours", "tiny")
+    assert sorted(zip(runs["model"], runs["lr"], runs["seed"])) == [("m-clm-10", 1e-3, 0), ("m-mlm40-10", 1e-3, 1)]
+    said = capsys.readouterr().out
+    assert said.startswith("3 results.json not counted, not in the folder their meta names: ") and \
+        "its meta names tiny/m-clm-10/SC/a/lr1e-03_sd0/, not the folder it lies in (and more)" in said

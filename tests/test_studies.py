@@ -262,3 +262,24 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
     tok = AutoTokenizer.from_pretrained(hf)
     shape = json.loads((hf / "config.json").read_text())
     assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30
+
+
+@pytest.mark.parametrize("scale", ["mini", "long"])
+def test_committed_runs_keep_their_identity_and_are_complete(scale):
+    """The committed runs were written before identities (no `identity` in meta.json): a run's identity is the hash
+    of its config.yaml, so the config each plan resolves today must be their config.yaml to the byte, and a study
+    run finds every one of them complete, with nothing to train or fine-tune."""
+    from mlmclm.config import to_yaml
+    from mlmclm.io import ROOT
+    from mlmclm.training.pretrain import identity
+
+    plan = studies.build_plan(scale)
+    paths = studies.Paths()
+    for run in plan.runs.values():
+        cfg = studies.run_config(plan, run, paths)
+        committed = ROOT / "results" / "runs" / scale / run.run_id
+        assert (committed / "config.yaml").read_text() == to_yaml(cfg), run.run_id
+        meta = json.loads((committed / "meta.json").read_text())
+        assert meta.get("identity", identity(cfg)) == identity(cfg)
+    runs, evals, _ = studies.work(plan, paths, studies.grid_configs(plan, paths))
+    assert (runs, evals) == ([], [])

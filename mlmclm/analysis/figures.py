@@ -112,12 +112,14 @@ def _save(fig: Figure, out_dir: str | Path, source: str, scale: str, name: str) 
 
 def save(fig: Figure, out_dir: str | Path, name: str) -> Path:
     """Write ``<name>.png`` and ``<name>.pdf`` without timestamps or version strings; return the PNG path."""
+    from ..io import atomic_path
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     png = out / f"{name}.png"
-    with matplotlib.rc_context(STYLE):
-        fig.savefig(png, dpi=150, metadata=PNG_METADATA)
-        fig.savefig(out / f"{name}.pdf", metadata=PDF_METADATA)
+    with matplotlib.rc_context(STYLE), atomic_path(png) as tmp_png, atomic_path(out / f"{name}.pdf") as tmp_pdf:
+        fig.savefig(tmp_png, format="png", dpi=150, metadata=PNG_METADATA)  # a kill leaves the old files whole
+        fig.savefig(tmp_pdf, format="pdf", metadata=PDF_METADATA)
     return png
 
 

@@ -29,7 +29,7 @@ from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once 
 from ..config import REFERENCE
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
-from ..io import load_result
+from ..io import load_result, misplaced
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -227,14 +227,14 @@ def _instances(doc: dict, split: str, key: str) -> np.ndarray | None:
     return np.asarray(values, dtype=float) if isinstance(values, list) and values else None
 
 
-def _read(path: str | Path) -> dict:
-    """Of one ``results.json``: ``validation`` and ``test`` scores (points), each split's per-instance scores and
-    weights (``test_i``, ``test_w``, ``validation_i``, ``validation_w``: arrays, None when absent), the majority-class
-    baseline's test score (``majority``: ``baselines.majority.test``, points; NaN when absent) and the validation gain
-    over the last epoch (``last_gain``, points: the final score minus the one after the epoch before, from
-    ``validation.curve``; NaN without a curve)."""
+def _read(path: str | Path, doc: dict | None = None) -> dict:
+    """Of one ``results.json`` (``doc``: its content, when read already): ``validation`` and ``test`` scores (points),
+    each split's per-instance scores and weights (``test_i``, ``test_w``, ``validation_i``, ``validation_w``: arrays,
+    None when absent), the majority-class baseline's test score (``majority``: ``baselines.majority.test``, points;
+    NaN when absent) and the validation gain over the last epoch (``last_gain``, points: the final score minus the one
+    after the epoch before, from ``validation.curve``; NaN without a curve)."""
     path = Path(path)
-    doc = load_result(path)
+    doc = load_result(path) if doc is None else doc
     scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
     baselines = doc.get("baselines")
     majority = baselines.get("majority") if isinstance(baselines, dict) else None
@@ -270,7 +270,7 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
     """
     root = Path(root)
-    rows = []
+    rows, aside = [], []
     for path in sorted(root.glob("*/*/*/*/results.json")):
         run_dir, dataset, group, model = path.parts[-2], path.parts[-3], path.parts[-4], path.parts[-5]
         if paper_datasets_only and dataset not in DATASETS:
@@ -280,9 +280,16 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
             raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
         if group not in GROUPS:
             raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
+        doc = load_result(path)
+        if fault := misplaced(path, doc):  # a result counts only in the folder its meta names
+            aside.append(fault)
+            continue
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
-                     "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path),
+                     "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path, doc),
                      "path": path.relative_to(relative_to or root).as_posix()})
+    if aside:
+        print(f"{len(aside)} results.json not counted, not in the folder their meta names: "
+              f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
     return _runs_frame(rows, source, scale, grid)
 
 

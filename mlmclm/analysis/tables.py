@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..io import write_text
 from . import results as R
 
 STUDIES = {
@@ -130,9 +131,9 @@ def write(table: pd.DataFrame, out_dir: str | Path, name: str, caption: str = ""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv, tex = out / f"{name}.csv", out / f"{name}.tex"
-    table.to_csv(csv, index=False, lineterminator="\n")
+    write_text(csv, table.to_csv(index=False, lineterminator="\n"))  # atomic: a kill leaves the old file whole
     latex = table.to_latex(index=False, escape=True, column_format="l" * table.shape[1])
-    tex.write_text((f"% {caption}\n" if caption else "") + latex)
+    write_text(tex, (f"% {caption}\n" if caption else "") + latex)
     return [csv, tex]
 
 

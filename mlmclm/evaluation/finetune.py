@@ -50,9 +50,9 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, finetune_config, scale_names, to_dict
+from ..config import FinetuneConfig, check_name, finetune_config, scale_names, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
-from ..io import HUB_ID, load_result, lr_text, provenance, repo_relative, write_json
+from ..io import HUB_ID, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
@@ -186,14 +186,21 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
     found = checkpoints.pretrained_model(path)
+    if found is None and checkpoints.step_of(path) is not None and (fault := checkpoints.damage(path)):
+        raise FinetuneError(f"{path}: damaged checkpoint ({fault}); its run trains it again when resumed")
     if found is not None:  # a pretraining run of this repository, or one of its checkpoints
         path, run_model_id, run_step = found
         model_id = model_id or run_model_id
+        if fault := checkpoints.damage(path.parent, verify=True):  # its weights, by the hashes saved with them
+            raise FinetuneError(f"{path.parent}: damaged checkpoint ({fault}); its run trains it again when resumed")
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
     if not any((path / w).is_file() for w in _WEIGHTS):
         raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
+    for weights in sorted(path.glob("*.safetensors")):
+        if fault := checkpoints.safetensors_fault(weights):
+            raise FinetuneError(f"{weights}: damaged weights ({fault})")
     if not any((path / f).is_file() for f in _TOKENIZER_FILES):
         raise FinetuneError(f"{path} has no tokenizer (none of {', '.join(_TOKENIZER_FILES)})")
     try:
@@ -216,7 +223,8 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
         raise FinetuneError(f"{path}: the tokenizer has no pad or eos token to pad batches with")
     named_step = checkpoints.step_of(path)
     step = run_step if run_step is not None else named_step if named_step is not None else _recorded_step(path)
-    model_id = model_id or (path.parent.name if named_step is not None else path.name)
+    model_id = check_name(model_id or (path.parent.name if named_step is not None else path.name),
+                          "the model id (--model-id)")
     return Checkpoint(path, model_id, step, config, tokenizer, pad_id, kind, model_type, body)
 
 
@@ -604,12 +612,30 @@ def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
         doc = load_result(path)
     except ResultFileError as e:
         return str(e)
+    if fault := misplaced(path, doc):
+        return fault
     stored = (doc.get("meta") or {}).get("config")
     if not isinstance(stored, dict):
         return f"{path}: no meta.config (the settings it was computed with)"
     ours, theirs = protocol(json.loads(json.dumps(to_dict(cfg)))), protocol(stored)
     changed = [f"{k} {theirs[k]} -> {ours[k]}" for k in ours if theirs[k] != ours[k]]
     return f"{path}: computed with other settings ({', '.join(changed)})" if changed else None
+
+
+MISPLACED = "results.misplaced.json"
+
+
+def set_aside_misplaced(path: Path) -> Path | None:
+    """Rename a results.json that does not belong in its folder (`io.misplaced`: its meta names another model,
+    dataset, learning rate or seed) to `MISPLACED` beside it, saying so in one line; its run is then done anew."""
+    try:
+        fault = path.is_file() and misplaced(path, load_result(path))
+    except ResultFileError:
+        return None  # a damaged file: `result_fault` names it and its run is redone
+    if not fault:
+        return None
+    print(f"{fault}; set aside as {MISPLACED}", flush=True)
+    return path.rename(path.with_name(MISPLACED))
 
 
 def plan_grid(cfg: FinetuneConfig) -> list[tuple[Task, list[Task]]]:
@@ -772,8 +798,11 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
     with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
-        faults = {(e.name, lr, seed): result_fault(run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json", cfg)
-                  for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+        paths = {(e.name, lr, seed): run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json"
+                 for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+        for path in paths.values():
+            set_aside_misplaced(path)
+        faults = {key: result_fault(path, cfg) for key, path in paths.items()}
         redo = sorted(f for f in faults.values() if f and f != "missing")
         for fault in redo[:5]:
             print(f"{fault}; it is redone", flush=True)

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from ..fetch import fetch, sha256
 from .. import locks
-from ..io import atomic_path, write_json
+from ..io import atomic_path, clear_leftovers, write_json
 from .tasks import GROUPS, SUITES, TASKS_DIR, select_tasks
 
 BUILD_VERSION = 1  # bump when a builder changes what it writes
@@ -248,6 +248,8 @@ def build_offline(datasets: Iterable[str] | None = None, data_dir: str | Path | 
         if manifest.get("build_version") != BUILD_VERSION:
             manifest = {"suite": "offline", "build_version": BUILD_VERSION, "sources": {}, "datasets": {}}
         todo = [n for n in names if force or n not in manifest["datasets"] or not (out / n / "test.jsonl").is_file()]
+        for name in names:  # what a killed build left
+            clear_leftovers(out / name)
         roots = dict(roots or {})
         bar = tqdm(todo, desc="building the offline suite", unit="dataset", disable=not progress or not todo)
         for name in bar:

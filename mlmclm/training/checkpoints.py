@@ -2,33 +2,50 @@
 read, publish and prune them.
 
     <checkpoints_dir>/<scale>/<run_id>/          a run's checkpoints (`run_root`)
+        run.json                                 the run they belong to: identity, run id, results folder (`claim`)
         step_NNNNNN/                             the checkpoint after step N (six digits, zero-padded: `step_dir`)
             model.safetensors, optimizer.bin,    accelerate state (model, optimizer, RNG): what a resume loads
             random_states_*.pkl
-            trainer_state.json                   step, objective, lr, tokens_seen, wall_time_s, named (`read_state`)
+            trainer_state.json                   step, objective, lr, tokens_seen, wall_time_s, named, the run's
+                                                 identity, and the sha256 of every *.safetensors (`read_state`)
             hf/                                  the model and tokenizer in transformers format (`hf_dir`)
         .tmp-step_NNNNNN/                        a checkpoint being written (`tmp_dir`)
 
 A checkpoint is written whole under its temporary name, the accelerate state first, then `hf/`, then
 `trainer_state.json`, and renamed to `step_NNNNNN` last (`publish`), so a `step_NNNNNN` folder is whole unless it was
 damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
-with its step and an `hf/config.json`. Every reader counts complete checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's
-checkpoint, the studies' bookkeeping of what is on disk, pruning and rewinding. Anything else in a run's folder (a
-temporary folder, a damaged step folder) is no checkpoint: the run's writer removes it (`clear_temporary`), naming a
-damaged one, and trains its steps again. The writer holds the folder's lock (`mlmclm.locks`) meanwhile.
+with its step, an `hf/config.json` and `hf/model.safetensors` (or its shards' index), and every weights file it
+records (or, in a checkpoint written before weights were recorded, every one present) is a whole safetensors file:
+its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the ones recorded at save time: what
+loading a checkpoint (resume, `init.kind=run`, the studies' fine-tuning) asks. Every reader counts complete
+checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's checkpoint, the studies' bookkeeping of what is
+on disk, pruning and rewinding. Anything else in a run's folder (a temporary folder, a damaged step folder) is no
+checkpoint: the run's writer removes it (`clear_temporary`, `last_verified`), naming a damaged one, and trains its
+steps again. The writer holds the folder's lock (`mlmclm.locks`) meanwhile.
+
+A run is its resolved config, named by a hash of it (its *identity*, `pretrain.identity`). The folder's `run.json`
+names the run it belongs to, and each checkpoint's trainer state its run's identity. Before a writer removes or
+writes anything in a folder it `claim`s it: a folder that belongs to another identity (by `run.json`, or by any
+checkpoint's trainer state) is refused in one line naming both, so a run's checkpoints are never deleted, overwritten
+or resumed by another run. A folder written before identities existed (no `run.json`, no identity in its trainer
+states) is legacy: the first run that writes in it claims it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 from ..errors import ConfigError, ResultFileError
+from ..fetch import sha256
 from ..io import read_json, write_json
 
 STATE = "trainer_state.json"
 HF = "hf"
+OWNER = "run.json"
+WEIGHTS = "model.safetensors"
 _STEP = re.compile(r"step_(\d+)")
 
 
@@ -60,23 +77,62 @@ def step_of(path: str | Path) -> int | None:
 
 
 # ---- what a checkpoint is ----
-def complete(path: str | Path) -> bool:
-    """Whether `path` holds a complete checkpoint: a `trainer_state.json` that parses, with its step, and
-    `hf/config.json`."""
-    return damage(path) is None
+def complete(path: str | Path, verify: bool = False) -> bool:
+    """Whether `path` holds a complete checkpoint (see the module's docstring); `verify`: its weights' hashes too."""
+    return damage(path, verify) is None
 
 
-def damage(path: str | Path) -> str | None:
-    """What makes `path` no complete checkpoint (None when it is one)."""
+def damage(path: str | Path, verify: bool = False) -> str | None:
+    """What makes `path` no complete checkpoint (None when it is one); `verify`: the weights' sha256 too."""
     path = Path(path)
     if not (hf_dir(path) / "config.json").is_file():
         return f"no {HF}/config.json"
+    if not any((hf_dir(path) / name).is_file() for name in (WEIGHTS, f"{WEIGHTS}.index.json")):  # whole or sharded
+        return f"no {HF}/{WEIGHTS}"
     try:
         state = read_json(path / STATE)
     except ResultFileError as e:
         return f"{STATE}: {str(e).removeprefix(f'{path / STATE}: ')}"
     if not isinstance(state, dict) or not isinstance(state.get("step"), int):
         return f"{STATE} has no step"
+    recorded = state.get("weights")
+    if recorded is None:  # written before weights were recorded: the files present, by header and size
+        recorded = {str(p.relative_to(path)): None for p in sorted(path.rglob("*.safetensors"))}
+    if not isinstance(recorded, dict):
+        return f"{STATE}: 'weights' is not a mapping of files to hashes"
+    for name, digest in recorded.items():
+        if fault := safetensors_fault(path / name):
+            return f"{name}: {fault}"
+        if verify and digest is not None and sha256(path / name) != digest:
+            return f"{name}: its sha256 is not the one recorded when it was saved"
+    return None
+
+
+def safetensors_fault(path: str | Path) -> str | None:
+    """What makes `path` no whole safetensors file (None when it is one): a missing file, a header that does not
+    parse, or a size other than the header's (a file cut short, or with bytes after its data)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(0)
+            if size < 8:
+                return f"{size} bytes, shorter than a safetensors header"
+            n = int.from_bytes(f.read(8), "little")
+            if 8 + n > size:
+                return f"{size} bytes, cut short inside its {n}-byte header"
+            header = json.loads(f.read(n))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return "its safetensors header does not parse"
+    try:
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+        return "its safetensors header does not parse"
+    if 8 + n + end != size:
+        return f"{size} bytes, its header says {8 + n + end}"
     return None
 
 
@@ -90,6 +146,15 @@ def last(root: str | Path) -> Path | None:
     """The run's last complete checkpoint, if any."""
     steps = checkpoint_steps(root)
     return step_dir(root, steps[-1]) if steps else None
+
+
+def last_verified(root: str | Path) -> Path | None:
+    """The run's last complete checkpoint whose weights match their recorded hashes; later ones that do not are
+    named and removed (the run's writer, before it resumes: their steps are trained again)."""
+    while (path := last(root)) is not None and (fault := damage(path, verify=True)):
+        print(f"{path}: damaged checkpoint ({fault}); removed, its steps are trained again", flush=True)
+        shutil.rmtree(path)
+    return path
 
 
 def read_state(path: Path) -> dict:
@@ -142,7 +207,48 @@ def begin(root: Path, step: int) -> Path:
 
 
 def write_state(path: Path, state: dict) -> None:
-    write_json(Path(path) / STATE, state)
+    """Write a checkpoint's trainer state, with the sha256 of each of its *.safetensors files (written before it)."""
+    path = Path(path)
+    weights = {str(p.relative_to(path)): sha256(p) for p in sorted(path.rglob("*.safetensors"))}
+    write_json(path / STATE, {**state, "weights": weights})
+
+
+# ---- whose checkpoints ----
+def owner(root: str | Path) -> dict | None:
+    """The run a checkpoint folder belongs to, as its `run.json` says ({"identity", "run_id", "results"}); None when
+    it has none (a new folder, or one written before identities)."""
+    path = Path(root) / OWNER
+    return read_json(path) if path.is_file() else None
+
+
+def claim(root: str | Path, run: dict, write: bool = True) -> None:
+    """Make `root` the checkpoint folder of `run` ({"identity", "run_id", "results"}) before anything in it is
+    removed or written: a `ConfigError` naming both runs when it belongs to another identity (its `run.json`, or a
+    complete checkpoint's trainer state, says so). A folder without `run.json` is claimed (written, when `write`)."""
+    root = Path(root)
+    mine = run["identity"]
+    theirs = owner(root)
+    if not isinstance(theirs, dict) or not isinstance(theirs.get("identity"), str):
+        if theirs is not None:
+            raise ConfigError(f"{root / OWNER} does not name the run these checkpoints belong to; delete {root} to "
+                              "start over")
+        foreign = [p for p in sorted(root.glob("step_*")) if complete(p) and read_state(p).get("identity") not in
+                   (None, mine)]
+        theirs = {"identity": read_state(foreign[0])["identity"], "run_id": root.name,
+                  "results": f"a run whose {foreign[0] / STATE} says so"} if foreign else None
+    else:
+        stray = [p for p in sorted(root.glob("step_*")) if complete(p) and read_state(p).get("identity") not in
+                 (None, theirs["identity"])]
+        if stray:
+            raise ConfigError(f"{stray[0]} is a checkpoint of run identity {read_state(stray[0])['identity']}, not "
+                              f"of {theirs['identity']} that {root / OWNER} names; remove it (or {root}) by hand")
+    if theirs is not None and theirs["identity"] != mine:
+        raise ConfigError(f"{root} holds the checkpoints of run {theirs.get('run_id')!r} of identity "
+                          f"{theirs['identity']} (results: {theirs.get('results')}), not of this run "
+                          f"{run['run_id']!r} of identity {mine} (results: {run['results']}); its config differs: "
+                          f"choose another run_id or checkpoints_dir, or delete that folder to start over")
+    if theirs is None and write:
+        write_json(root / OWNER, run)
 
 
 def clear_temporary(root: str | Path) -> None:

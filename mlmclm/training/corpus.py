@@ -185,6 +185,67 @@ def corpus_files(corpus: str) -> list[Path]:
     return files
 
 
+def content_digest(corpus: str) -> str:
+    """The sha256 of a local corpus's content: each of its files' path within it, size and bytes, in order. What its
+    cached tokenizer and shards are keyed on, so an edited file is read again (and an unchanged one, wherever it
+    lies, is not)."""
+    base = Path(corpus)
+    h = hashlib.sha256()
+    for f in corpus_files(corpus):
+        name = f.relative_to(base) if base.is_dir() else Path(f.name)
+        h.update(f"{name.as_posix()}\0{f.stat().st_size}\0".encode())
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 24):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def read_local(path: Path, text_field: str = "text") -> Iterator[str]:
+    """The documents of one local corpus file, streamed: a .txt file's lines; a .json/.jsonl file's records (JSON
+    lines, or one JSON array of objects), their `text_field`. A line that is not UTF-8 or not JSON, a record that is
+    not an object or lacks the field, is a `ConfigError` naming the file and the line."""
+    with open(path, "rb") as f:
+        if path.suffix == ".json" and f.read(4096).lstrip()[:1] == b"[":  # one JSON array
+            f.seek(0)
+            try:
+                records = json.loads(f.read().decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"data.corpus: {path} is not UTF-8 text (byte {e.start}); give text files") from None
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"data.corpus: {path} line {e.lineno}: not valid JSON ({e.msg})") from None
+            for i, record in enumerate(records):
+                yield _field(record, text_field, f"{path} record {i}")
+            return
+        f.seek(0)
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"data.corpus: {path} line {n} is not UTF-8 text (byte {e.start} of the line); "
+                                  f"give UTF-8 text files") from None
+            if path.suffix == ".txt":
+                yield line
+            elif line.strip():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ConfigError(f"data.corpus: {path} line {n}: not valid JSON ({e.msg} at column "
+                                      f"{e.colno}); give one JSON object a line") from None
+                yield _field(record, text_field, f"{path} line {n}")
+
+
+def _field(record, text_field: str, where: str) -> str:
+    if not isinstance(record, dict):
+        raise ConfigError(f"data.corpus: {where} is a {type(record).__name__}, not a JSON object")
+    if text_field not in record:
+        raise ConfigError(f"data.text_field={text_field!r} is not a column of {where}; columns: "
+                          f"{', '.join(map(str, record))}")
+    text = record[text_field]
+    if text is not None and not isinstance(text, str):
+        raise ConfigError(f"data.corpus: {where}: {text_field} is a {type(text).__name__}, not text")
+    return text
+
+
 def check_corpus(corpus: str) -> None:
     """What `iter_texts` would fail on late, checked before any work: a local corpus must exist and hold text."""
     if corpus != "offline" and not corpus.startswith("hf:"):
@@ -194,25 +255,23 @@ def check_corpus(corpus: str) -> None:
 def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_field: str = "text",
                max_chars: int | None = None) -> Iterator[str]:
     """Documents of `corpus`: "offline" (the registry-built corpus), "hf:NAME[:CONFIG]" (a `datasets` dataset,
-    streamed), or a path to local .txt / .json / .jsonl files (a file or a folder, read through `datasets`)."""
+    streamed), or a path to local .txt / .json / .jsonl files (a file or a folder, each file read by its kind:
+    `read_local`)."""
     if corpus == "offline":
         path = build_offline_corpus(list(sources or SOURCES), root) / "documents.jsonl"
         rows = (json.loads(line) for line in open(path))
         texts = (r["text"] for r in rows)
-    else:
+    elif corpus.startswith("hf:"):
         import datasets
 
-        if corpus.startswith("hf:"):
-            name, _, config = corpus[3:].partition(":")
-            ds = datasets.load_dataset(name, config or None, split="train", streaming=True)
-        else:
-            files = [str(f) for f in corpus_files(corpus)]
-            kind = "text" if files[0].endswith(".txt") else "json"
-            ds = datasets.load_dataset(kind, data_files=files, split="train")
+        name, _, config = corpus[3:].partition(":")
+        ds = datasets.load_dataset(name, config or None, split="train", streaming=True)
         if text_field not in (ds.column_names or [text_field]):
             raise ConfigError(f"data.text_field={text_field!r} is not a column of {corpus}; "
                               f"columns: {', '.join(ds.column_names)}")
         texts = (r[text_field] for r in ds)
+    else:
+        texts = (t for f in corpus_files(corpus) for t in read_local(f, text_field))
     total = 0
     for t in texts:
         if not t or not t.strip():

@@ -11,6 +11,12 @@ Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.cs
 `checkpoints/<scale>/<run_id>/step_NNNNNN/`: accelerate state (model, optimizer, RNG) for resume, `hf/` (the model
 and tokenizer in transformers format) and trainer_state.json. Every checkpoint is written under a temporary name and
 renamed when complete; `mlmclm.training.checkpoints` owns that layout.
+
+A run is its resolved config (config.yaml): its identity is that text's hash (`identity`), stored in meta.json, in
+every checkpoint's trainer state and in the checkpoint folder's run.json. A run refuses, in one line naming both, a
+results folder or a checkpoint folder of another identity, so it never removes, overwrites or resumes another run's
+checkpoints. Results written before identities (meta.json without one: the committed runs) are checked by their
+config.yaml alone, which is what the identity hashes.
 """
 
 from __future__ import annotations
@@ -51,13 +57,15 @@ def _slug(text: str) -> str:
 
 
 def _corpus_key(data) -> str:
+    """The cache key of a run's corpus (its tokenizer's and shards' folder names): the offline corpus by its sources
+    (each fetched at a pinned version), a `datasets` corpus by name, a local one by its content
+    (`corpus.content_digest`): an edited file is read again."""
     if data.corpus == "offline":
         key = "offline-" + "-".join(data.sources)
     elif data.corpus.startswith("hf:"):
         key = _slug(data.corpus[3:])
     else:
-        key = _slug(Path(data.corpus).name) + "-" + hashlib.sha256(str(Path(data.corpus).resolve()).encode()
-                                                                    ).hexdigest()[:8]
+        key = _slug(Path(data.corpus).name) + "-" + corpus.content_digest(data.corpus)[:12]
     return key + (f"-{data.max_chars}c" if data.max_chars else "")
 
 
@@ -169,6 +177,17 @@ def _optimizer(model, o, device=None) -> torch.optim.AdamW:
     return build_optimizer(model, o.lr, o.betas, o.eps, o.weight_decay, device)  # norms: no weight decay
 
 
+def identity(cfg: PretrainConfig) -> str:
+    """A run's identity: the hash of its resolved config (the text of its config.yaml)."""
+    return hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]
+
+
+def owner(cfg: PretrainConfig) -> dict:
+    """What a checkpoint folder records of the run it belongs to (`checkpoints.claim`)."""
+    return {"identity": identity(cfg), "run_id": cfg.run_id, "results": str(Path(cfg.results_dir) / cfg.scale /
+                                                                                cfg.run_id)}
+
+
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
     """What can be checked before any data is built or any step trained: the init checkpoint, the context, the corpus
     and the output folders."""
@@ -183,6 +202,9 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
         check_writable(folder)
     if cfg.init.kind == "run":
         src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
+        if fault := checkpoints.damage(src, verify=True):
+            raise ConfigError(f"init checkpoint {src} is damaged ({fault}); train it again (its run resumes from "
+                              f"its last good checkpoint once this one is removed)")
         if cfg.init.optimizer:
             state = checkpoints.read_state(src)
             if state["step"] >= schedule.total:
@@ -236,11 +258,18 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
-    resolved = to_yaml(cfg)
-    if (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
-        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with a different config; choose another run_id, "
-                          f"or delete that folder and its checkpoints to start over")
+    resolved, me = to_yaml(cfg), owner(cfg)
     meta_path = run_dir / "meta.json"
+    recorded, other = _recorded_identity(meta_path), None
+    if recorded not in (None, me["identity"]):
+        other = f"identity {recorded}"
+    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
+        other = "its config.yaml differs"
+    if other:
+        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one (identity "
+                          f"{me['identity']}); choose another run_id, or delete that folder and its checkpoints to "
+                          f"start over")
+    checkpoints.claim(ckpt_root, me, write=False)  # refused before any work when they are another run's
     if finished(run_dir, schedule.total) and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
         print(f"{cfg.run_id}: already complete ({run_dir})")
         return run_dir
@@ -279,8 +308,9 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     # ---- where to start: our own last checkpoint, else the init checkpoint's step (biphasic), else 0 ----
     start, elapsed, tokens_seen = 0, 0.0, 0
     if accelerator.is_main_process:
+        checkpoints.claim(ckpt_root, me)
         checkpoints.clear_temporary(ckpt_root)
-        own = checkpoints.last(ckpt_root)
+        own = checkpoints.last_verified(ckpt_root)
         good = log_end(run_dir / "pretrain.csv")
         if own is not None and checkpoints.step_of(own) > good:  # log rows lost: train their steps again
             checkpoints.drop_after(ckpt_root, good)
@@ -298,6 +328,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
         write_text(run_dir / "config.yaml", resolved)
         _truncate_log(run_dir / "pretrain.csv", start)
         _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "running", elapsed, tokens_seen, None)
+    stamp = {"identity": me["identity"]}  # every trainer state names its run
 
     special = torch.tensor(tokenizer.all_special_ids, device=device)
     bos = tokenizer.bos_token_id
@@ -320,7 +351,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     if start == 0 and 0 in named and not checkpoints.complete(checkpoints.step_dir(ckpt_root, 0)):
         _save_checkpoint(accelerator, ckpt_root, 0, model, tokenizer, schedule.objective(1).is_causal,
                          {"step": 0, "objective": str(schedule.objective(1)), "lr": 0.0, "tokens_seen": 0,
-                          "wall_time_s": 0.0, "named": True})
+                          "wall_time_s": 0.0, "named": True, **stamp})
 
     for step in range(start + 1, schedule.total + 1):
         _STEP["now"] = step
@@ -376,7 +407,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
         if is_ckpt:
             _save_checkpoint(accelerator, ckpt_root, step, model, tokenizer, objective.is_causal,
                              {"step": step, "objective": str(objective), "lr": lr, "tokens_seen": tokens_seen,
-                              "wall_time_s": time.perf_counter() - t0, "named": step in named})
+                              "wall_time_s": time.perf_counter() - t0, "named": step in named, **stamp})
             if accelerator.is_main_process:
                 checkpoints.prune(ckpt_root, named, cfg.checkpoint.keep_last)
     bar.close()
@@ -444,11 +475,21 @@ def _truncate_log(path: Path, step: int) -> None:
     write_text(path, "\n".join(keep) + "\n" if keep else "")
 
 
+def _recorded_identity(meta_path: Path) -> str | None:
+    """The identity a run folder's meta.json records (None when it has none: a new run, or one written before
+    identities; a damaged meta.json is `finished`'s to name)."""
+    try:
+        meta = read_json(meta_path) if meta_path.exists() else {}
+    except ResultFileError:
+        return None
+    return meta.get("identity") if isinstance(meta, dict) else None
+
+
 def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens, loss):
     shard_meta = json.loads((shards / "meta.json").read_text())
     write_json(path, {
-        "run_id": cfg.run_id, "status": status, "wall_time_s": round(wall, 2), "tokens_seen": tokens,
-        "final_loss": loss, "attention_backend": model.config.attention_backend,
+        "run_id": cfg.run_id, "identity": identity(cfg), "status": status, "wall_time_s": round(wall, 2),
+        "tokens_seen": tokens, "final_loss": loss, "attention_backend": model.config.attention_backend,
         "parameters": model.config.num_parameters_by_part(), "processes": world,
         "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
         **provenance(),
