@@ -262,3 +262,13 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
     tok = AutoTokenizer.from_pretrained(hf)
     shape = json.loads((hf / "config.json").read_text())
     assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30
+
+
+@pytest.mark.parametrize("scale", ["mini", "long"])
+def test_committed_scales_stay_complete(scale):
+    """The committed runs of a scale are its whole plan: `study run` would train and fine-tune nothing (their
+    identity, the resolved configs and fine-tuning protocols, unchanged)."""
+    plan = studies.build_plan(scale)
+    paths = studies.Paths()
+    runs, evals, _ = studies.work(plan, paths, studies.grid_configs(plan, paths))
+    assert (runs, evals) == ([], [])
