@@ -446,6 +446,8 @@ class ScaleConfig:
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
+    seed_data_order: bool = False           # a pretraining seed also shuffles the data: data.seed = the recipe's +
+                                            # the run's seed (off: every seed reads one order, as mini and long do)
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)

@@ -321,7 +321,10 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
         template["seed"] = run.seed
-    template.setdefault("data", {}).update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
+    data = template.setdefault("data", {})
+    data.update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
+    if s.seed_data_order and run.seed:  # its own data order (and CPT from it continues in that order)
+        data["seed"] = data.get("seed", 0) + run.seed
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:

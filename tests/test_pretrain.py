@@ -373,3 +373,14 @@ def test_ctrl_c_says_where_and_how_to_resume(tmp_path, text_corpus, data_root):
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(r"mlmclm: int: interrupted at step \d+; re-run the same command to resume", last), err[-500:]
     assert "Traceback" not in err
+
+
+def test_two_data_seeds_read_two_orders(tmp_path, text_corpus, data_root):
+    """data.seed shuffles the documents (meta.json's order_sha256) and the block order: two seeds, two orders."""
+    metas = []
+    for seed in (0, 1):
+        cfg = make_config(tmp_path, text_corpus, data_root, run_id=f"d{seed}", phases=[("clm", 6)],
+                          data={"seed": seed}, checkpoint={"steps": []})
+        metas.append(json.loads((pretrain(cfg) / "meta.json").read_text())["data"])
+    assert metas[0]["seed"] == 0 and metas[1]["seed"] == 1
+    assert metas[0]["order_sha256"] != metas[1]["order_sha256"] and metas[0]["documents"] == metas[1]["documents"]
