@@ -282,7 +282,7 @@ def test_calibration_reads_each_datasets_own_grid(tmp_path):
     assert report.passed and report.unequal.empty and report.interior == 1.0, report.summary()
     n = results.aggregate(runs).groupby("dataset")["n"].max().to_dict()
     assert n == {"toy_sc": 4, "toy_sc2": 8, "Avg": 4}  # a group mean's interval: the seeds every dataset has
-    _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-3,), seeds=range(8), dataset="toy_sc2")  # a rate the others lack
+    _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-2,), seeds=range(8), dataset="toy_sc2")  # toy_sc's rate, not toy_sc2's
     report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
     assert report.unequal[["model", "dataset"]].values.tolist() == [["m-mlm40-100", "toy_sc2"]]
 
