@@ -443,8 +443,30 @@ class FinetuneConfig:
     data_dir: str | None = None     # offline: the built suite (default data/tasks); paper: a local hub mirror
     results_dir: str = "results/runs"
     optim: FinetuneOptim = field(default_factory=FinetuneOptim)
+    per_dataset: dict[str, dict] = field(default_factory=dict)  # dataset -> its own DATASET_FIELDS (the fields above
+    # are the default for the rest); IR: the training dataset's entry governs every dataset evaluated from it
+
+    # the protocol fields a dataset may set for itself (`per_dataset`)
+    DATASET_FIELDS = ("lrs", "seeds", "epochs", "max_steps", "max_train", "max_eval", "max_length", "batch_size")
+
+    def for_dataset(self, name: str) -> "FinetuneConfig":
+        """The protocol of dataset `name`: the defaults with its `per_dataset` entry on top (`per_dataset` emptied, so
+        a run's recorded config is its resolved protocol, as before per-dataset protocols existed)."""
+        data = {**to_dict(self), **_deepcopy(self.per_dataset.get(name, {})), "per_dataset": {}}
+        return from_dict(FinetuneConfig, data, f"per_dataset.{name}." if name in self.per_dataset else "")
 
     def validate(self):
+        for name, entry in self.per_dataset.items():
+            if not isinstance(entry, dict):
+                raise ConfigError(f"per_dataset.{name} must be a mapping of fine-tuning fields, got {entry!r}")
+            bad = [k for k in entry if k not in self.DATASET_FIELDS]
+            if bad:
+                raise ConfigError(f"per_dataset.{name}.{bad[0]} cannot be set per dataset; choose from "
+                                  f"{', '.join(self.DATASET_FIELDS)}")
+            try:  # its fields typed and checked as the defaults are
+                self.for_dataset(name)
+            except ConfigError as e:
+                raise ConfigError(str(e) if str(e).startswith("per_dataset.") else f"per_dataset.{name}: {e}") from None
         bad = [g for g in self.groups if g not in FINETUNE_GROUPS]
         if bad:
             raise ConfigError(f"unknown task group {bad[0]!r}; choose from {', '.join(FINETUNE_GROUPS)}")
@@ -495,6 +517,8 @@ class ScaleConfig:
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
+    seed_data_order: bool = False           # a pretraining seed also shuffles the data: data.seed = the recipe's +
+                                            # the run's seed (off: every seed reads one order, as mini and long do)
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)

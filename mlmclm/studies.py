@@ -321,7 +321,10 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
         template["seed"] = run.seed
-    template.setdefault("data", {}).update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
+    data = template.setdefault("data", {})
+    data.update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
+    if s.seed_data_order and run.seed:  # its own data order (and CPT from it continues in that order)
+        data["seed"] = data.get("seed", 0) + run.seed
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
@@ -384,19 +387,19 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
     return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step), verify=True)
 
 
-def grid_results(e: Evaluation, cfg) -> set[Path]:
-    """The results.json files of `e`'s grid."""
-    from .evaluation.finetune import plan_grid, run_dir
+def grid_results(e: Evaluation, cfg) -> dict:
+    """The results.json files of `e`'s grid, each with its dataset's protocol."""
+    from .evaluation.finetune import grid_runs
 
-    return {ROOT / run_dir(cfg, e.model_id, t, lr, sd) / "results.json"
-            for _, evaluated in plan_grid(cfg) for t in evaluated for lr in cfg.lrs for sd in cfg.seeds}
+    tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+    return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
 def missing_results(e: Evaluation, cfg) -> set[Path]:
     """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings)."""
     from .evaluation.finetune import result_fault
 
-    return {p for p in grid_results(e, cfg) if result_fault(p, cfg)}
+    return {p for p, c in grid_results(e, cfg).items() if result_fault(p, c)}
 
 
 ASIDE = "results.outside-grid.json"
@@ -413,7 +416,7 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
         if not tree.is_dir():
             continue
         with locks.hold(tree):
-            for path in sorted(set(tree.glob("*/*/*/results.json")) - wanted):
+            for path in sorted(set(tree.glob("*/*/*/results.json")) - set(wanted)):
                 path.rename(path.with_name(ASIDE))
                 moved.append(path)
             for path in wanted:
@@ -462,7 +465,7 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
 
     names = []
     for grid in {e.grid for e in plan.evaluations.values()}:
-        for trainer, evaluated in plan_grid(grids[grid]):
+        for _, trainer, evaluated in plan_grid(grids[grid]):
             names += [t.name for t in (trainer, *evaluated)]
     return list(dict.fromkeys(names))
 
@@ -590,16 +593,15 @@ def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -
     grids = grids or grid_configs(plan, paths)
     trainings, results = {}, set()
     for e in plan.evaluations.values():
-        cfg = grids[e.grid]
         config, _ = _model_config(plan, plan.runs[e.run_id].size)
-        length = max_length(cfg, config)
-        steps = [cfg.epochs * math.ceil(cfg.max_train / cfg.batch_size)] if cfg.max_train else []
-        steps = min(steps + ([cfg.max_steps] if cfg.max_steps > 0 else []), default=0)  # 0: the size is unknown
-        train_tokens = steps * cfg.batch_size * length
-        eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation after every epoch, test once
-        flops = (train_tokens * config.flops_per_token(length)
-                 + eval_tokens * config.flops_per_token(length, training=False))
-        for trainer, evaluated in plan_grid(cfg):
+        for cfg, trainer, evaluated in plan_grid(grids[e.grid]):  # each dataset under its own protocol
+            length = max_length(cfg, config)
+            steps = [cfg.epochs * math.ceil(cfg.max_train / cfg.batch_size)] if cfg.max_train else []
+            steps = min(steps + ([cfg.max_steps] if cfg.max_steps > 0 else []), default=0)  # 0: the size is unknown
+            train_tokens = steps * cfg.batch_size * length
+            eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation every epoch, test once
+            flops = (train_tokens * config.flops_per_token(length)
+                     + eval_tokens * config.flops_per_token(length, training=False))
             for lr in cfg.lrs:
                 for seed in cfg.seeds:
                     trainings[(e.model_id, e.grid, trainer.name, lr, seed)] = flops * len(evaluated)
@@ -613,7 +615,8 @@ def _steps_text(cfg) -> str:
     epochs = f"{cfg.epochs} epochs" if cfg.epochs > 1 else "one epoch"
     train = f" of {cfg.max_train:,} examples" if cfg.max_train else ""
     cap = f", at most {cfg.max_steps} steps" if cfg.max_steps > 0 else ""
-    return f"{epochs}{train} in batches of {cfg.batch_size}{cap}"
+    evaluated = f"; {cfg.max_eval:,} validation and test examples" if cfg.max_eval else ""
+    return f"{epochs}{train} in batches of {cfg.batch_size}{cap}{evaluated}"
 
 
 def machine_rate() -> tuple[float, str]:
@@ -718,6 +721,9 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
                      f"lrs {cfg.lrs}; seeds {cfg.seeds}; " + _steps_text(cfg))
+        for name in cfg.per_dataset:
+            d = cfg.for_dataset(name)
+            lines.append(f"    {name}: lrs {d.lrs}; seeds {d.seeds}; " + _steps_text(d))
     if s.scale == "paper":
         p = PAPER_ACCOUNTING
         per_flop = p["gpu_hours"]["base"] / c["pretrain"]["base"]["flops"]

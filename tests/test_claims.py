@@ -332,14 +332,31 @@ def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
 # ----------------------------------------------------------------------------------------------- calibration
 
 
-def _grid(root, models, lrs=(1e-4, 1e-3, 1e-2), seeds=range(4), best=1e-3, spread=0.002, last_gain=0.004):
+def _grid(root, models, lrs=(1e-4, 1e-3, 1e-2), seeds=range(4), best=1e-3, spread=0.002, last_gain=0.004,
+          dataset="toy_sc"):
     """Runs whose validation peaks at ``best`` (test scores 0.6 +- ``spread`` over seeds), each having gained
     ``last_gain`` over its last epoch (None: one epoch, no curve)."""
     for model in models:
         for lr in lrs:
             for sd in seeds:
                 val = 0.7 - abs(np.log10(lr) - np.log10(best)) / 10
-                write_run(root, model, "SC", "toy_sc", lr, sd, val, 0.6 + spread * (sd - 1.5), last_gain=last_gain)
+                write_run(root, model, "SC", dataset, lr, sd, val, 0.6 + spread * (sd - 1.5), last_gain=last_gain)
+
+
+def test_calibration_reads_each_datasets_own_grid(tmp_path):
+    """Per-dataset protocols (`finetune.per_dataset`): each dataset's grid is its own; within a dataset every model
+    has the same one, and edges are that grid's."""
+    models = ["m-clm-100", "m-mlm40-100"]
+    _grid(tmp_path, models)
+    _grid(tmp_path, models, lrs=(1e-5, 1e-4, 1e-3), seeds=range(8), best=1e-4, dataset="toy_sc2")
+    runs = results.load_run_tree(tmp_path, "ours", "x")
+    report = evidence.calibration_report(runs)
+    assert report.passed and report.unequal.empty and report.interior == 1.0, report.summary()
+    n = results.aggregate(runs).groupby("dataset")["n"].max().to_dict()
+    assert n == {"toy_sc": 4, "toy_sc2": 8, "Avg": 4}  # a group mean's interval: the seeds every dataset has
+    _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-2,), seeds=range(8), dataset="toy_sc2")  # toy_sc's rate, not toy_sc2's
+    report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
+    assert report.unequal["dataset"].tolist() == ["toy_sc2"]  # toy_sc, where both share a grid, stays equal
 
 
 def test_calibration_report_passes_on_an_equal_converged_grid(tmp_path):

@@ -278,3 +278,32 @@ def test_a_full_disk_names_the_file_being_written_and_leaves_no_temporary_file(t
         write_json(target, {"a": 2})
     assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)
     assert list(target.parent.iterdir()) == [target] and '"a": 1' in target.read_bytes().decode()
+
+
+def test_a_dataset_sets_its_own_protocol_and_the_rest_keep_the_default():
+    """`finetune.per_dataset`: a dataset's lrs, seeds, epochs, sizes on top of the scale's default; the resolved
+    protocol holds no per_dataset (a run records what it was computed with)."""
+    from mlmclm.config import finetune_config
+
+    cfg = finetune_config("long", ["per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-3]",
+                                   "per_dataset.multiemo_sentiment.seeds=[0, 1, 2, 3, 4, 5, 6, 7]",
+                                   "per_dataset.multiemo_sentiment.max_eval=4000"])
+    sc, tc = cfg.for_dataset("multiemo_sentiment"), cfg.for_dataset("brown_upos")
+    assert (sc.lrs, sc.seeds, sc.max_eval, sc.epochs) == ([1e-4, 1e-3], list(range(8)), 4000, cfg.epochs)
+    assert (tc.lrs, tc.seeds, tc.max_eval) == (cfg.lrs, cfg.seeds, cfg.max_eval)
+    assert sc.per_dataset == tc.per_dataset == {} and cfg.per_dataset["multiemo_sentiment"]["max_eval"] == 4000
+
+
+@pytest.mark.parametrize("override,match", [
+    ("finetune.per_dataset.multiemo_sentiment.qa_stride=4", "per_dataset.multiemo_sentiment.qa_stride cannot be "
+                                                            "set per dataset; choose from lrs, seeds, epochs"),
+    ("finetune.per_dataset.multiemo_sentiment.lrs=[-1]", "per_dataset.multiemo_sentiment: lrs must be positive"),
+    ("finetune.per_dataset.multiemo_sentiment.epochs=x", "per_dataset.multiemo_sentiment.epochs must be an integer"),
+    ("finetune.per_dataset.multiemo_sentiment=3", "per_dataset.multiemo_sentiment must be a mapping"),
+])
+def test_a_bad_per_dataset_protocol_is_one_line(override, match):
+    from mlmclm.config import scale_config
+
+    with pytest.raises(ConfigError, match=match) as err:
+        scale_config("tiny", [override])
+    assert "\n" not in str(err.value)

@@ -398,3 +398,34 @@ def test_several_epochs_reshuffle_and_record_a_validation_curve(suite, tmp_path)
     first, second = batch_plan([5] * 20, 8, rng), batch_plan([5] * 20, 8, rng)
     assert [list(b) for b in first] != [list(b) for b in second]  # the next epoch draws a new order
     assert sorted(np.concatenate(first)) == sorted(np.concatenate(second)) == list(range(20))
+
+
+def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
+    """`per_dataset`: a dataset with its own grid and sizes runs them, the others the default; every results.json
+    records the protocol it was computed with (no per_dataset), a re-run finds all complete, and an IR training
+    dataset's protocol governs the datasets evaluated zero-shot from it."""
+    root, ckpt = suite
+    base = [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]", "seeds=[0]", "grid_workers=1",
+            "datasets=[multiemo_sentiment, brown_propn_spans, squad_retrieval, nq_retrieval]",
+            "per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-2]", "per_dataset.multiemo_sentiment.max_eval=3",
+            "per_dataset.squad_retrieval.seeds=[1]", "per_dataset.squad_retrieval.max_steps=2"]
+    cfg = finetune_config("tiny", base)
+    out = run_grid(ckpt, cfg, progress=False)
+    assert (out["runs"], out["trainings"]) == (5, 4)
+    docs = {str(p.parent.relative_to(tmp_path / "tiny" / "tiny-mlm40-100")): json.loads(p.read_text())
+            for p in tmp_path.rglob("results.json")}
+    assert set(docs) == {"SC/multiemo_sentiment/lr1e-04_sd0", "SC/multiemo_sentiment/lr1e-02_sd0",
+                         "TC/brown_propn_spans/lr1e-03_sd0", "IR/squad_retrieval/lr1e-03_sd1",
+                         "IR/nq_retrieval/lr1e-03_sd1"}
+    sc, tc = docs["SC/multiemo_sentiment/lr1e-04_sd0"], docs["TC/brown_propn_spans/lr1e-03_sd0"]
+    assert sc["meta"]["n_test"] == 3 and sc["meta"]["config"]["lrs"] == [1e-4, 1e-2]
+    assert tc["meta"]["n_test"] > 3 and tc["meta"]["config"]["lrs"] == [1e-3]
+    assert all(d["meta"]["config"]["per_dataset"] == {} for d in docs.values())
+    assert {d["meta"]["train_steps"] for k, d in docs.items() if k.startswith("IR")} == {2}
+    assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
+    # the command line's --lrs is every dataset's grid
+    assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--results-dir",
+                str(tmp_path / "cli"), "--set", "per_dataset.multiemo_sentiment.lrs=[1e-4]") == 0
+    assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
+    with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):
+        run_grid(ckpt, finetune_config("tiny", base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False)

@@ -451,3 +451,14 @@ def test_damaged_weights_are_named_and_their_steps_trained_again(tmp_path, text_
     assert f"{root / 'step_000020'}: damaged checkpoint (model.safetensors: its sha256 is not the one" in said
     assert sorted(p.name for p in root.glob("step_*")) == ["step_000016", "step_000020", "step_000024"]
     assert all(torch.equal(weights[k], v) for k, v in final_weights(cfg).items())
+
+
+def test_two_data_seeds_read_two_orders(tmp_path, text_corpus, data_root):
+    """data.seed shuffles the documents (meta.json's order_sha256) and the block order: two seeds, two orders."""
+    metas = []
+    for seed in (0, 1):
+        cfg = make_config(tmp_path, text_corpus, data_root, run_id=f"d{seed}", phases=[("clm", 6)],
+                          data={"seed": seed}, checkpoint={"steps": []})
+        metas.append(json.loads((pretrain(cfg) / "meta.json").read_text())["data"])
+    assert metas[0]["seed"] == 0 and metas[1]["seed"] == 1
+    assert metas[0]["order_sha256"] != metas[1]["order_sha256"] and metas[0]["documents"] == metas[1]["documents"]

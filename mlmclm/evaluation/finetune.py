@@ -588,7 +588,8 @@ def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int
 
 
 # FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
-GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir")
+# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
+GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir", "per_dataset")
 
 
 def protocol(config: dict) -> dict:
@@ -638,18 +639,28 @@ def set_aside_misplaced(path: Path) -> Path | None:
     return path.rename(path.with_name(MISPLACED))
 
 
-def plan_grid(cfg: FinetuneConfig) -> list[tuple[Task, list[Task]]]:
-    """(training task, evaluated tasks): one pair per selected dataset, except IR, where every dataset trained on
-    the same `train_on` dataset shares one training."""
-    tasks = select_tasks(cfg.suite, cfg.groups, cfg.datasets)
+def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task]]]:
+    """(protocol, training task, evaluated tasks): one per selected dataset, except IR, where every dataset trained
+    on the same `train_on` dataset shares one training; the protocol is the training dataset's
+    (`FinetuneConfig.for_dataset`)."""
+    unknown = sorted(set(cfg.per_dataset) - set(t.name for t in select_tasks(cfg.suite, GROUPS)))
+    if unknown:
+        raise FinetuneError(f"per_dataset names {unknown[0]!r}, which is not a dataset of the {cfg.suite} suite")
     pairs, ir = [], {}
-    for t in tasks:
+    for t in select_tasks(cfg.suite, cfg.groups, cfg.datasets):
         if t.group == "IR":
             trainer = select_tasks(cfg.suite, ["IR"], [t.train_on])[0] if t.train_on else t
             ir.setdefault(trainer.name, (trainer, []))[1].append(t)
         else:
             pairs.append((t, [t]))
-    return pairs + list(ir.values())
+    return [(cfg.for_dataset(trainer.name), trainer, evaluated) for trainer, evaluated in pairs + list(ir.values())]
+
+
+def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
+    """Every results.json of `cfg`'s grid for a model (relative to `results_dir/scale/<model_id>`), with the
+    protocol it is computed with."""
+    return {Path(t.group) / t.name / f"lr{lr_text(lr)}_sd{sd}" / "results.json": c
+            for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
 
 
 def grid_workers(cfg: FinetuneConfig, device: torch.device) -> int:
@@ -781,64 +792,78 @@ def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
 
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
-             pairs: list[tuple[Task, list[Task]]] | None = None) -> dict:
-    """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing, one run after
-    another here or, with `grid_workers` > 1, on forked worker processes (same results: each run is the same
-    computation, on its own thread share). Bad input (names, checkpoint, labels, head) fails before any training.
-    `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). Returns counts and wall time."""
-    from tqdm.auto import tqdm
-
+             pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None) -> dict:
+    """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
+    results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
+    results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
+    fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). Returns
+    counts and wall time."""
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
     ckpt = open_checkpoint(model_dir, model_id)
     if cfg.is_causal and ckpt.kind == "encoder":
         raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
                             f"mode (only mlmclm models and the decoders it converts do)")
-    for trainer, evaluated in pairs:
+    for _, trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
+    protocols = {}  # datasets that share a protocol share data loading and workers
+    for c, trainer, evaluated in pairs:
+        protocols.setdefault(json.dumps(to_dict(c), sort_keys=True), (c, []))[1].append((trainer, evaluated))
+    out = collections.Counter()
     with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
-        paths = {(e.name, lr, seed): run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json"
-                 for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
-        for path in paths.values():
-            set_aside_misplaced(path)
-        faults = {key: result_fault(path, cfg) for key, path in paths.items()}
-        redo = sorted(f for f in faults.values() if f and f != "missing")
-        for fault in redo[:5]:
-            print(f"{fault}; it is redone", flush=True)
-        if len(redo) > 5:
-            print(f"... and {len(redo) - 5} more results.json of {ckpt.model_id} redone likewise", flush=True)
-        jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
-                for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
-        todo = [j for j in jobs if j[1]]
-        names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
-        # (name, seed): a task whose splits the run seed draws (NQ) is loaded once a seed, any other once (seed None)
-        keys = [(n, s) for n, t in names.items() for s in (cfg.seeds if t.seeded_split else [None])]
-        data = {(n, s): load_task(names[n], cfg.data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
-        for trainer, *_ in todo:
-            if "train" not in data[_data_key(trainer, cfg.seeds[0])]:
-                raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
-        length = max_length(cfg, ckpt)
-        encoded = {k: encode(names[k[0]], data[k], ckpt.tokenizer, length, cfg.qa_stride) for k in keys}
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        workers = min(grid_workers(cfg, device), len(todo))
-        grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
-                     provenance(grid_workers=max(workers, 1)),
-                     {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e})
-        bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
-        if workers > 1:
-            bar.set_postfix_str(f"{workers} workers")
-            _run_in_workers(grid, todo, workers, bar)
-        else:
-            for job in todo:
-                bar.set_postfix_str(f"{job[0].name} lr={lr_text(job[2])} seed={job[3]}")
-                grid.run(job)
-                bar.update()
-        bar.close()
-    runs = sum(len(evaluated) for _, evaluated, *_ in todo)
+        for c, group in protocols.values():
+            out.update(_run_protocol(ckpt, c, group, progress))
+    return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
+            "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
+
+
+def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool) -> dict:
+    """`run_grid`'s work for the datasets of one protocol (under the model folder's lock)."""
+    from tqdm.auto import tqdm
+
+    paths = {(e.name, lr, seed): run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json"
+             for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+    for path in paths.values():
+        set_aside_misplaced(path)
+    faults = {key: result_fault(path, cfg) for key, path in paths.items()}
+    redo = sorted(f for f in faults.values() if f and f != "missing")
+    for fault in redo[:5]:
+        print(f"{fault}; it is redone", flush=True)
+    if len(redo) > 5:
+        print(f"... and {len(redo) - 5} more results.json of {ckpt.model_id} redone likewise", flush=True)
+    jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
+            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+    todo = [j for j in jobs if j[1]]
     total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
-    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "seconds": time.perf_counter() - start,
-            "model_id": ckpt.model_id, "workers": max(workers, 1)}
+    runs = sum(len(evaluated) for _, evaluated, *_ in todo)
+    if not todo:
+        return {"runs": 0, "trainings": 0, "skipped": total, "workers": 0}
+    names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
+    # (name, seed): a task whose splits the run seed draws (NQ) is loaded once a seed, any other once (seed None)
+    keys = [(n, s) for n, t in names.items() for s in (cfg.seeds if t.seeded_split else [None])]
+    data = {(n, s): load_task(names[n], cfg.data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
+    for trainer, *_ in todo:
+        if "train" not in data[_data_key(trainer, cfg.seeds[0])]:
+            raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
+    length = max_length(cfg, ckpt)
+    encoded = {k: encode(names[k[0]], data[k], ckpt.tokenizer, length, cfg.qa_stride) for k in keys}
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    workers = min(grid_workers(cfg, device), len(todo))
+    grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
+                 provenance(grid_workers=max(workers, 1)),
+                 {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e})
+    bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
+    if workers > 1:
+        bar.set_postfix_str(f"{workers} workers")
+        _run_in_workers(grid, todo, workers, bar)
+    else:
+        for job in todo:
+            bar.set_postfix_str(f"{job[0].name} lr={lr_text(job[2])} seed={job[3]}")
+            grid.run(job)
+            bar.update()
+    bar.close()
+    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "workers": max(workers, 1)}
 
 
 # ----------------------------------------------------------------------------------------------- command line
@@ -869,6 +894,10 @@ def _cli_finetune(args) -> int:
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
     cfg = finetune_config(args.scale, overrides + args.overrides)
+    for key in ("lrs", "seeds"):  # an explicit grid on the command line is every dataset's
+        if getattr(args, key) is not None:
+            for entry in cfg.per_dataset.values():
+                entry.pop(key, None)
     out = run_grid(args.model_dir, cfg, args.model_id)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {Path(cfg.results_dir) / cfg.scale / out['model_id']}")
