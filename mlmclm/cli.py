@@ -21,7 +21,7 @@ from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
 VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.offline_suite", "mlmclm.evaluation.finetune",
-                            "mlmclm.studies", "mlmclm.bench"]
+                            "mlmclm.studies", "mlmclm.bench", "mlmclm.workspace"]
 
 
 def _millions(n: int) -> str:
@@ -97,7 +97,7 @@ def reproduce(args) -> int:
     import time
 
     from .analysis import notebooks
-    from . import studies
+    from . import studies, workspace
     from .io import ROOT, repo_relative
 
     start = time.perf_counter()
@@ -105,9 +105,11 @@ def reproduce(args) -> int:
     out = Path(args.output_dir).resolve() if args.output_dir else None
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
           f"{repo_relative(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
-    if results != ROOT / "results" and not (results / "paper").exists():
-        results.mkdir(parents=True, exist_ok=True)
-        (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
+    if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
+        workspace.init(ROOT)
+        if results != ROOT / "results":
+            results.mkdir(parents=True, exist_ok=True)
+            (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
     paths = studies.Paths(results=results / "runs",
                           checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
