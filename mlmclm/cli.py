@@ -21,7 +21,7 @@ from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
 VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.offline_suite", "mlmclm.evaluation.finetune",
-                            "mlmclm.studies", "mlmclm.bench", "mlmclm.workspace"]
+                            "mlmclm.studies", "mlmclm.bench", "mlmclm.workspace", "mlmclm.export"]
 
 
 def _millions(n: int) -> str:
