@@ -58,7 +58,7 @@ from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
 from .tasks import GROUPS, Task, load_task, select_tasks
-from ..training import checkpoints
+from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
 
@@ -665,6 +665,7 @@ class _Grid:
     device: torch.device
     common: dict
     floors: dict            # dataset -> its majority-class scores (`majority`), computed once a grid
+    report_to: str = "none"  # a tracker each run is also logged to (`trackers.REPORT_TO`)
 
     def run(self, job: tuple) -> None:
         """Train one (trainer, evaluated tasks, lr, seed) job, then evaluate and write each evaluated task's
@@ -704,7 +705,12 @@ class _Grid:
                 "wall_time_s": round(time.perf_counter() - t0, 3),
                 "task": asdict(task), "config": to_dict(cfg), **self.common,
                 "torch_threads": torch.get_num_threads()}
-            write_json(run_dir(cfg, ckpt.model_id, task, lr, seed) / "results.json", result)
+            folder = run_dir(cfg, ckpt.model_id, task, lr, seed)
+            write_json(folder / "results.json", result)
+            trackers.log_run(self.report_to, folder / "logs", f"{ckpt.model_id}-{task.name}-lr{lr_text(lr)}-sd{seed}",
+                             result["meta"]["config"], result["validation"].get("curve", []),
+                             {"validation/score": result["validation"]["score"], "test/score": result["test"]["score"],
+                              "train/loss": stats["train_loss"]}, stats["train_steps"])
 
 
 _FORKED: _Grid | None = None  # the grid a forked worker inherits
@@ -755,15 +761,17 @@ def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
 
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
-             pairs: list[tuple[Task, list[Task]]] | None = None) -> dict:
+             pairs: list[tuple[Task, list[Task]]] | None = None, report_to: str = "none") -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` whose results.json is missing, one run after
     another here or, with `grid_workers` > 1, on forked worker processes (same results: each run is the same
     computation, on its own thread share). Bad input (names, checkpoint, labels, head) fails before any training.
-    `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). Returns counts and wall time."""
+    `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). `report_to`: a tracker each run is
+    also logged to (`trackers.log_run`). Returns counts and wall time."""
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
+    trackers.accelerator_kwargs(report_to, Path(cfg.results_dir))  # a missing tracker package: refused before work
     ckpt = open_checkpoint(model_dir, model_id)
     if cfg.is_causal and ckpt.kind == "encoder":
         raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
@@ -795,7 +803,7 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
         workers = min(grid_workers(cfg, device), len(todo))
         grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
                      provenance(grid_workers=max(workers, 1)),
-                     {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e})
+                     {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e}, report_to)
         bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
         if workers > 1:
             bar.set_postfix_str(f"{workers} workers")
@@ -831,6 +839,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
+    p.add_argument("--report-to", choices=trackers.REPORT_TO, default="none",
+                   help="also log each run (config, validation curve, scores, train loss) to this tracker (default: "
+                        "none; tensorboard writes logs/ in each run's folder)")
     p.set_defaults(run=_cli_finetune)
 
 
@@ -840,7 +851,7 @@ def _cli_finetune(args) -> int:
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
     cfg = finetune_config(args.scale, overrides + args.overrides)
-    out = run_grid(args.model_dir, cfg, args.model_id)
+    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {Path(cfg.results_dir) / cfg.scale / out['model_id']}")
     return 0

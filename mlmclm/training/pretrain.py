@@ -34,7 +34,7 @@ from ..models.configuration import MlmClmConfig
 from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from . import checkpoints
+from . import checkpoints, trackers
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
 from .optim import build_optimizer
 
@@ -192,8 +192,9 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
 
 
-def pretrain(cfg: PretrainConfig) -> Path:
-    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. The main process
+def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
+    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
+    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). The main process
     holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on the same
     run waits for it, then finds the run complete."""
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
@@ -206,7 +207,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
             held.enter_context(locks.hold(run_dir))
             held.enter_context(locks.hold(ckpt_root))
         try:
-            return _train(cfg, schedule, run_dir, ckpt_root)
+            return _train(cfg, schedule, run_dir, ckpt_root, report_to)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {_STEP['now']}") from None
 
@@ -232,7 +233,7 @@ def finished(run_dir: Path, total: int) -> bool:
     return True
 
 
-def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path) -> Path:
+def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, report_to: str = "none") -> Path:
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
@@ -247,7 +248,9 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
 
     on_gpu = torch.cuda.is_available()
     precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
-    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu)
+    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
+                              **trackers.accelerator_kwargs(report_to, run_dir))
+    trackers.start(accelerator, report_to, cfg.run_id, resolved)
     world, rank = accelerator.num_processes, accelerator.process_index
     if cfg.batch_size % (world * cfg.micro_batch_size):
         raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
@@ -368,6 +371,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
             if writer:
                 writer.writerow(row)
                 logf.flush()
+            trackers.log(accelerator, report_to, {**row, "causal": int(objective.is_causal)}, step)
             bar.set_postfix(loss=f"{last_loss:.3f}", obj=str(objective), tok_s=row["tokens_per_s"])
             interval_loss.zero_()
             interval_labels.zero_()
@@ -382,6 +386,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     bar.close()
     if logf:
         logf.close()
+    trackers.end(accelerator, report_to)
     if accelerator.is_main_process:
         _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "complete", time.perf_counter() - t0,
                     tokens_seen, last_loss)
@@ -463,7 +468,7 @@ def _run_cli(args) -> int:
     if args.dry_run:
         print(to_yaml(cfg), end="")
         return 0
-    pretrain(cfg)
+    pretrain(cfg, args.report_to)
     return 0
 
 
@@ -483,6 +488,9 @@ def add_cli(sub) -> None:
     p.add_argument("config", help="a YAML run config, or a recipe's name (tiny, mini, small, paper: mlmclm/recipes/)")
     p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
+    p.add_argument("--report-to", choices=trackers.REPORT_TO, default="none",
+                   help="also log loss, lr, objective and tokens/s to this tracker (default: none; tensorboard writes "
+                        "<run folder>/logs/)")
     p.set_defaults(run=_run_cli)
     d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
     d.add_argument("config")
