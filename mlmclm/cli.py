@@ -6,7 +6,8 @@
     mlmclm reproduce             the main job (see `reproduce --help`)
 
 Modules that own a job add their own verbs: each module in `VERB_MODULES` has `add_cli(subparsers)`, which adds its
-sub-parsers with `set_defaults(run=function_of_args)`.
+sub-parsers with `set_defaults(run=function_of_args)`, or run="module:function" where the job's module imports torch
+(`mlmclm.commands`): no `--help` imports torch.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from .config import scale_names
 from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
-VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.offline_suite", "mlmclm.evaluation.finetune",
-                            "mlmclm.studies", "mlmclm.bench", "mlmclm.workspace", "mlmclm.export"]
+# (torch-free: `mlmclm.commands` holds the parsers of the verbs whose modules import torch)
+VERB_MODULES: list[str] = ["mlmclm.commands", "mlmclm.evaluation.offline_suite", "mlmclm.studies", "mlmclm.workspace",
+                            "mlmclm.export"]
 
 
 def _millions(n: int) -> str:
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--seq-len", type=int, default=None, help="context for the attention FLOPs (default: max)")
     att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
     chk = att.add_parser("check", help="every backend against the eager reference")
-    chk.add_argument("--device", default="cpu")
+    chk.add_argument("--device", default="cpu", help="a torch device (default: cpu)")
     sub.add_parser("notebooks", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
     rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
@@ -194,7 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "reproduce":
             return reproduce(args)
         else:
-            return args.run(args) or 0
+            run = args.run
+            if isinstance(run, str):  # "module:function": imported only now (commands.py)
+                module, _, name = run.partition(":")
+                run = getattr(importlib.import_module(module), name)
+            return run(args) or 0
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2

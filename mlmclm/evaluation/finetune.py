@@ -50,14 +50,14 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, finetune_config, scale_names, to_dict
+from ..config import FinetuneConfig, finetune_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..io import HUB_ID, load_result, lr_text, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
-from .tasks import GROUPS, Task, load_task, select_tasks
+from .tasks import Task, load_task, select_tasks
 from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
@@ -821,29 +821,6 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
 
 
 # ----------------------------------------------------------------------------------------------- command line
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
-    p.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
-                                     "a Llama-family decoder, EuroBert or another encoder), a GGUF file of a "
-                                     "Llama-family decoder, or a hub id")
-    p.add_argument("--scale", required=True, help=f"{', '.join(scale_names())} (sizes, grid, suite)")
-    p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
-    p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
-    p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
-    p.add_argument("--lrs", default=None, help="comma-separated learning rates (default: the scale's)")
-    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
-    p.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's, or "
-                                                    "the hub id's name)")
-    p.add_argument("--results-dir", default=None, help="default results/runs")
-    p.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
-    p.add_argument("--report-to", choices=trackers.REPORT_TO, default="none",
-                   help="also log each run (config, validation curve, scores, train loss) to this tracker (default: "
-                        "none; tensorboard writes logs/ in each run's folder)")
-    p.set_defaults(run=_cli_finetune)
-
 
 def _cli_finetune(args) -> int:
     overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.results_dir),

@@ -481,18 +481,3 @@ def _data_cli(args) -> int:
     print(f"shards: {shards}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
           f"vocabulary {meta['vocab_size']:,}")
     return 0
-
-
-def add_cli(sub) -> None:
-    p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
-    p.add_argument("config", help="a YAML run config, or a recipe's name (tiny, mini, small, paper: mlmclm/recipes/)")
-    p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
-    p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
-    p.add_argument("--report-to", choices=trackers.REPORT_TO, default="none",
-                   help="also log loss, lr, objective and tokens/s to this tracker (default: none; tensorboard writes "
-                        "<run folder>/logs/)")
-    p.set_defaults(run=_run_cli)
-    d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
-    d.add_argument("config")
-    d.add_argument("overrides", nargs="*")
-    d.set_defaults(run=_data_cli)
