@@ -250,6 +250,11 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
     accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
                               **trackers.accelerator_kwargs(report_to, run_dir))
+    distributed = distributed_setup(accelerator)
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and distributed["type"] != "FSDP":
+        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {distributed['type']}, not FSDP "
+                          f"(FSDP shards over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch "
+                          "with --multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
     trackers.start(accelerator, report_to, cfg.run_id, resolved)
     world, rank = accelerator.num_processes, accelerator.process_index
     if cfg.batch_size % (world * cfg.micro_batch_size):
@@ -300,7 +305,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
         run_dir.mkdir(parents=True, exist_ok=True)
         write_text(run_dir / "config.yaml", resolved)
         _truncate_log(run_dir / "pretrain.csv", start)
-        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "running", elapsed, tokens_seen, None)
+        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "running", elapsed, tokens_seen, None)
 
     special = torch.tensor(tokenizer.all_special_ids, device=device)
     bos = tokenizer.bos_token_id
@@ -388,7 +393,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
         logf.close()
     trackers.end(accelerator, report_to)
     if accelerator.is_main_process:
-        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "complete", time.perf_counter() - t0,
+        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "complete", time.perf_counter() - t0,
                     tokens_seen, last_loss)
     accelerator.wait_for_everyone()
     return run_dir
@@ -449,12 +454,28 @@ def _truncate_log(path: Path, step: int) -> None:
     write_text(path, "\n".join(keep) + "\n" if keep else "")
 
 
-def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens, loss):
+def distributed_setup(accelerator) -> dict:
+    """How the run is spread over processes, as meta.json records it: accelerate's distributed type (NO, MULTI_CPU,
+    MULTI_GPU, FSDP, ...), the processes, the collective backend and, under FSDP, its version and sharding."""
+    state = accelerator.state
+    setup = {"type": str(getattr(state.distributed_type, "value", state.distributed_type)),
+             "processes": accelerator.num_processes, "backend": getattr(state, "backend", None)}
+    plugin = getattr(state, "fsdp_plugin", None)
+    if plugin is not None:
+        sharding = getattr(plugin, "sharding_strategy", None)
+        setup["fsdp"] = {"version": getattr(plugin, "fsdp_version", 1),
+                         "sharding": str(getattr(sharding, "name", sharding)),
+                         "reshard_after_forward": str(getattr(plugin, "reshard_after_forward", None))}
+    return setup
+
+
+def _write_meta(path, cfg, model, shards, distributed, precision, status, wall, tokens, loss):
     shard_meta = json.loads((shards / "meta.json").read_text())
     write_json(path, {
         "run_id": cfg.run_id, "status": status, "wall_time_s": round(wall, 2), "tokens_seen": tokens,
         "final_loss": loss, "attention_backend": model.config.attention_backend,
-        "parameters": model.config.num_parameters_by_part(), "processes": world,
+        "parameters": model.config.num_parameters_by_part(), "processes": distributed["processes"],
+        "distributed": distributed,
         "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
         **provenance(),
     })
