@@ -1,4 +1,4 @@
-"""Installed = checkout: the built wheel, installed into a fresh virtual environment, pretrains and executes a
+"""Installed = checkout: the built wheel, installed into a fresh virtual environment, pretrains, plans a study and executes a
 notebook from an empty folder, and writes nothing inside site-packages (issue 25, item 1).
 
 The fresh venv gets the wheel with `--no-deps` and sees this environment's packages through a `.pth` line (fast, and
@@ -49,7 +49,7 @@ def _run(cmd, cwd, tmp, timeout=600):
     return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow  # ~80 s on two cores: the wheel, a tiny pretraining run and a notebook
+@pytest.mark.slow  # ~100 s on two cores: the wheel, a tiny pretraining run, a study plan and a notebook
 def test_installed_wheel_works_from_an_empty_folder(installed, tmp_path):
     python, mlmclm, site = installed
     where = _run([python, "-c", "import mlmclm; print(mlmclm.__file__)"], tmp_path, tmp_path).stdout
@@ -68,6 +68,9 @@ def test_installed_wheel_works_from_an_empty_folder(installed, tmp_path):
     assert (work / "results" / "runs" / "tiny").is_dir() and (work / "checkpoints" / "tiny").is_dir()
     assert (work / "data").is_dir()
     assert any((tmp_path / "cache" / "mlmclm").rglob("*")), "registry packages go to the user cache"
+
+    proc = _run([mlmclm, "study", "plan", "scaling", "--scale", "tiny"], work, tmp_path)
+    assert proc.returncode == 0 and "Study plan: scaling at scale tiny" in proc.stdout, proc.stderr[-2000:]
 
     proc = _run([mlmclm, "init"], work, tmp_path)
     assert proc.returncode == 0, proc.stderr
