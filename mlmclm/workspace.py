@@ -3,9 +3,9 @@
 Every path resolves against the working root (`io.working_root`: `$MLMCLM_ROOT`, else the nearest folder at or
 above the working directory holding `results/paper/`, else the working directory), never the package's folder. A
 checkout is a working folder already; an installed package ships the notebooks and the paper's tables as package
-data (`mlmclm/shipped/`, links to `notebooks/`, `results/paper/` and `results/samples/` in a checkout) and `mlmclm init` copies them
-into an empty folder, where `mlmclm pretrain`, `mlmclm study`, `mlmclm reproduce` and `mlmclm notebooks` then work as
-in a checkout. Never imports torch.
+data (`mlmclm/shipped/`: links to `notebooks/`, `results/paper/` and `results/samples/` in a checkout) and
+`mlmclm init` copies them into an empty folder, where `mlmclm pretrain`, `mlmclm study`, `mlmclm reproduce` and
+`mlmclm notebooks` then work as in a checkout. Never imports torch.
 """
 
 from __future__ import annotations

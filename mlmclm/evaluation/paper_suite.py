@@ -41,6 +41,9 @@ from ..errors import TaskError
 from .tasks import SPLITS, SUITES, Task, holdout
 
 PARQUET = "refs/convert/parquet"  # the hub's automatic parquet conversion: no loading script, any datasets version
+# the conversion's layouts, the current one first (`Source.patterns`)
+LAYOUTS = ("{config}/{split}/*.parquet", "{config}/partial-{split}/*.parquet", "{config}/*-{split}.parquet",
+           "{config}/*-{split}-*-of-*.parquet")
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class Source:
     optional: tuple[str, ...] = ()  # read where the copy has them
     revision: str = PARQUET
 
-    def pattern(self, split: str, data_dir: str | Path | None = None, layout: str = "{config}/{split}/*.parquet") -> str:
+    def pattern(self, split: str, data_dir: str | Path | None = None, layout: str = LAYOUTS[0]) -> str:
         """Where `split` lies in `layout` (one of `LAYOUTS`): in the local mirror `data_dir`, else on the hub."""
         path = layout.format(config=self.config, split=split)
         if data_dir is not None:
@@ -65,7 +68,7 @@ class Source:
     def patterns(self, split: str, data_dir: str | Path | None = None) -> list[str]:
         """Every layout's pattern for `split`, the current layout first; then the same in a `default/` folder."""
         configs = [self.config] + (["default"] if self.config != "default" else [])
-        return [Source.pattern(replace(self, config=c), split, data_dir, layout) for c in configs for layout in LAYOUTS]
+        return [replace(self, config=c).pattern(split, data_dir, layout) for c in configs for layout in LAYOUTS]
 
     def files(self, split: str, data_dir: str | Path | None = None) -> list[str]:
         """The parquet files of `split`: those of the first layout that has any (`patterns`); [] when none has."""
@@ -80,11 +83,6 @@ class Source:
             if found:
                 return found
         return []
-
-
-# the parquet conversion's layouts, the current one first (`Source.patterns`)
-LAYOUTS = ("{config}/{split}/*.parquet", "{config}/partial-{split}/*.parquet", "{config}/*-{split}.parquet",
-           "{config}/*-{split}-*-of-*.parquet")
 
 
 _BEIR = ("_id", "title", "text")

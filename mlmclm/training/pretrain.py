@@ -194,9 +194,9 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
 
 def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
     """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
-    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). The main process
-    holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on the same
-    run waits for it, then finds the run complete."""
+    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). The main
+    process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
+    the same run waits for it, then finds the run complete."""
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
                         cfg.optim.final_lr_ratio)
     _check_before_work(cfg, schedule)
