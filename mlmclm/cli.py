@@ -115,7 +115,7 @@ def reproduce(args) -> int:
     paths = studies.Paths(results=results / "runs",
                           checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
-    studies.run("all", args.scale, paths)
+    studies.run("all", args.scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
     rep.add_argument("--results-dir", default=None, help="paper/, runs/<scale>/ and tables/ (default: results)")
     rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
-    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")
+    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
+                                                     "(default: data)")
     rep.add_argument("--output-dir", default=None,
                      help="write executed notebooks, figures and tables here instead of in place")
     for name in VERB_MODULES:

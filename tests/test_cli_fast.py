@@ -68,3 +68,23 @@ def test_scale_and_recipe_lists_come_from_the_shipped_files():
     finetune = verbs[("finetune",)].format_help()
     assert all(name in pretrain for name in recipe_names())
     assert all(name in finetune for name in scale_names()) and "long" in scale_names()
+
+
+def test_data_dir_moves_the_task_suite_too(tmp_path, monkeypatch):
+    """--data-dir of `study run` and `reproduce` holds the task suite as well (<data-dir>/tasks), not only corpora."""
+    from mlmclm import studies
+
+    seen = []
+
+    def fake_run(names, scale, paths=None, data_dir=None, **kwargs):
+        seen.append((paths.data, data_dir))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(studies, "run", fake_run)
+    for argv in (["study", "run", "scaling", "--scale", "tiny"], ["reproduce", "--scale", "tiny",
+                                                                   "--results-dir", str(tmp_path / "r")]):
+        try:
+            cli.main([*argv, "--data-dir", str(tmp_path / "d")])
+        except SystemExit:
+            pass
+    assert seen == [(tmp_path / "d", tmp_path / "d" / "tasks")] * 2
