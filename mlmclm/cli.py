@@ -6,7 +6,8 @@
     mlmclm reproduce             the main job (see `reproduce --help`)
 
 Modules that own a job add their own verbs: each module in `VERB_MODULES` has `add_cli(subparsers)`, which adds its
-sub-parsers with `set_defaults(run=function_of_args)`.
+sub-parsers with `set_defaults(run=function_of_args)`, or run="module:function" where the job's module imports torch
+(`mlmclm.commands`): no `--help` imports torch.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
-VERB_MODULES: list[str] = ["mlmclm.training.pretrain", "mlmclm.evaluation.offline_suite", "mlmclm.evaluation.finetune",
-                            "mlmclm.studies", "mlmclm.bench"]
+# (torch-free: `mlmclm.commands` holds the parsers of the verbs whose modules import torch)
+VERB_MODULES: list[str] = ["mlmclm.commands", "mlmclm.evaluation.offline_suite", "mlmclm.studies", "mlmclm.workspace",
+                            "mlmclm.export"]
 
 
 def _millions(n: int) -> str:
@@ -97,7 +99,7 @@ def reproduce(args) -> int:
     import time
 
     from .analysis import notebooks
-    from . import studies
+    from . import studies, workspace
     from .io import ROOT, repo_relative
 
     start = time.perf_counter()
@@ -105,13 +107,15 @@ def reproduce(args) -> int:
     out = Path(args.output_dir).resolve() if args.output_dir else None
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
           f"{repo_relative(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
-    if results != ROOT / "results" and not (results / "paper").exists():
-        results.mkdir(parents=True, exist_ok=True)
-        (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
+    if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
+        workspace.init(ROOT)
+        if results != ROOT / "results":
+            results.mkdir(parents=True, exist_ok=True)
+            (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
     paths = studies.Paths(results=results / "runs",
                           checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
-    studies.run("all", args.scale, paths)
+    studies.run("all", args.scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
@@ -232,14 +236,15 @@ def _main(argv: list[str] | None) -> int:
                       help="context for the attention FLOPs (default: max)")
     att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
     chk = att.add_parser("check", help="every backend against the eager reference")
-    chk.add_argument("--device", default="cpu")
+    chk.add_argument("--device", default="cpu", help="a torch device (default: cpu)")
     sub.add_parser("notebooks", help="execute the five notebooks (figures/ and results/tables/)",
                    add_help=False)
     rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
     rep.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
     rep.add_argument("--results-dir", default=None, help="paper/, runs/<scale>/ and tables/ (default: results)")
     rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
-    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")
+    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
+                                                     "(default: data)")
     rep.add_argument("--output-dir", default=None,
                      help="write executed notebooks, figures and tables here instead of in place")
     for name in VERB_MODULES:
@@ -257,7 +262,11 @@ def _main(argv: list[str] | None) -> int:
     elif args.verb == "reproduce":
         return reproduce(args)
     else:
-        return args.run(args) or 0
+        run = args.run
+        if isinstance(run, str):  # "module:function": imported only now (commands.py)
+            module, _, name = run.partition(":")
+            run = getattr(importlib.import_module(module), name)
+        return run(args) or 0
     return 0
 
 

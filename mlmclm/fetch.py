@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import FetchError
-from .io import atomic_path
+from .io import atomic_path, cache_dir
 
-CACHE = Path(os.environ.get("MLMCLM_CACHE", Path(__file__).resolve().parents[1] / "data" / "cache"))
+CACHE = cache_dir()  # $MLMCLM_CACHE, else the user cache directory (io.cache_dir)
 
 
 @dataclass(frozen=True)

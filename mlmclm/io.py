@@ -25,7 +25,29 @@ from pathlib import Path
 
 from .errors import ConfigError, ResultFileError
 
-ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the folder holding the package: a checkout, or site-packages
+
+
+def working_root() -> Path:
+    """The folder every relative path resolves against (runs, checkpoints, data, figures, notebooks): `$MLMCLM_ROOT`
+    when set; else the nearest folder at or above the working directory that holds `results/paper/` (a checkout, or a
+    folder `mlmclm init` wrote), so a command run from a subfolder finds it; else the working directory. Never the
+    package's folder: an installed wheel writes nothing into site-packages."""
+    if os.environ.get("MLMCLM_ROOT"):
+        return Path(os.environ["MLMCLM_ROOT"]).absolute()
+    here = Path.cwd()
+    return next((p for p in (here, *here.parents) if (p / "results" / "paper").is_dir()), here)
+
+
+def cache_dir() -> Path:
+    """Where downloads are cached (registry packages, converted weights): `$MLMCLM_CACHE`, else
+    `$XDG_CACHE_HOME/mlmclm`, else `~/.cache/mlmclm`: one per user, shared by every checkout and working folder."""
+    if os.environ.get("MLMCLM_CACHE"):
+        return Path(os.environ["MLMCLM_CACHE"]).absolute()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlmclm"
+
+
+ROOT = working_root()
 TRACKED_PACKAGES = ("mlmclm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "kernels", "numpy")
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/name": a hub id (a path that does not exist may be one)
 
@@ -182,9 +204,11 @@ def write_json(path: str | Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
-def git_commit(root: Path = ROOT) -> str | None:
-    """The commit of the working tree, with `-dirty` when its code has uncommitted changes (what runs write under
-    results/ and figures/ does not count); None outside git."""
+def git_commit(root: Path = PACKAGE_ROOT) -> str | None:
+    """The commit of the code's working tree, with `-dirty` when its code has uncommitted changes (what runs write under
+    results/ and figures/ does not count); None outside a checkout (an installed package has no commit)."""
+    if not (Path(root) / "pyproject.toml").is_file():
+        return None
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 timeout=10).stdout.strip()

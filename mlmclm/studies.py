@@ -763,7 +763,8 @@ def add_cli(sub) -> None:
         a.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
         a.add_argument("--results-dir", default=None, help="default results/runs")
         a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
-        a.add_argument("--data-dir", default=None, help="corpora, tokenizers and shards (default data)")
+        a.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
+                                                         "(default: data)")
         a.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="a scale field, e.g. --set steps_per_k=5 (repeatable)")
         a.set_defaults(run=_cli)
@@ -785,5 +786,5 @@ def _cli(args) -> int:
     if args.action == "plan":
         print(format_plan(plan, names, paths))
         return 0
-    run(names, scale, paths)
+    run(names, scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None)  # all data under --data-dir
     return 0

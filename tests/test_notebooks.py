@@ -162,3 +162,39 @@ def test_reference_models_load_apart_and_show_beside_ours(tmp_path):
     ours = ctx.controls.query("dataset == 'toy_ner'").iloc[0]
     assert best["Model"] == f"{ours['best_pretrained']} (ours: best)" and best["Score"].startswith(
         f"{ours['best_score']:.2f}") and ref["Minus our best"].startswith(f"{95.1 - ours['best_score']:+.2f}")
+
+
+def test_list_parameters_given_as_strings_are_parsed_or_refused():
+    """papermill's `-p scales '["long"]'` passes a string: it is read as the list it spells, or refused in one line,
+    never taken as a scale named '["long"]'."""
+    assert notebooks.names('["long"]', "scales") == ["long"]
+    assert notebooks.names("long", "scales") == ["long"]
+    assert notebooks.names("long, mini", "scales") == ["long", "mini"]
+    assert notebooks.names("[long, mini]", "scales") == ["long", "mini"]
+    assert notebooks.names(("paper",), "sources") == ["paper"] and notebooks.names(None, "scales") is None
+    for bad in ('["long"', "[1, 2]", 3, [None], "{a: b}", '""'):
+        with pytest.raises(notebooks.ConfigError) as err:
+            notebooks.names(bad, "scales")
+        assert "\n" not in str(err.value) and "-p scales" in str(err.value)
+
+
+def test_papermill_cli_to_another_path_writes_beside_it_and_leaves_the_committed_files(tmp_path):
+    """`papermill NOTEBOOK OUT -p scales '["long"]'`, as a user types it: the figures and tables go beside OUT, the
+    committed ones stay as they are, our long runs are shown, and no kernel shutdown error is printed."""
+    import subprocess
+    import sys
+
+    def snapshot():
+        return {p: p.stat().st_mtime_ns for d in (REPO / "figures", REPO / "results" / "tables") for p in d.rglob("*")}
+
+    before = snapshot()
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run([sys.executable, "-m", "papermill", "notebooks/04_biphasic.ipynb", str(out), "-p", "scales",
+                           '["long"]', "--no-progress-bar"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = "\n".join(_outputs_text(c) for c in json.loads(out.read_text())["cells"])
+    assert "This repository's runs: scale long." in text and "none at" not in text
+    assert (out.parent / "figures" / "fig06_biphasic.png").is_file()
+    assert (out.parent / "figures" / "ours-long").is_dir() and (out.parent / "tables" / "table10.csv").is_file()
+    assert snapshot() == before
+    assert "KeyboardInterrupt" not in proc.stderr, proc.stderr

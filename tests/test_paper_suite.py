@@ -259,7 +259,8 @@ def test_a_moved_column_and_a_missing_mirror_are_one_line(tmp_path):
     with pytest.raises(TaskError, match=r"^rajpurkar/squad plain_text lacks column\(s\) question, context, answers "
                                         r"\(has id, ctx\)"):
         load_task(PAPER["squad"], tmp_path)
-    with pytest.raises(TaskError, match=r"nyu-mll/glue/sst2/train has no parquet files \(the local mirror of "
+    with pytest.raises(TaskError, match=r"nyu-mll/glue/sst2/train has no parquet files in any layout of the "
+                                        r"conversion \(the local mirror of "
                                         r"nyu-mll/glue sst2 train at refs/convert/parquet\)$"):
         load_task(PAPER["sst2"], tmp_path)
 
@@ -335,3 +336,44 @@ def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, mo
     for seed in (0, 1):
         doc = json.loads(next((tmp_path / "out").rglob(f"*lr1e-03_sd{seed}/results.json")).read_text())
         assert doc["meta"]["dataset"] == "nq" and doc["meta"]["n_test"] == N // 2
+
+
+@pytest.mark.parametrize("layout", ["{config}/partial-{split}/0000.parquet", "{config}/glue-{split}.parquet",
+                                    "{config}/glue-{split}-00000-of-00001.parquet", "default/{split}/0000.parquet",
+                                    "default/partial-{split}/0000.parquet"])
+def test_the_layouts_the_conversion_has_used_are_read(tmp_path, layout):
+    """`partial-<split>` folders (large splits), the older flat `<config>/<name>-<split>.parquet` (sharded too), and a
+    `default/` folder for a single-config repository: each read where the current layout has no file."""
+    f = Features({"sentence": S, "label": ClassLabel(names=GLUE["sst2"]), "idx": Value("int32")})
+    for split, n in (("train", N), ("validation", 3)):
+        path = tmp_path / "nyu-mll/glue" / layout.format(config="sst2", split=split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = {"sentence": [f"sentence {split} {i}" for i in range(n)], "label": [i % 2 for i in range(n)],
+                "idx": list(range(n))}
+        datasets.Dataset.from_dict(rows, features=f).to_parquet(str(path))
+    sst2 = load_task(PAPER["sst2"], tmp_path)
+    assert len(sst2["train"]) == 38 and sst2["test"][1] == {"text": "sentence validation 1", "label": 1}
+    src = SOURCES["sst2"]["data"]
+    assert src.files("train", tmp_path) == [str(tmp_path / "nyu-mll/glue" / layout.format(config="sst2",
+                                                                                           split="train"))]
+    assert src.patterns("train")[1] == ("hf://datasets/nyu-mll/glue@refs%2Fconvert%2Fparquet/sst2/partial-train/"
+                                        "*.parquet")
+
+
+def test_the_current_layout_wins_and_mldr_reads_a_corpus_that_holds_every_document_once(tmp_path, monkeypatch):
+    write_suite(tmp_path)
+    stale = tmp_path / "nyu-mll/glue/sst2/partial-train"
+    stale.mkdir()
+    (stale / "0000.parquet").write_text("not read")
+    assert load_task(PAPER["sst2"], tmp_path)["train"]
+    repo = tmp_path / "mteb/MultiLongDocRetrieval/en-corpus"
+    both = datasets.concatenate_datasets([datasets.Dataset.from_parquet(str(repo / s / "0000.parquet"))
+                                          for s in ("dev", "test")])
+    for s in ("dev", "test"):
+        both.to_parquet(str(repo / s / "0000.parquet"))  # the same corpus in both splits, as MLDR's
+    reads = []
+    real = paper_suite.read
+    monkeypatch.setattr(paper_suite, "read", lambda source, split, *a, **k: reads.append((source.config, split))
+                        or real(source, split, *a, **k))
+    mldr = load_task(PAPER["mldr_en"], tmp_path)
+    assert len(mldr["test"]) == 4 and reads.count(("en-corpus", "dev")) == 1 and ("en-corpus", "test") not in reads

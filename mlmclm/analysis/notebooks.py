@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, NotebookError
-from ..io import atomic_path, read_json
+from ..io import ROOT, atomic_path, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,15 +31,6 @@ if TYPE_CHECKING:
 
 NOTEBOOKS = ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
 SCALE_ORDER = ("tiny", "mini", "long", "small", "paper")  # smallest first; another scale after them, by name
-
-
-def repo_root(start: str | Path | None = None) -> Path:
-    """The nearest folder holding pyproject.toml, from ``start`` (default: the working directory) upwards."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file():
-            return folder
-    raise ConfigError(f"no pyproject.toml in {here} or above: run from inside the mlmclm repository")
 
 
 @dataclass
@@ -94,7 +85,6 @@ def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claims: list[str]) ->
     from .results import GROUPS, output_subdir
 
     table = C.verdict_table(judged[judged["source"] != "none loaded"])
-    key = table["claim"].str.split(".").str[0]
     paths = []
     for (source, scale), part in table.groupby([table["source"], table["scale"]], sort=False):
         path = Path(tables_dir) / output_subdir(source, scale) / "verdicts.csv"
@@ -152,11 +142,58 @@ def _shown(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str, tables_dir: str,
+def names(value, what: str) -> list[str] | None:
+    """A list parameter as papermill passes it: a list, None, or a string (`-p scales '["long"]'`, `-p scales long`,
+    `-p scales long,mini`) parsed into a list of names; anything else is a `ConfigError` in one line, never an
+    empty or mangled list."""
+    if value is None or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        return None if value is None else list(value)
+    if isinstance(value, str):
+        import yaml
+
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = value if all(c not in value for c in "[]{}\"'") else None
+        if isinstance(parsed, str):  # a bare name or names with commas; an empty string names nothing
+            parsed = [part.strip() for part in parsed.split(",") if part.strip()] or None
+        if isinstance(parsed, list) and all(isinstance(v, str) and v for v in parsed):
+            return parsed
+    raise ConfigError(f"{what}={value!r}: expected a list of names, e.g. -p {what} '[\"long\"]' or -p {what} long")
+
+
+def papermill_output() -> Path | None:
+    """The notebook the `papermill` command that started this kernel is writing, when it writes another file than
+    the one it reads (read from the parent process's command line: Linux); else None."""
+    try:
+        parent = Path(f"/proc/{os.getppid()}")
+        argv = (parent / "cmdline").read_bytes().decode().split("\0")[:-1]
+        cwd = (parent / "cwd").resolve()
+    except OSError:
+        return None
+    start = next((i + 1 for i, a in enumerate(argv) if Path(a).name == "papermill"), None)  # bin/papermill, -m
+    if start is None:
+        return None
+    try:
+        from papermill.cli import papermill
+
+        params = papermill.make_context("papermill", argv[start:], resilient_parsing=True).params
+    except Exception:  # not papermill's own command line after all
+        return None
+    source, output = params.get("notebook_path"), params.get("output_path")
+    if not source or not output or output == "-" or "://" in output:
+        return None
+    output = cwd / output
+    return None if output.resolve() == (cwd / source).resolve() else output
+
+
+def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | None, tables_dir: str | None,
           encodeval_dir: str | None = None, run_study: bool = False, study: str | None = None,
           sample_csv: str | None = None) -> Context:
     """Quiet warnings, set display options, say what is (and is not) there, and load the results: the paper's and
-    other sources', and ours at each of `scales` (None: every scale with results under `results_dir`/runs/). With
+    other sources', and ours at each of `scales` (None: every scale with results under `results_dir`/runs/). Figures
+    and tables go to `figures_dir` and `tables_dir`; where one is None, beside the notebook papermill writes when it
+    writes another one (`papermill_output`), else to figures/ and results/tables/ (in place). With
     `run_study`, first train and fine-tune what the notebook's `study` still misses at each of `scales`
     (`mlmclm study run`)."""
     import pandas as pd
@@ -168,8 +205,11 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str, ta
     pd.set_option("display.max_columns", None)
     pd.set_option("display.width", 200)
     res_dir = _resolve(root, results_dir)
-    if isinstance(scales, str):
-        scales = [scales]
+    scales, sources = names(scales, "scales"), names(sources, "sources")
+    if figures_dir is None or tables_dir is None:  # run to another notebook by papermill: beside it, else in place
+        out = papermill_output()
+        figures_dir = figures_dir or (out.parent / "figures" if out else "figures")
+        tables_dir = tables_dir or (out.parent / "tables" if out else "results/tables")
     if run_study:  # the study runner trains models: it runs in its own process, so analysis never imports torch
         import subprocess
 
@@ -251,7 +291,10 @@ def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str 
             jobs: int = 2, output_dir: str | Path | None = None) -> dict:
     """Execute notebooks with papermill (one kernel each, ``jobs`` at a time), in place or into ``output_dir``;
     return seconds each."""
-    folder = Path(notebooks_dir) if notebooks_dir else repo_root() / "notebooks"
+    folder = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
+    if not folder.is_dir():
+        raise ConfigError(f"no notebooks at {folder}: run `mlmclm init` there first (it writes the notebooks and the "
+                          "paper's tables), or work in a clone of the repository")
     paths = [folder / f"{name}.ipynb" for name in names]
     for path in paths:
         if not path.is_file():

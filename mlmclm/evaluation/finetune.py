@@ -50,7 +50,7 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, check_name, finetune_config, scale_names, to_dict
+from ..config import FinetuneConfig, check_name, finetune_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..io import HUB_ID, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
@@ -58,7 +58,7 @@ from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
 from .tasks import GROUPS, Task, load_task, select_tasks
-from ..training import checkpoints
+from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
 
@@ -702,6 +702,7 @@ class _Grid:
     device: torch.device
     common: dict
     floors: dict            # dataset -> its majority-class scores (`majority`), computed once a grid
+    report_to: str = "none"  # a tracker each run is also logged to (`trackers.REPORT_TO`)
 
     def run(self, job: tuple) -> None:
         """Train one (trainer, evaluated tasks, lr, seed) job, then evaluate and write each evaluated task's
@@ -741,7 +742,12 @@ class _Grid:
                 "wall_time_s": round(time.perf_counter() - t0, 3),
                 "task": asdict(task), "config": to_dict(cfg), **self.common,
                 "torch_threads": torch.get_num_threads()}
-            write_json(run_dir(cfg, ckpt.model_id, task, lr, seed) / "results.json", result)
+            folder = run_dir(cfg, ckpt.model_id, task, lr, seed)
+            write_json(folder / "results.json", result)
+            trackers.log_run(self.report_to, folder / "logs", f"{ckpt.model_id}-{task.name}-lr{lr_text(lr)}-sd{seed}",
+                             result["meta"]["config"], result["validation"].get("curve", []),
+                             {"validation/score": result["validation"]["score"], "test/score": result["test"]["score"],
+                              "train/loss": stats["train_loss"]}, stats["train_steps"])
 
 
 _FORKED: _Grid | None = None  # the grid a forked worker inherits
@@ -792,14 +798,15 @@ def _run_in_workers(grid: _Grid, jobs: list[tuple], workers: int, bar) -> None:
 
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
-             pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None) -> dict:
+             pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none") -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
     results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
     results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
-    fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan). Returns
-    counts and wall time."""
+    fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan).
+    `report_to`: a tracker each run is also logged to (`trackers.log_run`). Returns counts and wall time."""
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
+    trackers.accelerator_kwargs(report_to, Path(cfg.results_dir))  # a missing tracker package: refused before work
     ckpt = open_checkpoint(model_dir, model_id)
     if cfg.is_causal and ckpt.kind == "encoder":
         raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
@@ -813,12 +820,13 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     out = collections.Counter()
     with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
         for c, group in protocols.values():
-            out.update(_run_protocol(ckpt, c, group, progress))
+            out.update(_run_protocol(ckpt, c, group, progress, report_to))
     return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
             "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
 
 
-def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool) -> dict:
+def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool,
+                  report_to: str = "none") -> dict:
     """`run_grid`'s work for the datasets of one protocol (under the model folder's lock)."""
     from tqdm.auto import tqdm
 
@@ -852,7 +860,7 @@ def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task,
     workers = min(grid_workers(cfg, device), len(todo))
     grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
                  provenance(grid_workers=max(workers, 1)),
-                 {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e})
+                 {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e}, report_to)
     bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
     if workers > 1:
         bar.set_postfix_str(f"{workers} workers")
@@ -868,26 +876,6 @@ def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task,
 
 # ----------------------------------------------------------------------------------------------- command line
 
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
-    p.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
-                                     "a Llama-family decoder, EuroBert or another encoder), a GGUF file of a "
-                                     "Llama-family decoder, or a hub id")
-    p.add_argument("--scale", required=True, help=f"{', '.join(scale_names())} (sizes, grid, suite)")
-    p.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
-    p.add_argument("--groups", default=None, help=f"comma-separated, from {','.join(GROUPS)} (default: all)")
-    p.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
-    p.add_argument("--lrs", default=None, help="comma-separated learning rates (default: the scale's)")
-    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
-    p.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's, or "
-                                                    "the hub id's name)")
-    p.add_argument("--results-dir", default=None, help="default results/runs")
-    p.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
-    p.set_defaults(run=_cli_finetune)
-
-
 def _cli_finetune(args) -> int:
     overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.results_dir),
                                                      ("data_dir", args.data_dir)) if value is not None]
@@ -898,7 +886,7 @@ def _cli_finetune(args) -> int:
         if getattr(args, key) is not None:
             for entry in cfg.per_dataset.values():
                 entry.pop(key, None)
-    out = run_grid(args.model_dir, cfg, args.model_id)
+    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {Path(cfg.results_dir) / cfg.scale / out['model_id']}")
     return 0

