@@ -285,15 +285,6 @@ def test_committed_runs_keep_their_identity_and_are_complete(scale):
     assert (runs, evals) == ([], [])
 
 
-def test_committed_scales_stay_complete(scale):
-    """The committed runs of a scale are its whole plan: `study run` would train and fine-tune nothing (their
-    identity, the resolved configs and fine-tuning protocols, unchanged)."""
-    plan = studies.build_plan(scale)
-    paths = studies.Paths()
-    runs, evals, _ = studies.work(plan, paths, studies.grid_configs(plan, paths))
-    assert (runs, evals) == ([], [])
-
-
 def test_seed_data_order_gives_each_pretraining_seed_its_own_data_order():
     """`seed_data_order` (opt-in): a run's data.seed follows its pretraining seed (seed 0 and the runs built on it
     keep the recipe's order); off, as at mini and long, every seed reads one order."""
