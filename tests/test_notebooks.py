@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 
 import pytest
 from mlmclm.io import ROOT as REPO
@@ -198,3 +199,22 @@ def test_papermill_cli_to_another_path_writes_beside_it_and_leaves_the_committed
     assert (out.parent / "figures" / "ours-long").is_dir() and (out.parent / "tables" / "table10.csv").is_file()
     assert snapshot() == before
     assert "KeyboardInterrupt" not in proc.stderr, proc.stderr
+
+
+def test_parallel_notebooks_leave_the_callers_folder_alone(tmp_path):
+    """Kernels start in the notebooks' folder without the calling process changing its own: papermill's `cwd=`
+    chdirs the process, and two threads restoring each other's folder used to leave it in notebooks/."""
+    import nbformat
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    for name in ("01_scaling", "05_cpt"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getcwd())")])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, str(folder / f"{name}.ipynb"))
+    before = os.getcwd()
+    notebooks.execute(["01_scaling", "05_cpt"], notebooks_dir=folder, jobs=2, output_dir=tmp_path / "out")
+    assert os.getcwd() == before
+    for name in ("01_scaling", "05_cpt"):
+        out = nbformat.read(str(tmp_path / "out" / f"{name}.ipynb"), as_version=4)
+        assert out.cells[0].outputs[0]["text"].strip() == str(folder)

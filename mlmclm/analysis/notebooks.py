@@ -273,7 +273,10 @@ def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
     source, target = paths
     start = time.perf_counter()
     try:
-        nb = pm.execute_notebook(str(source), None, parameters=parameters, cwd=str(source.parent),
+        # the kernel starts in the notebook's folder (nbclient's resources path), not through papermill's `cwd=`,
+        # which chdirs the whole process: two threads restoring each other's folder left it in notebooks/
+        nb = pm.execute_notebook(str(source), None, parameters=parameters,
+                                 resources={"metadata": {"path": str(source.parent)}},
                                  kernel_name="python3", progress_bar=False, log_output=False,
                                  extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
     except pm.PapermillExecutionError as e:
