@@ -273,12 +273,13 @@ def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
     source, target = paths
     start = time.perf_counter()
     try:
-        # the kernel starts in the notebook's folder (nbclient's resources path), not through papermill's `cwd=`,
-        # which chdirs the whole process: two threads restoring each other's folder left it in notebooks/
+        # The kernel starts in the notebook's folder (nbclient's resources path), not through papermill's `cwd=`,
+        # which chdirs the whole process: two threads restoring each other's folder left it in notebooks/. Its log
+        # level hides transport warnings and the "KeyboardInterrupt caught in kernel" line of its shutdown.
         nb = pm.execute_notebook(str(source), None, parameters=parameters,
                                  resources={"metadata": {"path": str(source.parent)}},
                                  kernel_name="python3", progress_bar=False, log_output=False,
-                                 extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no kernel transport warnings
+                                 extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     except pm.PapermillExecutionError as e:
         first = next((ln.strip() for ln in e.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
         raise NotebookError(f"{source}: cell {e.exec_count} ({first[:60]!r}) failed: {e.ename}: "
