@@ -786,15 +786,12 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
     return span("pretrain_seeds"), span("n") or (str(R.PAPER_SEEDS) if paper else "")
 
 
-def _gates(key: str, src: _Source, t, point: pd.DataFrame) -> list[str]:
+def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
     """Why a comparison of ours carries no signal ([] when it does): a compared model (each pretraining seed of it,
     intermediate checkpoints included) not beating the random-init control, a difference within the compared models'
     last-epoch validation gain, or the fine-tuning calibration failing."""
-    c = CLAIMS[key]
-    groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
-    models = c.models(src.scores, src.runs)
     every_seed = {m for m in src.seeds["model"].unique() if R.family(m) in models}
-    why = [E.signal(src.seeds, every_seed, groups), E.unsettled(src.runs, models, groups, t.value)]
+    why = [E.signal(src.seeds, every_seed, groups), E.unsettled(src.runs, models, groups, value)]
     if src.uncalibrated:
         why.append(f"the fine-tuning calibration fails: {src.uncalibrated}")
     return [w for w in why if w]
@@ -825,16 +822,16 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
         how = "printed ± half-widths"
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
-    detail = c.describe(point)
+    detail, models = c.describe(point), c.models(src.scores, src.runs)
     out = []
     for t in table.itertuples():
         verdict, why = _call(t.lo, t.hi, words)
         notes = [detail]
         groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
-        pretrain, finetune = _seeds(src.scores, c.models(src.scores, src.runs), groups)
+        pretrain, finetune = _seeds(src.scores, models, groups)
         pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
         if src.controlled:
-            gates = _gates(key, src, t, point)
+            gates = _gates(src, models, groups, t.value)
             if gates:
                 verdict, why = "no signal", "; ".join(gates)
                 notes.append(f"no signal: {why}")
