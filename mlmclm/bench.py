@@ -300,7 +300,7 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     import shutil
     import tempfile
 
-    from .config import finetune_config, to_dict
+    from .config import finetune_config
     from .testing import random_checkpoint
     from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
     from .evaluation.offline_suite import build_offline

@@ -8,7 +8,6 @@ unpacks it, and returns where it lies with its sha256, for the build's manifest.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys

@@ -38,7 +38,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -148,7 +147,7 @@ def _open_body(path: Path, model_type: str):
     an encoder is run once on two tokens to check that it gives hidden states."""
     from transformers import AutoConfig, AutoModel
 
-    from ..models.convert import config_from_hf, from_hf
+    from ..models.convert import from_hf
 
     hf_config = AutoConfig.from_pretrained(path)
     archs = hf_config.architectures or []
