@@ -122,5 +122,7 @@ def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, 
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err[-1000:]
+    # 130, or killed by its own SIGINT (-2; a shell shows 130 for both): CPython ends that way when it noted an unhandled
+    # KeyboardInterrupt in code run beneath ours during the imports, though ours caught it and printed its line (CI, 3 s)
+    assert proc.returncode in (130, -signal.SIGINT), err[-1000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")

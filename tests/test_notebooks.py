@@ -72,6 +72,7 @@ def test_papermill_run_with_parameters(tmp_path):
     text = "\n".join(_outputs_text(c) for c in json.loads(out.read_text())["cells"])
     assert "study biphasic at scale tiny: 24 pretraining runs (24 to train)" in text
     assert len(list((results / "runs" / "tiny").rglob("results.json"))) == 23 * 4 * 2
+    assert (tmp_path / "checkpoints" / "tiny").is_dir()  # beside the results folder, not in the checkout
     assert (tmp_path / "figs" / "fig06_biphasic.png").is_file()
     assert (tmp_path / "figs" / "ours-tiny" / "fig07_masking_robustness.png").is_file()
     committed = REPO / "results" / "tables" / "table10.csv"

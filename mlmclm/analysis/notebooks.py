@@ -217,7 +217,7 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
             raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling')) and scales")
         for scale in scales:
             cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
-                   str(res_dir / "runs")]
+                   str(res_dir / "runs"), "--checkpoints-dir", str(res_dir.parent / "checkpoints")]  # beside results
             with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
                 for line in proc.stdout:  # the runner's report, into the notebook as it comes
