@@ -519,6 +519,8 @@ class ScaleConfig:
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
     seed_data_order: bool = False           # a pretraining seed also shuffles the data: data.seed = the recipe's +
                                             # the run's seed (off: every seed reads one order, as mini and long do)
+    split_cpt_seeds: int = 1                # pretraining seeds of the 42k budget's CLM-then-MLM splits (claim 5) and
+                                            # of the longest MLM-CPT runs (claim 7), each from its seed's base runs
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)
@@ -541,6 +543,9 @@ class ScaleConfig:
             raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:
             raise ConfigError(f"pretrain_seeds must be 1 or more, got {self.pretrain_seeds}")
+        if not 1 <= self.split_cpt_seeds <= self.pretrain_seeds:
+            raise ConfigError(f"split_cpt_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
+                              f"splits and CPT runs continue base runs of those seeds; got {self.split_cpt_seeds}")
         for budget, splits in self.budgets.items():  # shorter budgets branch off the 42k base runs
             if not 0 < budget <= 42 or not splits or any(not 0 <= c <= budget for c in splits):
                 raise ConfigError(f"budgets: {budget}: {splits} must be a budget of 1-42 (thousands of the paper's "

@@ -158,33 +158,36 @@ class _Builder:
         return self.add(study, Run(f"{size}-{objective}-{step_token(t)}" + (f"-p{seed}" if seed else ""), size,
                                    [(objective, t)], "base", warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
 
-    def budget(self, study: str, size: str, budget: int, clm: int) -> Run:
-        """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end."""
+    def budget(self, study: str, size: str, budget: int, clm: int, seed: int = 0) -> Run:
+        """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end (`seed`: a
+        split continues that pretraining seed's CLM run; the one-objective shorter budgets have seed 0 only)."""
         if budget == TOTAL and clm in (0, TOTAL):
-            return self.base(study, size, "clm" if clm else MAIN)
+            return self.base(study, size, "clm" if clm else MAIN, seed)
         b, c = self.k(budget), self.k(clm)
         if clm in (0, budget):  # one objective, a shorter budget: the base run's stable phase, then its own decay
             objective = "clm" if clm else MAIN
             parent = self.base(study, size, objective)
             return self.add(study, Run(f"{size}-{objective}-{step_token(b)}", size, [(objective, b)], "biphasic",
                                        parent.run_id, b - self.k(DECAY), True, self.k(WARMUP), self.k(DECAY)))
-        parent = self.base(study, size, "clm")
-        return self.add(study, Run(f"{size}-clm-{step_token(c)}-{MAIN}-{step_token(b)}", size,
-                                   [("clm", c), (MAIN, b - c)], "biphasic", parent.run_id, c, True,
-                                   self.k(WARMUP), self.k(DECAY)))
+        parent = self.base(study, size, "clm", seed)
+        return self.add(study, Run(f"{size}-clm-{step_token(c)}-{MAIN}-{step_token(b)}" + (f"-p{seed}" if seed else ""),
+                                   size, [("clm", c), (MAIN, b - c)], "biphasic", parent.run_id, c, True,
+                                   self.k(WARMUP), self.k(DECAY), seed=seed))
 
-    def cpt(self, study: str, size: str, objective: str, steps: int) -> Run:
-        """MLM-40 continued from the decayed final checkpoint of the base run of `objective`, for `steps` k steps:
-        a fresh optimizer, its own schedule (`cpt_warmup_k` warmup, constant, 2k decay) and data after the base
-        run's. A shorter run starts from the longest one's checkpoint before its decay when the schedules agree."""
-        base = self.base(study, size, objective)
+    def cpt(self, study: str, size: str, objective: str, steps: int, seed: int = 0) -> Run:
+        """MLM-40 continued from the decayed final checkpoint of the base run of `objective` (pretraining `seed`),
+        for `steps` k steps: a fresh optimizer, its own schedule (`cpt_warmup_k` warmup, constant, 2k decay) and
+        data after the base run's. A shorter run starts from the longest one's checkpoint before its decay when the
+        schedules agree."""
+        base = self.base(study, size, objective, seed)
         t, n, longest = base.total, self.k(steps), self.k(max(self.s.cpt_k or CPT))
-        name = lambda m: f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
+        name = lambda m: (f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
+                          + (f"-p{seed}" if seed else ""))
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
-        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t)
+        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t, seed=seed)
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=base.run_id, parent_step=t, **common))
-        root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT))
+        root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT), seed)
         return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
                                    optimizer=True, **common))
 
@@ -255,6 +258,9 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
     for budget, splits in (b.s.budgets or BUDGETS).items():
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
+            if budget == TOTAL and 0 < clm < TOTAL:  # the splits of the full budget (claim 5) with more seeds
+                for seed in range(1, b.s.split_cpt_seeds):
+                    b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm, seed))
     clm_run = b.base("biphasic", middle, "clm")
     for objective in objectives[1:]:
         b.evaluate("biphasic", b.base("biphasic", middle, objective))
@@ -272,6 +278,9 @@ def _cpt(b: _Builder, middle: str) -> None:
         b.evaluate("cpt", b.base("cpt", middle, objective))
         for steps in b.s.cpt_k or CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
+        for seed in range(1, b.s.split_cpt_seeds):  # claim 7 with more seeds: the longest CPT from those bases
+            b.evaluate("cpt", b.base("cpt", middle, objective, seed))
+            b.evaluate("cpt", b.cpt("cpt", middle, objective, max(b.s.cpt_k or CPT), seed))
     for name in b.s.cpt_decoders:  # models pretrained elsewhere: fine-tuned on the same grid, kept in their own tree
         b.evaluate("cpt", b.decoder_cpt("cpt", name, max(b.s.cpt_k or CPT)), 0, grid=REFERENCE)  # before CPT
         for steps in b.s.cpt_k or CPT:
@@ -471,10 +480,10 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
 
 
 def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: Path | None = None, overrides=(),
-        progress: bool = True) -> dict:
+        progress: bool = True, pretrain_only: bool = False) -> dict:
     """Train and fine-tune what `names` (studies, or "all") still miss at `scale` (a name, with `overrides`, or a
-    resolved `ScaleConfig`). Safe to interrupt and re-run: pretraining resumes from its last checkpoint, fine-tuning
-    skips every results.json already written."""
+    resolved `ScaleConfig`); `pretrain_only`: train, fine-tune nothing. Safe to interrupt and re-run: pretraining
+    resumes from its last checkpoint, fine-tuning skips every results.json already written."""
     import contextlib
 
     from .evaluation.finetune import plan_grid, run_grid
@@ -493,6 +502,8 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{repo_relative(aside[0])}", flush=True)
     runs, evals, wanted = work(plan, paths, grids)
+    if pretrain_only:
+        evals = []
     todo = len(set().union(*(missing_results(e, grids[e.grid]) for e in evals)))
     for folder in ([paths.results, paths.checkpoints, paths.data] if runs else [paths.results] if evals else []):
         check_writable(folder)
@@ -767,6 +778,9 @@ def add_cli(sub) -> None:
                                                          "(default: data)")
         a.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="a scale field, e.g. --set steps_per_k=5 (repeatable)")
+        if action == "run":
+            a.add_argument("--pretrain-only", action="store_true",
+                           help="train the pretraining runs that are missing, fine-tune nothing")
         a.set_defaults(run=_cli)
 
 
@@ -786,5 +800,6 @@ def _cli(args) -> int:
     if args.action == "plan":
         print(format_plan(plan, names, paths))
         return 0
-    run(names, scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None)  # all data under --data-dir
+    run(names, scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None,  # all data under --data-dir
+        pretrain_only=args.pretrain_only)
     return 0

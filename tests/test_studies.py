@@ -297,3 +297,36 @@ def test_seed_data_order_gives_each_pretraining_seed_its_own_data_order():
     assert set(data_seeds().values()) == {0}
     assert data_seeds("seed_data_order=true") == {"mini-xs-clm-4620": 0, "mini-xs-clm-4620-p1": 1,
                                                   "mini-xs-mlm40-4620-p2": 2, "mini-xs-clm-dec4620-mlm40-7040": 0}
+
+
+def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
+    """`split_cpt_seeds`: the 42k budget's split and the longest MLM-CPT runs also for pretraining seeds 1.., each
+    starting from that seed's base run at the same step as seed 0's, in that seed's data order (its CPT reads the
+    stream after the base run's steps), named -p{seed} so the analysis pools them with seed 0."""
+    from mlmclm.analysis.results import family
+
+    plan = studies.build_plan("longer")
+    runs = plan.runs
+    split, cpt = runs["mini-xs-clm-2200-mlm40-9240-p1"], runs["mini-xs-clm-dec9240-mlm40-11440-p1"]
+    assert (split.parent, split.parent_step, split.optimizer, split.seed) == ("mini-xs-clm-9240-p1", 2200, True, 1)
+    assert (cpt.parent, cpt.parent_step, cpt.offset, cpt.seed) == ("mini-xs-clm-9240-p1", 9240, 9240, 1)
+    assert "mini-xs-mlm40-dec9240-mlm40-11440-p1" in runs and "mini-xs-clm-2200-mlm40-9240-p2" not in runs
+    assert family(cpt.run_id) == "mini-xs-clm-dec9240-mlm40-11440" and family(split.run_id) == split.run_id[:-3]
+    cfg = studies.run_config(plan, cpt, studies.Paths())
+    assert (cfg.data.seed, cfg.data.offset, cfg.seed) == (1, 9240 * 32, 1)
+    evaluated = {e.model_id for e in plan.evaluations.values()}
+    assert {"mini-xs-clm-2200-mlm40-9240-p1", "mini-xs-mlm40-dec9240-mlm40-11440-p1", "mini-xs-mlm40-9240-p1"} <= evaluated
+    assert len(studies.build_plan(scale_config("longer", ["split_cpt_seeds=1"])).runs) == len(runs) - 3
+    with pytest.raises(ConfigError, match="split_cpt_seeds must be between 1 and pretrain_seeds"):
+        scale_config("longer", ["split_cpt_seeds=4"])
+
+
+def test_study_run_pretrain_only_trains_and_fine_tunes_nothing(tmp_path):
+    """`--pretrain-only`: the plan's missing pretraining runs are trained, no fine-tuning grid is touched."""
+    from mlmclm.cli import main
+
+    args = ["study", "run", "scaling", "--scale", "tiny", "--pretrain-only", "--set", "sizes=[tiny-s]",
+            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert main(args) == 0
+    assert len(list((tmp_path / "runs" / "tiny").glob("*/meta.json"))) == 5
+    assert not list((tmp_path / "runs").rglob("results.json"))
