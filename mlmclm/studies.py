@@ -514,18 +514,30 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
         from .evaluation.offline_suite import build_offline
 
         build_offline(task_names(plan, grids), data_dir, progress=progress)
+    # each model is fine-tuned as soon as its run is trained (first those whose runs need no training): what a run
+    # of many hours has written is its results, even where its checkpoints do not outlive the machine
+    trained = {r.run_id for r in runs}
+    order = [e for e in evals if e.run_id not in trained]
+    finetuned = 0
+
+    def finetune(batch):
+        nonlocal finetuned
+        for e in batch:
+            finetuned += 1
+            step = e.step if e.step is not None else plan.runs[e.run_id].total
+            print(f"[finetune {finetuned}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)
+            run_grid(checkpoint_dir(plan, paths, e.run_id, step), grids[e.grid], model_id=e.model_id,
+                     progress=progress, pairs=pairs[e.grid])
+
     with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
+        finetune(order)
         for i, r in enumerate(runs, 1):
             print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
                   + (f" from {r.parent} step {r.parent_step}" if r.parent else ""), flush=True)
             cfg = run_config(plan, r, paths)
             _rewind(plan, paths, r, wanted[r.run_id], cfg)
             pretrain(cfg)
-        for i, e in enumerate(evals, 1):
-            step = e.step if e.step is not None else plan.runs[e.run_id].total
-            print(f"[finetune {i}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)
-            run_grid(checkpoint_dir(plan, paths, e.run_id, step), grids[e.grid], model_id=e.model_id,
-                     progress=progress, pairs=pairs[e.grid])
+            finetune([e for e in evals if e.run_id == r.run_id])
     seconds = time.perf_counter() - start
     print(f"study {', '.join(names)} at scale {scale}: done in {seconds / 60:.1f} min; results in "
           f"{repo_relative(paths.results / scale)}", flush=True)

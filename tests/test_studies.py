@@ -51,7 +51,7 @@ def test_plan_cli_prints_the_paper_accounting(capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["study", "plan", "scaling", "--scale", "huge"],
-     "unknown scale 'huge'; choose one of long, mini, paper, small, tiny"),
+     "unknown scale 'huge'; choose one of long, longer, mini, paper, small, tiny"),
     (["study", "run", "pfs", "--scale", "tiny"], "unknown study 'pfs'; choose from scaling, data_efficiency"),
     (["study", "plan", "all", "--set", "steps_per_k=0"], "steps_per_k must be positive, got 0"),
     (["study", "run", "stability", "--scale", "tiny", "--set", "finetune.lrs=[1e-2]"],
@@ -330,3 +330,17 @@ def test_study_run_pretrain_only_trains_and_fine_tunes_nothing(tmp_path):
     assert main(args) == 0
     assert len(list((tmp_path / "runs" / "tiny").glob("*/meta.json"))) == 5
     assert not list((tmp_path / "runs").rglob("results.json"))
+
+
+def test_study_run_fine_tunes_each_model_as_soon_as_its_run_is_trained(tmp_path, capsys):
+    """A model's results are written right after its run trains (not after every run of the study): an interrupted
+    session keeps the fine-tuning of what it trained, even where the checkpoints do not outlive the machine."""
+    from mlmclm.cli import main
+
+    args = ["study", "run", "scaling", "--scale", "tiny", "--set", "sizes=[tiny-s]", "--set", "objectives=[clm, mlm40]",
+            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert main(args) == 0
+    steps = [line.split("]")[1].split()[0] for line in capsys.readouterr().out.splitlines()
+             if line.startswith(("[pretrain", "[finetune"))]
+    clm, mlm = "tiny-s-clm-42", "tiny-s-mlm40-42"
+    assert steps == [clm + ":", clm, mlm + ":", mlm, mlm + "-0"], steps
