@@ -1,5 +1,5 @@
-"""The long calibration's numbers and figure from its results.json files (run.sh beside it). Run from the repository
-root:  .venv/bin/python results/calibration/long/summarize.py
+"""A scale's calibration numbers and figure from its results.json files (results/calibration/<scale>/run.sh). Run from
+the repository root:  .venv/bin/python results/calibration/summarize.py long   (or longer); it writes into that folder:
 
 Every model of a protocol x dataset is read on the grid they all have (the (lr, seed) runs every model has).
 
@@ -13,6 +13,7 @@ Every model of a protocol x dataset is read on the grid they all have (the (lr, 
 - curves.png: validation after every epoch at each model's most chosen learning rate (mean over seeds).
 """
 import json
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -24,9 +25,10 @@ import pandas as pd  # noqa: E402
 from mlmclm.analysis import evidence as E  # noqa: E402
 from mlmclm.analysis import results as R  # noqa: E402
 
-HERE = Path(__file__).parent
-frames = [R.load_run_tree(d / "long", "calibration", "long").assign(protocol=d.name)
-          for d in sorted(HERE.iterdir()) if (d / "long").is_dir()]
+SCALE = sys.argv[1] if len(sys.argv) > 1 else "long"
+HERE = Path(__file__).parent / SCALE
+frames = [R.load_run_tree(d / SCALE, "calibration", SCALE).assign(protocol=d.name)
+          for d in sorted(HERE.iterdir()) if (d / SCALE).is_dir()]
 runs = pd.concat(frames, ignore_index=True)
 KEY = ["protocol", "dataset"]
 # every model of a protocol x dataset on the same grid: the (lr, seed) runs all its models have
@@ -72,7 +74,7 @@ for ax, (protocol, dataset) in zip(axes[0], cells):
         part = runs[(runs["protocol"] == protocol) & (runs["dataset"] == dataset) & (runs["model"] == row.model)
                     & (runs["lr"].round(12) == round(lr, 12))]
         curve = pd.DataFrame([c for p in part["path"] for c in json.loads(
-            (HERE / protocol / "long" / p).read_text())["validation"].get("curve", [])], columns=["step", "score"])
+            (HERE / protocol / SCALE / p).read_text())["validation"].get("curve", [])], columns=["step", "score"])
         mean = curve.groupby("step")["score"].mean() * 100
         ax.plot(mean.index, mean.values, marker="o", label=f"{row.model} (lr {lr:g})")
     ax.set(xlabel="fine-tuning step (validation after each epoch)", ylabel="validation", title=f"{protocol}\n{dataset}")
