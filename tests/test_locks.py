@@ -56,6 +56,30 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     assert time.perf_counter() - start < 5
 
 
+def test_readers_leave_out_a_model_being_written(tmp_path, capsys):
+    """A notebook reading a tree that a study writes: a model folder whose lock another process holds is left out
+    (named, with its writer), never read half-done; once released it is read again. Its own writes are read."""
+    from mlmclm.analysis.results import load_run_tree
+    from mlmclm.testing import write_run
+
+    for model in ("mini-m-clm-400", "mini-m-mlm40-400"):
+        write_run(tmp_path, model, "TC", "toy_pos", 1e-5, 0, 0.5, 0.5)
+    proc = _holder(tmp_path / "mini-m-clm-400", 300)
+    try:
+        assert proc.stdout.readline() == "got it\n"
+        assert locks.busy(tmp_path / "mini-m-clm-400").startswith(f"process {proc.pid} (")
+        assert locks.busy(tmp_path / "mini-m-mlm40-400") is None
+        assert set(load_run_tree(tmp_path, "ours", "mini")["model"]) == {"mini-m-mlm40-400"}
+        assert f"left out mini-m-clm-400: process {proc.pid} (" in capsys.readouterr().out
+    finally:
+        proc.kill()
+        proc.wait()
+    assert locks.busy(tmp_path / "mini-m-clm-400") is None  # its file is left, its lock is not
+    assert len(load_run_tree(tmp_path, "ours", "mini")) == 2
+    with locks.hold(tmp_path / "mini-m-clm-400"):
+        assert len(load_run_tree(tmp_path, "ours", "mini")) == 2
+
+
 def _study(results, ckpt):
     return [sys.executable, "-m", "mlmclm.cli", "study", "run", "stability", "--scale", "tiny", "--results-dir",
             str(results), "--checkpoints-dir", str(ckpt), "--set", "finetune.datasets=[multiemo_sentiment]"]

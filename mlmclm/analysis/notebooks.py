@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .results import Results
 
 NOTEBOOKS = ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
-SCALE_ORDER = ("tiny", "mini", "long", "small", "paper")  # smallest first; another scale after them, by name
+SCALE_ORDER = ("tiny", "mini", "long", "longer", "small", "paper")  # smallest first; another scale after them, by name
 
 
 @dataclass

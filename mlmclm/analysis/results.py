@@ -30,6 +30,7 @@ from ..config import REFERENCE
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
 from ..io import load_result, misplaced
+from ..locks import busy
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -271,9 +272,12 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     """
     root = Path(root)
     rows, aside = [], []
+    writing = {d.name: who for d in root.glob("*") if d.is_dir() and (who := busy(d))}
+    for model, who in writing.items():  # a consistent snapshot: no model whose grid is being written
+        print(f"left out {model}: {who} is writing its results; re-run this when it is done")
     for path in sorted(root.glob("*/*/*/*/results.json")):
         run_dir, dataset, group, model = path.parts[-2], path.parts[-3], path.parts[-4], path.parts[-5]
-        if paper_datasets_only and dataset not in DATASETS:
+        if (paper_datasets_only and dataset not in DATASETS) or model in writing:
             continue
         m = _RUN_DIR.match(run_dir)
         if m is None:

@@ -29,7 +29,9 @@ protocol() {
     # SC: sentiment (4 classes) and fact verification (3 classes), 2,048 labelled examples seen 4 times, 4,000 test
     multiemo) ft sc-multiemo-e4-n2048 SC multiemo_sentiment 5e-4,1.5e-3,5e-3 0,1,2,3 4 2048 4000 ;;
     vitaminc) ft sc-vitaminc-e4-n2048 SC vitaminc_nli 5e-4,1.5e-3,5e-3 0,1,2,3 4 2048 4000 ;;
-    *) echo "unknown protocol $1 (ir, multiemo, vitaminc)" >&2; exit 2 ;;
+    # SC with more labelled data: 8,192 reviews seen twice (1,024 steps)
+    multiemo-big) ft sc-multiemo-e2-n8192 SC multiemo_sentiment 5e-4,1.5e-3,5e-3 0,1,2,3 2 8192 4000 ;;
+    *) echo "unknown protocol $1 (ir, multiemo, vitaminc, multiemo-big)" >&2; exit 2 ;;
   esac
 }
 [ $# -gt 0 ] || set -- ir multiemo vitaminc
