@@ -462,3 +462,28 @@ def test_two_data_seeds_read_two_orders(tmp_path, text_corpus, data_root):
         metas.append(json.loads((pretrain(cfg) / "meta.json").read_text())["data"])
     assert metas[0]["seed"] == 0 and metas[1]["seed"] == 1
     assert metas[0]["order_sha256"] != metas[1]["order_sha256"] and metas[0]["documents"] == metas[1]["documents"]
+
+
+def test_a_full_disk_while_torch_writes_a_checkpoint_is_named_as_such(tmp_path, text_corpus, data_root, monkeypatch):
+    """torch's archive writer turns ENOSPC into "[enforce fail ...] unexpected pos": with the disk (nearly) full it
+    is an ENOSPC OSError naming the checkpoint folder (the CLI's one line); with room left the error is kept."""
+    import errno
+    from collections import namedtuple
+
+    import accelerate
+
+    from mlmclm.training import pretrain as module
+
+    def failing(self, *args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+
+    monkeypatch.setattr(accelerate.Accelerator, "save_state", failing)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(1 << 30, (1 << 30) - 4096, 4096))
+    cfg = make_config(tmp_path, text_corpus, data_root, phases=(("clm", 8),))
+    with pytest.raises(OSError) as e:
+        pretrain(cfg)
+    assert e.value.errno == errno.ENOSPC and "/ckpt/test/t/" in e.value.filename
+    monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(1 << 40, 0, 1 << 40))
+    with pytest.raises(RuntimeError, match="unexpected pos"):
+        pretrain(cfg)

@@ -24,10 +24,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import errno
 import hashlib
 import json
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -438,12 +440,20 @@ def _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device)
                       len(tokenizer))
 
 
+FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is taken for a full disk
+
+
 def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict) -> None:
     tmp = checkpoints.tmp_dir(root, step)
     if accelerator.is_main_process:
         checkpoints.begin(root, step)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp))
+    try:
+        accelerator.save_state(str(tmp))
+    except RuntimeError as e:  # torch's archive writer reports a full disk as "[enforce fail ...] unexpected pos"
+        if shutil.disk_usage(root).free < FULL_BELOW:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from e
+        raise
     state_dict = accelerator.get_state_dict(model)  # collective under FSDP: every process takes part
     if accelerator.is_main_process:
         export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
