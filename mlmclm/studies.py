@@ -715,26 +715,34 @@ def _meta(path: Path) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int] | None:
+def _hardware(meta: dict) -> str:
+    h = meta.get("hardware") or {}
+    return h.get("gpu") or f"a {h.get('cpu_count', '?')}-core CPU"
+
+
+def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int, set] | None:
     """Pretraining FLOP/s that this scale's completed runs on record achieved (their meta.json: tokens_seen in
-    wall_time_s, at their size's FLOPs a token), and how many runs; None when there are none."""
+    wall_time_s, at their size's FLOPs a token), how many runs, and on what hardware; None when there are none."""
     seq = plan.template["data"]["seq_len"]
     flops = wall = n = 0
+    where = set()
     for r in plan.runs.values():
         for root in _records(paths):
             meta = _meta(run_dir(plan, r, Paths(root)) / "meta.json")
             if meta.get("status") == "complete" and meta.get("wall_time_s") and meta.get("tokens_seen"):
                 flops += meta["tokens_seen"] * flops_per_token(_shape(plan, r.size), seq)
                 wall, n = wall + meta["wall_time_s"], n + 1
+                where.add(_hardware(meta))
                 break
-    return (flops / wall, n) if wall else None
+    return (flops / wall, n, where) if wall else None
 
 
-def measured_finetune_rate(plan: Plan, paths: Paths, grids: dict, trainings: dict) -> tuple[float, int] | None:
+def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[float, int, set] | None:
     """Fine-tuning FLOPs per second of wall time over this scale's trainings on record (one results.json per
-    training: the one evaluated on its own training set; runs of W worker processes share the wall time), and how
-    many trainings; None when there are none. `trainings`: `compute`'s."""
+    training: the one evaluated on its own training set; runs of W worker processes share the wall time), how many
+    trainings, and on what hardware; None when there are none. `trainings`: `compute`'s."""
     flops = wall = n = 0
+    where = set()
     for (key, trainer, lr, seed), f in trainings.items():
         e = plan.evaluations[key]
         for root in _records(paths):
@@ -745,12 +753,14 @@ def measured_finetune_rate(plan: Plan, paths: Paths, grids: dict, trainings: dic
             if metas:
                 flops, n = flops + f, n + 1
                 wall += metas[0]["wall_time_s"] / metas[0].get("grid_workers", 1)
+                where.add(_hardware(metas[0]))
                 break
-    return (flops / wall, n) if wall else None
+    return (flops / wall, n, where) if wall else None
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+    return (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else
+            f"{seconds / 3600:,.1f} h")
 
 
 def estimate(plan: Plan, paths: Paths, grids: dict, state: Work, c: dict | None = None,
@@ -777,15 +787,19 @@ def estimate(plan: Plan, paths: Paths, grids: dict, state: Work, c: dict | None 
                "FLOP; this is a GPU cluster's scale, not one for a CPU")
         return {"missing": (pre_todo * pre_s, ft_todo * ft_s), "full": (pre * pre_s, ft * ft_s), "how": how,
                 "gpu": True}
-    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, grids, c["trainings"])
-    if not (pre_rate and ft_rate):
+    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, c["trainings"])
+    if pre_rate or ft_rate:  # a part with no runs on record: the other's rate, measured on the same hardware
+        hows = [f"{name} at {r[0] / 1e9:,.1f} GFLOP/s, the rate of this scale's {r[1]} {unit} on record on "
+                f"{', '.join(sorted(r[2]))}" for name, r, unit in (("pretraining", pre_rate, "runs"),
+                                                                   ("fine-tuning", ft_rate, "trainings")) if r]
+        if not (pre_rate and ft_rate):
+            hows.append(f"{'fine-tuning' if pre_rate else 'pretraining'} at that rate too (none on record)")
+        pre_s, ft_s = 1 / (pre_rate or ft_rate)[0], 1 / (ft_rate or pre_rate)[0]
+    else:
         peak, what = rate or machine_rate()
-    hows = []
-    for name, r, unit in (("pretraining", pre_rate, "runs"), ("fine-tuning", ft_rate, "trainings")):
-        hows.append(f"{name} at {r[0] / 1e9:,.1f} GFLOP/s, the rate of this scale's {r[1]} {unit} on record" if r else
-                    f"{name} at 40% of this machine's matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what}; no runs on "
-                    "record)")
-    pre_s, ft_s = 1 / (pre_rate[0] if pre_rate else 0.4 * peak), 1 / (ft_rate[0] if ft_rate else 0.4 * peak)
+        hows = [f"at 40% of this machine's matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what}): this scale has no runs "
+                "on record"]
+        pre_s = ft_s = 1 / (0.4 * peak)
     return {"missing": (pre_todo * pre_s, ft_todo * ft_s), "full": (pre * pre_s, ft * ft_s), "how": "; ".join(hows),
             "gpu": False}
 
