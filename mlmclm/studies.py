@@ -893,6 +893,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def add_cli(sub) -> None:
+    from .commands import runs_dir
+
     p = sub.add_parser("study", help="the paper's five studies at a scale: print the plan, or run what is missing")
     sp = p.add_subparsers(dest="action", required=True)
     for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),
@@ -900,7 +902,7 @@ def add_cli(sub) -> None:
         a = sp.add_parser(action, help=help_)
         a.add_argument("name", help=f"{', '.join(STUDIES)} or all")
         a.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
-        a.add_argument("--results-dir", default=None, help="default results/runs")
+        runs_dir(a, "the pretraining runs' folders and the fine-tuning results")
         a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
         a.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
                                                          "(default: data)")
