@@ -51,7 +51,7 @@ def test_plan_cli_prints_the_paper_accounting(capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["study", "plan", "scaling", "--scale", "huge"],
-     "unknown scale 'huge'; choose one of long, mini, paper, small, tiny"),
+     "unknown scale 'huge'; choose one of long, longer, mini, paper, small, tiny"),
     (["study", "run", "pfs", "--scale", "tiny"], "unknown study 'pfs'; choose from scaling, data_efficiency"),
     (["study", "plan", "all", "--set", "steps_per_k=0"], "steps_per_k must be positive, got 0"),
     (["study", "run", "stability", "--scale", "tiny", "--set", "finetune.lrs=[1e-2]"],
