@@ -11,7 +11,7 @@ that run's checkpoint (biphasic runs from the CLM run's checkpoints before any d
 runs' stable phase, CPT from the decayed final checkpoints), so no segment is trained twice.
 
 Completeness lives in the results: a run is complete when its meta.json says so and its pretrain.csv is whole
-(`pretrain.finished`), an evaluation when every results.json of its grid is complete (`finetune.result_fault`: it
+(`runlog.run_fault`), an evaluation when every results.json of its grid is complete (`grid.result_fault`: it
 parses, holds its scores and was computed with the grid's settings). Checkpoints are only needed for work still to
 do; a missing one is retrained. Results of an evaluated model that lie outside its grid (other learning rates, seeds
 or datasets, after a `--set`) are set aside (renamed `results.outside-grid.json`), so that the notebooks aggregate
