@@ -18,6 +18,7 @@ import argparse
 import importlib
 from pathlib import Path
 
+from . import commands
 from .errors import MlmClmError
 
 # modules whose add_cli(subparsers) adds verbs
@@ -241,7 +242,7 @@ def _main(argv: list[str] | None) -> int:
                    add_help=False)
     rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
     rep.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
-    rep.add_argument("--results-dir", default=None, help="paper/, runs/<scale>/ and tables/ (default: results)")
+    commands.results_dir(rep)
     rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
     rep.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
                                                      "(default: data)")

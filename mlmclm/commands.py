@@ -1,11 +1,15 @@
 """The command-line parsers of the verbs whose modules import torch (`pretrain`, `data`, `finetune`, `bench`), kept
 apart from them so that `mlmclm --help`, every verb's `--help` and the torch-free verbs never import torch: each
 parser names its job as "module:function" (`set_defaults(run=...)`), imported only when the verb runs
-(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`), and the scale and recipe
-lists come from the shipped files.
+(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`, and the two kinds of
+`--results-dir`: `runs_dir` for the verbs that write run folders, `results_dir` for `reproduce`), and the scale and
+recipe lists come from the shipped files.
 """
 
 from __future__ import annotations
+
+from argparse import ArgumentTypeError
+from pathlib import Path
 
 from .config import RECIPES_DIR, scale_names
 from .training.trackers import REPORT_TO
@@ -20,6 +24,39 @@ def report_to(parser, what: str) -> None:
     parser.add_argument("--report-to", choices=REPORT_TO, default="none",
                         help=f"also log {what} to this tracker through accelerate (default: none; tensorboard "
                              "writes logs/ in the run's folder)")
+
+
+def runs_folder(text: str) -> str:
+    """A runs folder (`results/runs`: <scale>/<run or model id>/ inside); a results folder (paper/ and runs/ inside)
+    is refused (one line, by argparse) naming its runs folder."""
+    if (Path(text) / "runs").is_dir() and (Path(text) / "paper").exists():
+        raise ArgumentTypeError(f"{text} is a results folder (it holds paper/ and runs/); this verb takes a "
+                          f"runs folder: --results-dir {Path(text) / 'runs'}")
+    return text
+
+
+def results_folder(text: str) -> str:
+    """A results folder (`results`: paper/, runs/<scale>/, tables/ inside); a runs folder (a scale's folder inside,
+    no runs/) is refused (one line, by argparse) naming the folder above it."""
+    scales = [s for s in scale_names() if (Path(text) / s).is_dir()]
+    if scales and not (Path(text) / "runs").exists():
+        raise ArgumentTypeError(f"{text} is a runs folder (it holds {scales[0]}/); reproduce takes the results "
+                          f"folder above it: --results-dir {Path(text).resolve().parent}")
+    return text
+
+
+def runs_dir(parser, what: str) -> None:
+    """`--results-dir` of the verbs that write run folders (study, finetune): a runs folder."""
+    parser.add_argument("--results-dir", default=None, type=runs_folder, metavar="RUNS",
+                        help=f"the runs folder: {what} go in RUNS/<scale>/ (default: results/runs; not the results "
+                             "folder that `reproduce --results-dir` takes)")
+
+
+def results_dir(parser) -> None:
+    """`--results-dir` of `reproduce`: a results folder."""
+    parser.add_argument("--results-dir", default=None, type=results_folder, metavar="RESULTS",
+                        help="the results folder: paper/, runs/<scale>/ and tables/ (default: results; not the runs "
+                             "folder that `study` and `finetune --results-dir` take)")
 
 
 def _run_config(parser) -> None:
@@ -50,8 +87,7 @@ def add_cli(sub) -> None:
     f.add_argument("--seeds", default=None, help="comma-separated seeds (default: the scale's)")
     f.add_argument("--model-id", default=None, help="results folder name (default: the checkpoint folder's, or "
                                                     "the hub id's name)")
-    f.add_argument("--results-dir", default=None, help="the runs folder, <results-dir>/<scale>/<model-id>/ "
-                                                       "(default: results/runs)")
+    runs_dir(f, "its results, <model-id>/,")
     f.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
     f.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")

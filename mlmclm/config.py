@@ -552,7 +552,7 @@ class ScaleConfig:
                                   f"steps) mapped to CLM steps between 0 and the budget")
         if any(k <= 0 for k in self.cpt_k):
             raise ConfigError(f"cpt_k must hold positive CPT lengths, got {self.cpt_k}")
-        from .models.configuration import SIZES
+        from .sizes import SIZES
 
         for name, spec in self.cpt_decoders.items():
             unknown = set(spec) - {"size", "package", "path", "gguf_file", "lr"}

@@ -11,7 +11,7 @@ that run's checkpoint (biphasic runs from the CLM run's checkpoints before any d
 runs' stable phase, CPT from the decayed final checkpoints), so no segment is trained twice.
 
 Completeness lives in the results: a run is complete when its meta.json says so and its pretrain.csv is whole
-(`pretrain.finished`), an evaluation when every results.json of its grid is complete (`finetune.result_fault`: it
+(`runlog.run_fault`), an evaluation when every results.json of its grid is complete (`grid.result_fault`: it
 parses, holds its scores and was computed with the grid's settings). Checkpoints are only needed for work still to
 do; a missing one is retrained. Results of an evaluated model that lie outside its grid (other learning rates, seeds
 or datasets, after a `--set`) are set aside (renamed `results.outside-grid.json`), so that the notebooks aggregate
@@ -33,8 +33,10 @@ from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, Pretrai
                      scale_config, scale_names, step_text)
 from . import locks
 from .errors import ConfigError, ResultFileError
+from .sizes import SIZES, flops_per_token
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
-from .training import checkpoints
+from .evaluation.grid import context_length, grid_runs, plan_grid, result_fault
+from .training import checkpoints, runlog
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
 NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
@@ -324,9 +326,9 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     s = plan.scale
     template = copy.deepcopy(plan.template)
     named = sorted(c for c in run.checkpoints if c < run.total)
-    results = paths.results / REFERENCE if run.decoder else paths.results  # a decoder's CPT: beside its results
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
-                    results_dir=repo_relative(results), checkpoints_dir=repo_relative(paths.checkpoints))
+                    results_dir=repo_relative(run_dir(plan, run, paths).parent.parent),
+                    checkpoints_dir=repo_relative(paths.checkpoints))
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
         template["seed"] = run.seed
@@ -368,11 +370,17 @@ def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict
     return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability", REFERENCE)}
 
 
+def grid_root(results: Path, grid: str) -> Path:
+    """Where a grid's results go under a runs folder: the stability and reference grids in their own trees (never
+    mixed with the default grid's)."""
+    return results / grid if grid in ("stability", REFERENCE) else results
+
+
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     from .config import finetune_config
 
-    results = paths.results / grid if grid in ("stability", REFERENCE) else paths.results  # own trees: never mixed
-    overrides = [f"results_dir={repo_relative(results)}"] + ([f"data_dir={repo_relative(data_dir)}"] if data_dir else [])
+    overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid))}"]
+    overrides += [f"data_dir={repo_relative(data_dir)}"] if data_dir else []
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
     return finetune_config(plan.scale, overrides)
@@ -381,34 +389,46 @@ def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = Non
 # ---------------------------------------------------------------------------------------------------------------
 # State: what is complete
 # ---------------------------------------------------------------------------------------------------------------
-def run_complete(run: Run, plan: Plan, paths: Paths) -> bool:
-    from .training.pretrain import finished
+def run_dir(plan: Plan, run: Run, paths: Paths) -> Path:
+    """The results folder of `run` (a decoder's CPT: in the reference tree, beside its fine-tuning results)."""
+    return (paths.results / REFERENCE if run.decoder else paths.results) / plan.scale.scale / run.run_id
 
-    return finished(paths.results / plan.scale.scale / run.run_id, run.total)
+
+def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
+    """Why `run` is not complete (None when it is): `runlog.run_fault`."""
+    return runlog.run_fault(run_dir(plan, run, paths), run.total)
 
 
 def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
     return checkpoints.step_dir(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run_id), step)
 
 
+def checkpoint_fault(plan: Plan, paths: Paths, run_id: str, step: int) -> str | None:
+    """Why the checkpoint is not on disk and loadable (None when it is; its weights' hashes verified: a damaged one
+    is retrained)."""
+    path = checkpoint_dir(plan, paths, run_id, step)
+    return "not on disk" if not path.exists() else checkpoints.damage(path, verify=True)
+
+
 def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
-    """Whether the checkpoint is on disk and loadable (its weights' hashes verified: a damaged one is retrained)."""
-    return checkpoints.complete(checkpoint_dir(plan, paths, run_id, step), verify=True)
+    return checkpoint_fault(plan, paths, run_id, step) is None
 
 
 def grid_results(e: Evaluation, cfg) -> dict:
     """The results.json files of `e`'s grid, each with its dataset's protocol."""
-    from .evaluation.finetune import grid_runs
-
     tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
     return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
-def missing_results(e: Evaluation, cfg) -> set[Path]:
-    """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings)."""
-    from .evaluation.finetune import result_fault
+def result_faults(e: Evaluation, cfg) -> dict[Path, str]:
+    """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings),
+    each with why (`grid.result_fault`)."""
+    faults = {p: result_fault(p, c) for p, c in grid_results(e, cfg).items()}
+    return {p: f for p, f in faults.items() if f}
 
-    return {p for p, c in grid_results(e, cfg).items() if result_fault(p, c)}
+
+def missing_results(e: Evaluation, cfg) -> set[Path]:
+    return set(result_faults(e, cfg))
 
 
 ASIDE = "results.outside-grid.json"
@@ -434,23 +454,69 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
     return moved
 
 
-def work(plan: Plan, paths: Paths, grids: dict) -> tuple[list[Run], list[Evaluation], dict]:
-    """What to do: the runs to train (in order), the evaluations to run, and for each run to train the named
-    checkpoints that later work needs. A run is trained when it is incomplete, or when work still to do needs one
-    of its checkpoints and it is not on disk (then the runs it starts from may be needed too). `grids`: the
-    plan's `grid_configs`."""
-    evals = [e for e in plan.evaluations.values() if missing_results(e, grids[e.grid])]
-    needs = {(e.run_id, e.step if e.step is not None else plan.runs[e.run_id].total) for e in evals}
-    train = {r.run_id for r in plan.runs.values() if not run_complete(r, plan, paths)}
+COMPLETE = "complete"
+
+
+@dataclass
+class Work:
+    """What is still to do (`work`): the runs to train (in order), the evaluations to fine-tune, the named
+    checkpoints each run to train must produce for later work, and the status of every run (by id) and evaluation
+    (by (model_id, grid)): "complete", or "to run: why" or "to retrain: why"."""
+    runs: list[Run]
+    evals: list[Evaluation]
+    wanted: dict[str, list[int]]
+    status: dict
+    missing: dict                                # evaluation key -> the results.json it is to write
+
+    def counts(self) -> str:
+        """One line: what is to do, or "nothing to do" and what is complete."""
+        runs = [s for k, s in self.status.items() if isinstance(k, str)]
+        grids = [s for k, s in self.status.items() if not isinstance(k, str)]
+        if not self.runs and not self.evals:
+            return f"nothing to do: {len(runs)} runs complete, {len(grids)} grids complete"
+        retrain = sum(s.startswith("to retrain") for s in runs)
+        return (f"to do: {len(self.runs)} of {len(runs)} runs to train" + (f" ({retrain} to retrain)" if retrain else "")
+                + f", {len(self.evals)} of {len(grids)} grids to fine-tune")
+
+
+def _step(plan: Plan, e: Evaluation) -> int:
+    return e.step if e.step is not None else plan.runs[e.run_id].total
+
+
+def work(plan: Plan, paths: Paths, grids: dict) -> Work:
+    """What to do, and why. A run is trained when it is incomplete ("to run"), or when work still to do needs one
+    of its checkpoints and it is not on disk ("to retrain"; then the runs it starts from may be needed too). An
+    evaluation is fine-tuned when results.json of its grid are missing or incomplete. `grids`: the plan's
+    `grid_configs`."""
+    status, needs, missing = {}, {}, {}          # needs: (run_id, step) -> the work that needs that checkpoint
+    for key, e in plan.evaluations.items():
+        faults = result_faults(e, grids[e.grid])
+        total = len(grid_results(e, grids[e.grid]))
+        other = [f for f in faults.values() if f != "missing"]
+        status[key] = (f"to run: {len(faults)} of {total} results missing" + (f" or incomplete ({other[0]})"
+                                                                             if other else "")) if faults else COMPLETE
+        if faults:
+            missing[key] = set(faults)
+            needs.setdefault((e.run_id, _step(plan, e)), f"the fine-tuning of {e.model_id}")
+    for r in plan.runs.values():
+        fault = run_fault(r, plan, paths)
+        status[r.run_id] = f"to run: {fault}" if fault else COMPLETE
+    train = {r for r in plan.runs if status[r] != COMPLETE}
     while True:
-        needs |= {(plan.runs[r].parent, plan.runs[r].parent_step) for r in train if plan.runs[r].parent}
-        more = {run_id for run_id, step in needs if run_id not in train and not has_checkpoint(plan, paths, run_id,
-                                                                                               step)}
+        for r in sorted(train):
+            if plan.runs[r].parent:
+                needs.setdefault((plan.runs[r].parent, plan.runs[r].parent_step), r)
+        more = {}
+        for (run_id, step), who in needs.items():
+            if run_id not in train and run_id not in more and (fault := checkpoint_fault(plan, paths, run_id, step)):
+                more[run_id] = f"to retrain: its checkpoint at step {step} is needed by {who} and {fault}"
         if not more:
             break
-        train |= more
+        train |= set(more)
+        status.update(more)
     wanted = {r: sorted(step for run_id, step in needs if run_id == r) for r in train}
-    return [r for r in plan.runs.values() if r.run_id in train], evals, wanted
+    return Work([r for r in plan.runs.values() if r.run_id in train],
+                [e for k, e in plan.evaluations.items() if status[k] != COMPLETE], wanted, status, missing)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -501,10 +567,11 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{repo_relative(aside[0])}", flush=True)
-    runs, evals, wanted = work(plan, paths, grids)
+    state = work(plan, paths, grids)
+    runs, evals, wanted = state.runs, state.evals, state.wanted
     if pretrain_only:
         evals = []
-    todo = len(set().union(*(missing_results(e, grids[e.grid]) for e in evals)))
+    todo = 0 if pretrain_only else sum(map(len, state.missing.values()))
     for folder in ([paths.results, paths.checkpoints, paths.data] if runs else [paths.results] if evals else []):
         check_writable(folder)
     print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
@@ -533,7 +600,8 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
         finetune(order)
         for i, r in enumerate(runs, 1):
             print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
-                  + (f" from {r.parent} step {r.parent_step}" if r.parent else ""), flush=True)
+                  + (f" from {r.parent} step {r.parent_step}" if r.parent else "") + f" ({state.status[r.run_id]})",
+                  flush=True)
             cfg = run_config(plan, r, paths)
             _rewind(plan, paths, r, wanted[r.run_id], cfg)
             pretrain(cfg)
@@ -583,55 +651,38 @@ def _phases(r: Run) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # The plan, printed
 # ---------------------------------------------------------------------------------------------------------------
-def _model_config(plan: Plan, size: str):
-    from .models.configuration import MlmClmConfig
-
-    template = plan.template
-    if size in {d["size"] for d in plan.scale.cpt_decoders.values()}:  # a decoder's own shape and vocabulary
-        return MlmClmConfig.from_size(size), template
-    data = template.get("data", {})
-    vocab = {"vocab_size": data["vocab_size"]} if data.get("tokenizer", "train") == "train" and "vocab_size" in data \
-        else {}
-    return MlmClmConfig.from_size(size, **vocab), template
+def _shape(plan: Plan, size: str) -> dict:
+    """The shape of `size` as the plan trains it (`SIZES`): with the vocabulary of the scale's own tokenizer, or a
+    decoder's own (`cpt_decoders`)."""
+    data = plan.template.get("data", {})
+    decoder = size in {d["size"] for d in plan.scale.cpt_decoders.values()}
+    own = not decoder and data.get("tokenizer", "train") == "train" and "vocab_size" in data
+    return {**SIZES[size], **({"vocab_size": data["vocab_size"]} if own else {})}
 
 
-def compute(plan: Plan, paths: Paths | None = None, grids: dict | None = None) -> dict:
-    """Steps, tokens and FLOPs of the plan's pretraining (per part) and fine-tuning; FLOPs by the usual 6N per
-    training token plus attention (`MlmClmConfig.flops_per_token`, dense output layer). `grids`: the plan's
-    `grid_configs`, when the caller has them."""
-    from .evaluation.finetune import max_length, plan_grid
-
-    paths = paths or Paths()
-    parts = {p: {"runs": 0, "steps": 0, "tokens": 0, "flops": 0.0} for p in ("base", "biphasic", "cpt", REFERENCE)}
-    per_run = {}
-    for r in plan.runs.values():
-        config, template = _model_config(plan, r.size)
-        seq, batch = template["data"]["seq_len"], template["batch_size"]
-        per_run[r.run_id] = r.trained * batch * seq * config.flops_per_token(seq)
-        part = parts[r.part]
-        part["runs"] += 1
-        part["steps"] += r.trained
-        part["tokens"] += r.trained * batch * seq
-        part["flops"] += per_run[r.run_id]
-    grids = grids or grid_configs(plan, paths)
-    trainings, results = {}, set()
-    for e in plan.evaluations.values():
-        config, _ = _model_config(plan, plan.runs[e.run_id].size)
+def compute(plan: Plan, grids: dict) -> dict:
+    """FLOPs of the plan, by the usual 6N per training token plus attention (`sizes.flops_per_token`, dense output
+    layer): of each run ("runs": its own steps), of each fine-tuning training ("trainings", by (evaluation key,
+    trainer, lr, seed): its steps, validation every epoch and test, on each dataset it is evaluated on), and the
+    results.json count of each evaluation ("results"). `grids`: the plan's `grid_configs`."""
+    seq, batch = plan.template["data"]["seq_len"], plan.template["batch_size"]
+    runs = {r.run_id: r.trained * batch * seq * flops_per_token(_shape(plan, r.size), seq) for r in plan.runs.values()}
+    trainings, results = {}, collections.Counter()
+    for key, e in plan.evaluations.items():
+        shape = _shape(plan, plan.runs[e.run_id].size)
         for cfg, trainer, evaluated in plan_grid(grids[e.grid]):  # each dataset under its own protocol
-            length = max_length(cfg, config)
+            length = context_length(cfg, shape["max_position_embeddings"])
             steps = [cfg.epochs * math.ceil(cfg.max_train / cfg.batch_size)] if cfg.max_train else []
             steps = min(steps + ([cfg.max_steps] if cfg.max_steps > 0 else []), default=0)  # 0: the size is unknown
             train_tokens = steps * cfg.batch_size * length
             eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation every epoch, test once
-            flops = (train_tokens * config.flops_per_token(length)
-                     + eval_tokens * config.flops_per_token(length, training=False))
+            flops = (train_tokens * flops_per_token(shape, length)
+                     + eval_tokens * flops_per_token(shape, length, training=False))
             for lr in cfg.lrs:
                 for seed in cfg.seeds:
-                    trainings[(e.model_id, e.grid, trainer.name, lr, seed)] = flops * len(evaluated)
-                    results.update((e.model_id, e.grid, t.name, lr, seed) for t in evaluated)
-    ft = {"grids": len(plan.evaluations), "trainings": len(trainings), "results": len(results),
-          "flops": sum(trainings.values()), "per_training": trainings}
-    return {"pretrain": parts, "per_run": per_run, "finetune": ft}
+                    trainings[(key, trainer.name, lr, seed)] = flops * len(evaluated)
+                    results[key] += len(evaluated)
+    return {"runs": runs, "trainings": trainings, "results": results}
 
 
 def _steps_text(cfg) -> str:
@@ -663,42 +714,110 @@ def machine_rate() -> tuple[float, str]:
     return rate, what
 
 
-def measured_rate(plan: Plan, paths: Paths, per_run: dict) -> float | None:
-    """Pretraining FLOP/s achieved by this scale's completed runs on record, if any (`per_run`: their FLOPs)."""
-    flops = wall = 0.0
-    for run_id, f in per_run.items():
-        meta = paths.results / plan.scale.scale / run_id / "meta.json"
-        if not meta.is_file():
-            continue
-        try:
-            m = read_json(meta)
-        except ResultFileError:
-            continue
-        if not isinstance(m, dict) or m.get("status") != "complete" or not m.get("wall_time_s"):
-            continue
-        flops, wall = flops + f, wall + m["wall_time_s"]
-    return flops / wall if wall else None
+def _records(paths: Paths) -> list[Path]:
+    """The runs folders whose runs on record give the rates: the plan's, and the repository's committed one."""
+    return list(dict.fromkeys([paths.results, Paths().results]))
 
 
-def measured_finetune_rate(plan: Plan, paths: Paths, per_training: dict) -> float | None:
-    """Estimated fine-tuning FLOPs per second of wall time, over this scale's trainings on record (one results.json
-    per training: the one evaluated on its own training set; runs of W worker processes share the wall time)."""
-    flops = wall = 0.0
-    root = paths.results / plan.scale.scale
-    for (model_id, grid, trainer, lr, seed), f in per_training.items():
-        tree = paths.results / "stability" / plan.scale.scale if grid == "stability" else root
-        for path in tree.glob(f"{model_id}/*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json"):
-            try:
-                meta = (read_json(path) or {}).get("meta") or {}
-            except (ResultFileError, AttributeError):
-                continue
-            if meta.get("wall_time_s"):
-                flops, wall = flops + f, wall + meta["wall_time_s"] / meta.get("grid_workers", 1)
-    return flops / wall if wall else None
+def _meta(path: Path) -> dict:
+    try:
+        doc = read_json(path) if path.is_file() else {}
+    except ResultFileError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _hardware(meta: dict) -> str:
+    h = meta.get("hardware") or {}
+    return h.get("gpu") or f"a {h.get('cpu_count', '?')}-core CPU"
+
+
+def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int, set] | None:
+    """Pretraining FLOP/s that this scale's completed runs on record achieved (their meta.json: tokens_seen in
+    wall_time_s, at their size's FLOPs a token), how many runs, and on what hardware; None when there are none."""
+    seq = plan.template["data"]["seq_len"]
+    flops = wall = n = 0
+    where = set()
+    for r in plan.runs.values():
+        for root in _records(paths):
+            meta = _meta(run_dir(plan, r, Paths(root)) / "meta.json")
+            if meta.get("status") == "complete" and meta.get("wall_time_s") and meta.get("tokens_seen"):
+                flops += meta["tokens_seen"] * flops_per_token(_shape(plan, r.size), seq)
+                wall, n = wall + meta["wall_time_s"], n + 1
+                where.add(_hardware(meta))
+                break
+    return (flops / wall, n, where) if wall else None
+
+
+def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[float, int, set] | None:
+    """Fine-tuning FLOPs per second of wall time over this scale's trainings on record (one results.json per
+    training: the one evaluated on its own training set; runs of W worker processes share the wall time), how many
+    trainings, and on what hardware; None when there are none. `trainings`: `compute`'s."""
+    flops = wall = n = 0
+    where = set()
+    for (key, trainer, lr, seed), f in trainings.items():
+        e = plan.evaluations[key]
+        for root in _records(paths):
+            tree = grid_root(root, e.grid) / plan.scale.scale / e.model_id
+            found = tree.glob(f"*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json")
+            metas = [_meta(path).get("meta") or {} for path in found]
+            metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]
+            if metas:
+                flops, n = flops + f, n + 1
+                wall += metas[0]["wall_time_s"] / metas[0].get("grid_workers", 1)
+                where.add(_hardware(metas[0]))
+                break
+    return (flops / wall, n, where) if wall else None
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+    return (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else
+            f"{seconds / 3600:,.1f} h")
+
+
+def estimate(plan: Plan, paths: Paths, grids: dict, state: Work, c: dict | None = None,
+             rate: tuple[float, str] | None = None) -> dict:
+    """Wall time of what `state` leaves to do ("missing") and of a full run of the plan ("full"), each as seconds of
+    (pretraining, fine-tuning), without data building and notebooks, and how it was found ("how"; "gpu": GPU-seconds).
+    The rates: those this scale's runs on record achieved (`measured_rate`, `measured_finetune_rate`); at the paper
+    scale the paper's own GPU-hours per FLOP; else 40% of this machine's matmul rate (`machine_rate`, or `rate`).
+    `c`: the plan's `compute`."""
+    c = c or compute(plan, grids)
+    pre, ft = sum(c["runs"].values()), sum(c["trainings"].values())
+    per_eval = collections.Counter()
+    for (key, *_), f in c["trainings"].items():
+        per_eval[key] += f
+    pre_todo = sum(c["runs"][r.run_id] for r in state.runs)
+    ft_todo = sum(per_eval[k] * len(state.missing[k]) / c["results"][k] for k in state.missing)
+    if plan.scale.scale == "paper":  # the paper's accounting, per FLOP of the whole paper plan
+        whole = plan if len(plan.evaluations) == len(build_plan(plan.scale).evaluations) else build_plan(plan.scale)
+        full = c if whole is plan else compute(whole, grids)
+        hours = PAPER_ACCOUNTING["gpu_hours"]
+        base = sum(f for r, f in full["runs"].items() if whole.runs[r].part == "base")
+        pre_s, ft_s = hours["base"] * 3600 / base, hours["finetune"] * 3600 / sum(full["trainings"].values())
+        how = ("GPU-hours at the paper's own rates: its 81k GPU-h for its base runs and 9k for its fine-tuning, per "
+               "FLOP; this is a GPU cluster's scale, not one for a CPU")
+        return {"missing": (pre_todo * pre_s, ft_todo * ft_s), "full": (pre * pre_s, ft * ft_s), "how": how,
+                "gpu": True}
+    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, c["trainings"])
+    if pre_rate or ft_rate:  # a part with no runs on record: the other's rate, measured on the same hardware
+        hows = [f"{name} at {r[0] / 1e9:,.1f} GFLOP/s, the rate of this scale's {r[1]} {unit} on record on "
+                f"{', '.join(sorted(r[2]))}" for name, r, unit in (("pretraining", pre_rate, "runs"),
+                                                                   ("fine-tuning", ft_rate, "trainings")) if r]
+        if not (pre_rate and ft_rate):
+            hows.append(f"{'fine-tuning' if pre_rate else 'pretraining'} at that rate too (none on record)")
+        pre_s, ft_s = 1 / (pre_rate or ft_rate)[0], 1 / (ft_rate or pre_rate)[0]
+    else:
+        peak, what = rate or machine_rate()
+        hows = [f"at 40% of this machine's matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what}): this scale has no runs "
+                "on record"]
+        pre_s = ft_s = 1 / (0.4 * peak)
+    return {"missing": (pre_todo * pre_s, ft_todo * ft_s), "full": (pre * pre_s, ft * ft_s), "how": "; ".join(hows),
+            "gpu": False}
+
+
+def _status_line(status: str) -> str:
+    return "" if status == COMPLETE else f"\n      {status}"
 
 
 def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
@@ -706,18 +825,24 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     s = plan.scale
     template = plan.template
     tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
+    grids = grid_configs(plan, paths)
+    state = work(plan, paths, grids)
     lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
              f"  sizes {' / '.join(s.sizes)} stand for the paper's "
              f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
              f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
-             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)", "",
+             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)",
+             f"  results: {repo_relative(paths.results / s.scale)}; checkpoints: "
+             f"{repo_relative(paths.checkpoints / s.scale)}", "",
              f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
-             f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  studies"]
+             f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  {'status':<10} studies"]
     for r in plan.runs.values():
         start = f"{r.parent} @{r.parent_step}" if r.parent else (f"{r.decoder} (its weights)" if r.decoder else
                                                                  "scratch")
         phases = " + ".join(f"{o} {n}" for o, n in r.phases)
-        lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {','.join(sorted(r.studies))}")
+        status = state.status[r.run_id]
+        lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {status.split(':')[0]:<10} "
+                     f"{','.join(sorted(r.studies))}" + _status_line(status))
     ours = [e for e in plan.evaluations.values() if e.grid != REFERENCE]
     inter = sum(bool(e.step) for e in ours)
     controls = sum(e.step == 0 for e in ours)
@@ -728,18 +853,19 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     if refs:
         lines.append(f"  -> and {len(refs)} models from decoders pretrained elsewhere (`cpt_decoders`: before and "
                      "after their CPT), apart in the reference tree")
-    grids = grid_configs(plan, paths)
-    c = compute(plan, paths, grids)
+    c = compute(plan, grids)
+    parts = {p: [0, 0, 0, 0.0] for p in ("base", "biphasic", "cpt", REFERENCE)}  # runs, steps, tokens, FLOPs
+    for r in plan.runs.values():
+        v = parts[r.part]
+        for i, add in enumerate((1, r.trained, r.trained * tokens_per_step, c["runs"][r.run_id])):
+            v[i] += add
     lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]
-    total = 0.0
-    for part, v in c["pretrain"].items():
-        total += v["flops"]
-        lines.append(f"  {part:<10} {v['runs']:>5} {v['steps']:>11,} {v['tokens']:>18,} {v['flops']:>10.2e}")
-    ft = c["finetune"]
+    lines += [f"  {part:<10} {n:>5} {steps:>11,} {tokens:>18,} {f:>10.2e}"
+              for part, (n, steps, tokens, f) in parts.items()]
     by_grid = collections.Counter(e.grid for e in plan.evaluations.values())
-    lines += ["", f"Fine-tuning: {ft['grids']} grids ("
-              + ", ".join(f"{n} {g}" for g, n in by_grid.items()) + f"), {ft['trainings']:,} trainings, "
-              f"{ft['results']:,} results.json, ~{ft['flops']:.2e} FLOPs"]
+    lines += ["", f"Fine-tuning: {len(plan.evaluations)} grids (" + ", ".join(f"{n} {g}" for g, n in by_grid.items())
+              + f"), {len(c['trainings']):,} trainings, {sum(c['results'].values()):,} results.json, "
+              f"~{sum(c['trainings'].values()):.2e} FLOPs"]
     for g in by_grid:
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
@@ -747,29 +873,31 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
         for name in cfg.per_dataset:
             d = cfg.for_dataset(name)
             lines.append(f"    {name}: lrs {d.lrs}; seeds {d.seeds}; " + _steps_text(d))
+    lines.append(f"  {'evaluated model':<40} {'grid':<10} status")
+    for key, e in plan.evaluations.items():
+        status = state.status[key]
+        lines.append(f"  {e.model_id:<40} {e.grid:<10} {status.split(':')[0]}" + _status_line(status))
     if s.scale == "paper":
         p = PAPER_ACCOUNTING
-        per_flop = p["gpu_hours"]["base"] / c["pretrain"]["base"]["flops"]
+        per_flop = p["gpu_hours"]["base"] / parts["base"][3]
         lines += ["", f"The paper's own accounting: {p['models']}; {p['finetune_runs']:,} fine-tuning runs.",
                   f"  {'part':<10} {'steps here':>11} {'steps (paper)':>14} {'GPU-h at the base rate':>23} "
                   f"{'GPU-h (paper)':>14}"]
         for part in ("base", "biphasic", "cpt"):
-            v = c["pretrain"][part]
-            lines.append(f"  {part:<10} {v['steps']:>11,} {p['steps'][part]:>14,} {v['flops'] * per_flop:>23,.0f} "
-                         f"{p['gpu_hours'][part]:>14,}")
+            lines.append(f"  {part:<10} {parts[part][1]:>11,} {p['steps'][part]:>14,} "
+                         f"{parts[part][3] * per_flop:>23,.0f} {p['gpu_hours'][part]:>14,}")
         lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
                      "each part's FLOPs)")
-    pre_rate = measured_rate(plan, paths, c["per_run"])
-    ft_rate = measured_finetune_rate(plan, paths, ft["per_training"])
-    if not (pre_rate and ft_rate):
-        peak, what = rate or machine_rate()
-    hows = []
-    for name, r in (("pretraining", pre_rate), ("fine-tuning", ft_rate)):
-        hows.append(f"{name} at the rate this scale's runs on record achieved" if r else
-                    f"{name} at 40% of this machine's matmul rate ({peak / 1e9:,.0f} GFLOP/s, {what})")
-    seconds = total / (pre_rate or 0.4 * peak) + ft["flops"] / (ft_rate or 0.4 * peak)
-    lines += ["", f"Compute: {total:.2e} FLOPs pretraining + {ft['flops']:.2e} fine-tuning; ~{_hours(seconds)} "
-                  f"({'; '.join(hows)}; an estimate, without data building and notebooks)"]
+    t = estimate(plan, paths, grids, state, c, rate)
+    unit = (lambda x: f"{x / 3600:,.0f} GPU-h") if t["gpu"] else _hours
+
+    def when(pair):
+        return f"~{unit(sum(pair))} ({unit(pair[0])} pretraining, {unit(pair[1])} fine-tuning)"
+    lines += ["", state.counts(),
+              "Compute (an estimate, without data building and notebooks):",
+              f"  missing now: {when(t['missing']) if state.runs or state.evals else 'nothing'}",
+              f"  a full run:  {when(t['full'])}",
+              f"  ({t['how']})"]
     return "\n".join(lines)
 
 
@@ -777,6 +905,8 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def add_cli(sub) -> None:
+    from .commands import runs_dir
+
     p = sub.add_parser("study", help="the paper's five studies at a scale: print the plan, or run what is missing")
     sp = p.add_subparsers(dest="action", required=True)
     for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),
@@ -784,7 +914,7 @@ def add_cli(sub) -> None:
         a = sp.add_parser(action, help=help_)
         a.add_argument("name", help=f"{', '.join(STUDIES)} or all")
         a.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
-        a.add_argument("--results-dir", default=None, help="default results/runs")
+        runs_dir(a, "the pretraining runs' folders and the fine-tuning results")
         a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
         a.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
                                                          "(default: data)")

@@ -16,9 +16,9 @@ from mlmclm.io import ROOT
 PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
-    "models": {"errors", "flops"},
-    "training": {"models", "config", "errors", "flops", "io", "fetch", "locks"},
-    "evaluation": {"models", "training", "config", "errors", "flops", "io", "fetch", "locks"},
+    "models": {"errors", "flops", "sizes"},
+    "training": {"models", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
+    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
     "analysis": {"config", "errors", "flops", "io"},
 }
 

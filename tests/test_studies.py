@@ -281,8 +281,8 @@ def test_committed_runs_keep_their_identity_and_are_complete(scale):
         assert (committed / "config.yaml").read_text() == to_yaml(cfg), run.run_id
         meta = json.loads((committed / "meta.json").read_text())
         assert meta.get("identity", identity(cfg)) == identity(cfg)
-    runs, evals, _ = studies.work(plan, paths, studies.grid_configs(plan, paths))
-    assert (runs, evals) == ([], [])
+    state = studies.work(plan, paths, studies.grid_configs(plan, paths))
+    assert (state.runs, state.evals) == ([], []) and set(state.status.values()) == {"complete"}
 
 
 def test_seed_data_order_gives_each_pretraining_seed_its_own_data_order():
@@ -344,3 +344,99 @@ def test_study_run_fine_tunes_each_model_as_soon_as_its_run_is_trained(tmp_path,
              if line.startswith(("[pretrain", "[finetune"))]
     clm, mlm = "tiny-s-clm-42", "tiny-s-mlm40-42"
     assert steps == [clm + ":", clm, mlm + ":", mlm, mlm + "-0"], steps
+
+
+def _complete_run(paths, plan, run):
+    """A run folder as a finished pretraining leaves it: meta.json complete, pretrain.csv whole to its last step."""
+    from mlmclm.training.runlog import CSV_FIELDS
+
+    folder = studies.run_dir(plan, run, paths)
+    folder.mkdir(parents=True)
+    (folder / "meta.json").write_text(json.dumps({"status": "complete", "wall_time_s": 1.0, "tokens_seen": 1}))
+    (folder / "pretrain.csv").write_text(",".join(CSV_FIELDS) + "\n" + ",".join([str(run.total)] + ["0"] * 8) + "\n")
+
+
+def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, capsys):
+    """The plan says, with the runner's own logic (`work`), what is complete, what is to run and what is to retrain
+    (a complete run whose checkpoint later work needs is not on disk), and why."""
+    import shutil
+
+    from mlmclm.io import ROOT
+
+    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    plan = studies.build_plan("long").for_studies(["biphasic"])
+    committed = ROOT / "results" / "runs" / "long"
+    for run_id in ("mini-xs-clm-4620", "mini-xs-clm-1100-mlm40-4620"):  # complete, with their fine-tuning results
+        shutil.copytree(committed / run_id, paths.results / "long" / run_id)
+    grids = studies.grid_configs(plan, paths)
+    state = studies.work(plan, paths, grids)
+    assert state.status[("mini-xs-clm-1100-mlm40-4620", "default")] == "complete"
+    assert state.status["mini-xs-clm-1100-mlm40-4620"] == "complete"
+    assert state.status[("mini-xs-mlm40-4620", "default")] == "to run: 12 of 12 results missing"
+    assert state.status["mini-xs-mlm40-4620"] == "to run: not trained (no meta.json)"
+    assert state.status["mini-xs-clm-4620"] == ("to retrain: its checkpoint at step 4400 is needed by "
+                                                "mini-xs-clm-4400-mlm40-4620 and not on disk")
+    assert [r.run_id for r in state.runs] == ["mini-xs-clm-4620", "mini-xs-mlm40-4620", "mini-xs-clm-4400-mlm40-4620"]
+    assert state.wanted["mini-xs-clm-4620"] == [4400]
+    assert cli.main(["study", "plan", "biphasic", "--scale", "long", "--results-dir", str(paths.results),
+                         "--checkpoints-dir", str(paths.checkpoints)]) == 0
+    out = capsys.readouterr().out
+    assert "  mini-xs-clm-4620 " in out and ("\n      to retrain: its checkpoint at step 4400 is needed by "
+                                             "mini-xs-clm-4400-mlm40-4620 and not on disk\n") in out
+    assert "to do: 3 of 4 runs to train (1 to retrain), 2 of 3 grids to fine-tune" in out
+    assert "missing now: nothing" not in out
+
+
+def test_committed_long_plan_has_nothing_to_do(capsys):
+    """A fresh clone holds the long scale's results but no checkpoints: every grid is complete, nothing trains."""
+    assert cli.main(["study", "plan", "all", "--scale", "long"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to do: 10 runs complete, 17 grids complete" in out and "missing now: nothing" in out
+    assert "to run" not in out and "to retrain" not in out
+
+
+@pytest.mark.parametrize("scale,measured_min", [("long", 87.6), ("mini", 39.2)])
+def test_full_run_estimate_is_within_1_5x_of_the_measured_time(tmp_path, scale, measured_min):
+    """A full run into an empty folder, estimated from the rates of the committed runs (computed, not timed):
+    long took 87.6 min on a 2-core CPU (mlmclm/scales/long.yaml), mini 8.5 min of pretraining and about 31 of
+    fine-tuning (README, its data build aside)."""
+    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    plan = studies.build_plan(scale)
+    grids = studies.grid_configs(plan, paths)
+    state = studies.work(plan, paths, grids)
+    assert len(state.runs) == len(plan.runs) and len(state.evals) == len(plan.evaluations)
+    t = studies.estimate(plan, paths, grids, state, rate=(1.0, "never used"))
+    assert t["missing"] == t["full"] and "on record" in t["how"]
+    assert 1 / 1.5 < sum(t["full"]) / 60 / measured_min < 1.5, t
+
+
+def test_paper_plan_estimates_gpu_hours_not_cpu_time(capsys):
+    assert cli.main(["study", "plan", "all", "--scale", "paper"]) == 0
+    out = capsys.readouterr().out
+    assert "a full run:  ~119,775 GPU-h" in out and "paper's own rates" in out
+
+
+def test_study_plan_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mlmclm.cli import main\nmain(['study', 'plan', 'all', '--scale', 'long'])\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'accelerate') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["study", "plan", "all", "--scale", "long", "--results-dir", "{root}/results"],
+     "argument --results-dir: {root}/results is a results folder (it holds paper/ and runs/); this verb takes a runs "
+     "folder: --results-dir {root}/results/runs"),
+    (["reproduce", "--scale", "long", "--results-dir", "{root}/results/runs"],
+     "argument --results-dir: {root}/results/runs is a runs folder (it holds long/); reproduce takes the results "
+     "folder above it: --results-dir {root}/results"),
+])
+def test_results_dir_of_the_other_kind_is_refused_in_one_line(capsys, argv, message):
+    from mlmclm.io import ROOT
+
+    with pytest.raises(SystemExit):
+        cli.main([a.format(root=ROOT) for a in argv])
+    assert message.format(root=ROOT) in capsys.readouterr().err

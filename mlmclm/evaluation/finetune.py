@@ -56,7 +56,8 @@ from ..models.any_encoder import EncoderWithHead
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
-from .tasks import GROUPS, Task, load_task, select_tasks
+from .grid import context_length, plan_grid, result_fault
+from .tasks import Task, load_task
 from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
@@ -288,7 +289,7 @@ def max_length(cfg: FinetuneConfig, model) -> int:
     if limit is None:  # an encoder whose config does not say: its tokenizer's limit, else BERT's
         limit = getattr(model.tokenizer, "model_max_length", 0) if isinstance(model, Checkpoint) else 0
         limit = limit if 0 < limit < 1_000_000 else 512
-    return min(cfg.max_length or math.floor(0.99 * limit), limit)
+    return context_length(cfg, limit)
 
 
 def encode(task: Task, splits: dict[str, list[dict]], tok, length: int, stride: int) -> dict[str, dict]:
@@ -586,42 +587,6 @@ def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int
     return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
 
 
-# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
-# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
-GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir", "per_dataset")
-
-
-def protocol(config: dict) -> dict:
-    """The settings of a fine-tuning config (as `to_dict` writes it into `meta.config`) that change a run's result;
-    fields it predates count at their defaults."""
-    default = json.loads(json.dumps(to_dict(FinetuneConfig())))
-    out = {}
-    for key, value in default.items():
-        if key not in GRID_FIELDS:
-            got = config.get(key, value)
-            out[key] = {**value, **got} if isinstance(value, dict) and isinstance(got, dict) else got
-    return out
-
-
-def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
-    """Why `path` is not a complete result of `cfg`'s protocol (None when it is one): "missing", a damaged file (the
-    reader's message), or the settings it was computed with that differ from `cfg`'s."""
-    if not path.is_file():
-        return "missing"
-    try:
-        doc = load_result(path)
-    except ResultFileError as e:
-        return str(e)
-    if fault := misplaced(path, doc):
-        return fault
-    stored = (doc.get("meta") or {}).get("config")
-    if not isinstance(stored, dict):
-        return f"{path}: no meta.config (the settings it was computed with)"
-    ours, theirs = protocol(json.loads(json.dumps(to_dict(cfg)))), protocol(stored)
-    changed = [f"{k} {theirs[k]} -> {ours[k]}" for k in ours if theirs[k] != ours[k]]
-    return f"{path}: computed with other settings ({', '.join(changed)})" if changed else None
-
-
 MISPLACED = "results.misplaced.json"
 
 
@@ -636,30 +601,6 @@ def set_aside_misplaced(path: Path) -> Path | None:
         return None
     print(f"{fault}; set aside as {MISPLACED}", flush=True)
     return path.rename(path.with_name(MISPLACED))
-
-
-def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task]]]:
-    """(protocol, training task, evaluated tasks): one per selected dataset, except IR, where every dataset trained
-    on the same `train_on` dataset shares one training; the protocol is the training dataset's
-    (`FinetuneConfig.for_dataset`)."""
-    unknown = sorted(set(cfg.per_dataset) - set(t.name for t in select_tasks(cfg.suite, GROUPS)))
-    if unknown:
-        raise FinetuneError(f"per_dataset names {unknown[0]!r}, which is not a dataset of the {cfg.suite} suite")
-    pairs, ir = [], {}
-    for t in select_tasks(cfg.suite, cfg.groups, cfg.datasets):
-        if t.group == "IR":
-            trainer = select_tasks(cfg.suite, ["IR"], [t.train_on])[0] if t.train_on else t
-            ir.setdefault(trainer.name, (trainer, []))[1].append(t)
-        else:
-            pairs.append((t, [t]))
-    return [(cfg.for_dataset(trainer.name), trainer, evaluated) for trainer, evaluated in pairs + list(ir.values())]
-
-
-def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
-    """Every results.json of `cfg`'s grid for a model (relative to `results_dir/scale/<model_id>`), with the
-    protocol it is computed with."""
-    return {Path(t.group) / t.name / f"lr{lr_text(lr)}_sd{sd}" / "results.json": c
-            for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
 
 
 def grid_workers(cfg: FinetuneConfig, device: torch.device) -> int:

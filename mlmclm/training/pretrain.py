@@ -43,12 +43,12 @@ from ..io import HUB_ID, check_writable, provenance, read_json, write_json, writ
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from . import checkpoints, trackers
+from .runlog import CSV_FIELDS, _valid_rows, finished, log_end
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
 from .optim import build_optimizer
 
 log = logging.getLogger(__name__)
-CSV_FIELDS = ["step", "phase", "objective", "lr", "loss", "label_tokens", "tokens_seen", "tokens_per_s",
-              "wall_time_s"]
+
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -237,24 +237,6 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
 
 
 _STEP = {"now": 0}  # the step being trained (what an interruption reports)
-
-
-def finished(run_dir: Path, total: int) -> bool:
-    """Whether the run in `run_dir` is done: its meta.json says complete and its pretrain.csv is whole up to step
-    `total`. A damaged file is reported by path (one line) and the run counts as not done (a re-run repairs it)."""
-    try:
-        meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").exists() else {}
-    except ResultFileError as e:
-        print(f"{e}; the run is resumed", flush=True)
-        return False
-    if not isinstance(meta, dict) or meta.get("status") != "complete":
-        return False
-    good = log_end(run_dir / "pretrain.csv")
-    if good != total:
-        print(f"{run_dir / 'pretrain.csv'}: {'whole up to step ' + str(good) if good else 'no valid row'} of "
-              f"{total}; the run is trained again from its last checkpoint before that", flush=True)
-        return False
-    return True
 
 
 def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, report_to: str = "none") -> Path:
@@ -460,31 +442,6 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
         checkpoints.write_state(tmp, state)
         checkpoints.publish(root, step)
     accelerator.wait_for_everyone()
-
-
-def _valid_rows(path: Path) -> list[str]:
-    """The header and the rows of pretrain.csv up to its first damaged line (a wrong field count, a step that is not
-    a number or does not grow, a half-written last line); [] when the file is missing or its header is wrong."""
-    if not path.exists():
-        return []
-    text = path.read_text(errors="replace")
-    lines = text.split("\n")
-    if lines[0] != ",".join(CSV_FIELDS):
-        return []
-    keep, last = lines[:1], 0
-    for ln in lines[1:-1]:  # the text after the last newline is a half-written line (or nothing)
-        step = ln.split(",")[0]
-        if ln.count(",") != len(CSV_FIELDS) - 1 or not step.isdigit() or int(step) <= last:
-            break
-        keep.append(ln)
-        last = int(step)
-    return keep
-
-
-def log_end(path: Path) -> int:
-    """The step of pretrain.csv's last valid row (0 when none): the log is whole up to there."""
-    rows = _valid_rows(path)
-    return int(rows[-1].split(",")[0]) if len(rows) > 1 else 0
 
 
 def _truncate_log(path: Path, step: int) -> None:

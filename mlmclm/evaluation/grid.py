@@ -1,0 +1,81 @@
+"""A fine-tuning grid's runs and whether each is done, torch-free (`mlmclm.evaluation.finetune` runs them; `mlmclm
+study plan` reads them without importing torch): the (protocol, training task, evaluated tasks) of a grid, the
+results.json each writes, why one is not complete, and the context a protocol fine-tunes at.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..config import FinetuneConfig, to_dict
+from ..errors import FinetuneError, ResultFileError
+from ..io import load_result, lr_text, misplaced
+from .tasks import GROUPS, Task, select_tasks
+
+
+# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
+# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
+GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir", "per_dataset")
+
+
+def protocol(config: dict) -> dict:
+    """The settings of a fine-tuning config (as `to_dict` writes it into `meta.config`) that change a run's result;
+    fields it predates count at their defaults."""
+    default = json.loads(json.dumps(to_dict(FinetuneConfig())))
+    out = {}
+    for key, value in default.items():
+        if key not in GRID_FIELDS:
+            got = config.get(key, value)
+            out[key] = {**value, **got} if isinstance(value, dict) and isinstance(got, dict) else got
+    return out
+
+
+def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
+    """Why `path` is not a complete result of `cfg`'s protocol (None when it is one): "missing", a damaged file (the
+    reader's message), or the settings it was computed with that differ from `cfg`'s."""
+    if not path.is_file():
+        return "missing"
+    try:
+        doc = load_result(path)
+    except ResultFileError as e:
+        return str(e)
+    if fault := misplaced(path, doc):
+        return fault
+    stored = (doc.get("meta") or {}).get("config")
+    if not isinstance(stored, dict):
+        return f"{path}: no meta.config (the settings it was computed with)"
+    ours, theirs = protocol(json.loads(json.dumps(to_dict(cfg)))), protocol(stored)
+    changed = [f"{k} {theirs[k]} -> {ours[k]}" for k in ours if theirs[k] != ours[k]]
+    return f"{path}: computed with other settings ({', '.join(changed)})" if changed else None
+
+
+def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task]]]:
+    """(protocol, training task, evaluated tasks): one per selected dataset, except IR, where every dataset trained
+    on the same `train_on` dataset shares one training; the protocol is the training dataset's
+    (`FinetuneConfig.for_dataset`)."""
+    unknown = sorted(set(cfg.per_dataset) - set(t.name for t in select_tasks(cfg.suite, GROUPS)))
+    if unknown:
+        raise FinetuneError(f"per_dataset names {unknown[0]!r}, which is not a dataset of the {cfg.suite} suite")
+    pairs, ir = [], {}
+    for t in select_tasks(cfg.suite, cfg.groups, cfg.datasets):
+        if t.group == "IR":
+            trainer = select_tasks(cfg.suite, ["IR"], [t.train_on])[0] if t.train_on else t
+            ir.setdefault(trainer.name, (trainer, []))[1].append(t)
+        else:
+            pairs.append((t, [t]))
+    return [(cfg.for_dataset(trainer.name), trainer, evaluated) for trainer, evaluated in pairs + list(ir.values())]
+
+
+def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
+    """Every results.json of `cfg`'s grid for a model (relative to `results_dir/scale/<model_id>`), with the
+    protocol it is computed with."""
+    return {Path(t.group) / t.name / f"lr{lr_text(lr)}_sd{sd}" / "results.json": c
+            for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
+
+
+def context_length(cfg: FinetuneConfig, limit: int) -> int:
+    """The tokens a sequence of `cfg`'s protocol holds on a model of context `limit`: cfg.max_length, or 0.99 x the
+    context as EncodEval; never beyond the context."""
+    return min(cfg.max_length or math.floor(0.99 * limit), limit)
