@@ -19,7 +19,7 @@ ALLOWED = {
     "models": {"errors", "flops", "sizes"},
     "training": {"models", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
-    "analysis": {"config", "errors", "flops", "io"},
+    "analysis": {"config", "errors", "flops", "io", "locks"},
 }
 
 
