@@ -31,7 +31,9 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -230,196 +232,331 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
         if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)
             held.enter_context(locks.hold(run_dir))
             held.enter_context(locks.hold(ckpt_root))
+        trainer = Trainer(cfg, schedule, run_dir, ckpt_root, report_to)
         try:
-            return _train(cfg, schedule, run_dir, ckpt_root, report_to)
+            return trainer.run()
         except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {_STEP['now']}") from None
+            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step}") from None
 
 
-_STEP = {"now": 0}  # the step being trained (what an interruption reports)
+@dataclass
+class Interval:
+    """The sums of the log interval under way: loss and label tokens on the device (read once, when its row is
+    written), steps and tokens trained, and when it began (`time.perf_counter`)."""
+    loss: torch.Tensor
+    labels: torch.Tensor
+    began: float
+    steps: int = 0
+    tokens: int = 0
+
+    def reset(self, now: float) -> None:
+        self.loss.zero_()
+        self.labels.zero_()
+        self.steps, self.tokens, self.began = 0, 0, now
 
 
-def _train(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, report_to: str = "none") -> Path:
-    from accelerate import Accelerator
-    from tqdm.auto import tqdm
+@dataclass
+class Trainer:
+    """One run while it trains. `run` is the whole of it, in named parts: `set_up` (the accelerator), `build` (the
+    data, the model, its optimizer), `resume` (where to start), `begin` (the log, the step-0 checkpoint), then for
+    each step `train_step` (`forward_backward` over the micro-batches), `log` and `checkpoint`, and `end`. The fields
+    after `step` are filled in by those parts, in that order."""
+    cfg: PretrainConfig
+    schedule: Schedule
+    run_dir: Path
+    ckpt_root: Path
+    report_to: str = "none"
+    step: int = 0  # the step being trained: what an interruption reports
+    # set_up
+    accelerator: Any = None
+    precision: str = "no"  # accelerate's mixed_precision: "bf16" or "no"
+    distributed: dict = field(default_factory=dict)  # `distributed_setup`, as meta.json records it
+    # build
+    tokenizer: Any = None
+    shards: Path | None = None
+    blocks: corpus.TokenBlocks | None = None
+    model: Any = None  # as accelerate prepared it (and torch.compile compiled it): what trains
+    unwrapped: MlmClmForMaskedLM | None = None
+    optimizer: Any = None
+    # resume
+    start: int = 0  # the last step done (0: none)
+    elapsed: float = 0.0  # wall time of this run's earlier sessions
+    tokens_seen: int = 0
+    # begin
+    special: torch.Tensor | None = None  # the tokenizer's special ids, never masked
+    named: set = field(default_factory=set)  # the checkpoint steps never pruned
+    bad_step: torch.Tensor | None = None  # the first step whose loss was not finite (0: none)
+    interval: Interval | None = None
+    last_loss: float | None = None  # the mean loss of the last row written
+    log_file: Any = None  # pretrain.csv, open for appending (main process only)
+    writer: csv.DictWriter | None = None
+    bar: Any = None  # the progress bar
+    t0: float = 0.0  # time.perf_counter() at step 0, earlier sessions included
 
-    resolved, me = to_yaml(cfg), owner(cfg)
-    meta_path = run_dir / "meta.json"
-    recorded, other = _recorded_identity(meta_path), None
-    if recorded not in (None, me["identity"]):
-        other = f"identity {recorded}"
-    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != resolved:
-        other = "its config.yaml differs"
-    if other:
-        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one (identity "
-                          f"{me['identity']}); choose another run_id, or delete that folder and its checkpoints to "
-                          f"start over")
-    checkpoints.claim(ckpt_root, me, write=False)  # refused before any work when they are another run's
-    if finished(run_dir, schedule.total) and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [schedule.total]:
-        print(f"{cfg.run_id}: already complete ({run_dir})")
-        return run_dir
+    def run(self) -> Path:
+        """The run: skipped when complete; else set up, resumed, trained to its last step, ended."""
+        if self.complete_already():
+            print(f"{self.cfg.run_id}: already complete ({self.run_dir})")
+            return self.run_dir
+        self.set_up()
+        self.build()
+        self.resume()
+        self.begin()
+        for step in range(self.start + 1, self.schedule.total + 1):
+            self.step = step
+            self.train_step(step)
+            is_ckpt = step in self.named or step % self.cfg.checkpoint.every == 0
+            if step % self.cfg.log_every == 0 or is_ckpt or step == self.schedule.total:
+                self.log(step)
+            self.bar.update(1)
+            if is_ckpt:
+                self.checkpoint(step)
+        self.end()
+        return self.run_dir
 
-    on_gpu = torch.cuda.is_available()
-    precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
-    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
-                              **trackers.accelerator_kwargs(report_to, run_dir))
-    distributed = distributed_setup(accelerator)
-    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and distributed["type"] != "FSDP":
-        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {distributed['type']}, not FSDP "
-                          f"(FSDP shards over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch "
-                          "with --multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
-    trackers.start(accelerator, report_to, cfg.run_id, resolved)
-    world, rank = accelerator.num_processes, accelerator.process_index
-    if cfg.batch_size % (world * cfg.micro_batch_size):
-        raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
-                          f"({world} x {cfg.micro_batch_size})")
-    hf_model = hf_tok = None
-    if cfg.init.kind == "hf":
-        hf_model, hf_tok = load_hf_decoder(cfg.init)
-    with accelerator.main_process_first():
-        tokenizer = prepare_tokenizer(cfg, hf_tok)
-        if any(o.name == "mlm" for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
-            raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM phase; "
-                              f"set data.mask_token to an existing token (e.g. '<|reserved_special_token_0|>' for "
-                              f"Llama-3)")
-        shards = prepare_shards(cfg, tokenizer)
-    blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
-    if blocks.n < cfg.batch_size:
-        raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
-                          f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower data.seq_len "
-                          f"or batch_size, or give a larger corpus")
-    model = _build_model(cfg, tokenizer, hf_model)
-    del hf_model
-    optimizer = _optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
-    model, optimizer = accelerator.prepare(model, optimizer)
-    if cfg.compile:
-        model = torch.compile(model)
-    unwrapped = accelerator.unwrap_model(model)
-    device = accelerator.device
+    # ---- set-up ----
+    def complete_already(self) -> bool:
+        """Whether the run is complete (its log whole and its last checkpoint written); refuses first a results
+        folder or a checkpoint folder of another run."""
+        cfg, run_dir = self.cfg, self.run_dir
+        me = owner(cfg)
+        recorded, other = _recorded_identity(run_dir / "meta.json"), None
+        if recorded not in (None, me["identity"]):
+            other = f"identity {recorded}"
+        elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+            other = "its config.yaml differs"
+        if other:
+            raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
+                              f"(identity {me['identity']}); choose another run_id, or delete that folder and its "
+                              f"checkpoints to start over")
+        checkpoints.claim(self.ckpt_root, me, write=False)  # refused before any work when they are another run's
+        total = self.schedule.total
+        return finished(run_dir, total) and checkpoints.checkpoint_steps(self.ckpt_root)[-1:] == [total]
 
-    # ---- where to start: our own last checkpoint, else the init checkpoint's step (biphasic), else 0 ----
-    start, elapsed, tokens_seen = 0, 0.0, 0
-    if accelerator.is_main_process:
-        checkpoints.claim(ckpt_root, me)
-        checkpoints.clear_temporary(ckpt_root)
-        own = checkpoints.last_verified(ckpt_root)
-        good = log_end(run_dir / "pretrain.csv")
-        if own is not None and checkpoints.step_of(own) > good:  # log rows lost: train their steps again
-            checkpoints.drop_after(ckpt_root, good)
-    accelerator.wait_for_everyone()
-    own = checkpoints.last(ckpt_root)
-    resume_from = own or (checkpoints.find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer else None)
-    if resume_from is not None:
-        accelerator.load_state(str(resume_from))
-        state = checkpoints.read_state(resume_from)
-        start = state["step"]
-        if own:
-            elapsed, tokens_seen = state["wall_time_s"], state["tokens_seen"]
-    if accelerator.is_main_process:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_text(run_dir / "config.yaml", resolved)
-        _truncate_log(run_dir / "pretrain.csv", start)
-        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "running", elapsed, tokens_seen, None)
-    stamp = {"identity": me["identity"]}  # every trainer state names its run
+    def set_up(self) -> None:
+        """The accelerator (bf16 on a GPU unless precision says fp32), its processes checked against the launch and
+        the batch, and the tracker started."""
+        from accelerate import Accelerator
 
-    special = torch.tensor(tokenizer.all_special_ids, device=device)
-    bos = tokenizer.bos_token_id
-    local = cfg.batch_size // world
-    micro_steps = local // cfg.micro_batch_size
-    named = set(cfg.checkpoint.steps) | {schedule.total}
-    if cfg.checkpoint.pre_decay and schedule.decay:
-        named.add(schedule.decay_start)
-    bad_step = torch.zeros((), dtype=torch.long, device=device)
-    interval_loss = torch.zeros((), device=device)
-    interval_labels = torch.zeros((), dtype=torch.long, device=device)
-    interval_steps, t_mark, last_loss = 0, time.perf_counter(), None
-    logf = open(run_dir / "pretrain.csv", "a", newline="") if accelerator.is_main_process else None
-    writer = csv.DictWriter(logf, CSV_FIELDS) if logf else None
-    if logf and logf.tell() == 0:
-        writer.writeheader()
-    bar = tqdm(total=schedule.total, initial=start, desc=cfg.run_id, unit="step",
-               disable=not accelerator.is_main_process)
-    t0 = time.perf_counter() - elapsed
-    if start == 0 and 0 in named and not checkpoints.complete(checkpoints.step_dir(ckpt_root, 0)):
-        _save_checkpoint(accelerator, ckpt_root, 0, model, tokenizer, schedule.objective(1).is_causal,
-                         {"step": 0, "objective": str(schedule.objective(1)), "lr": 0.0, "tokens_seen": 0,
-                          "wall_time_s": 0.0, "named": True, **stamp})
+        cfg = self.cfg
+        on_gpu = torch.cuda.is_available()
+        self.precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
+        self.accelerator = Accelerator(mixed_precision=self.precision, cpu=not on_gpu,
+                                       **trackers.accelerator_kwargs(self.report_to, self.run_dir))
+        self.distributed = distributed_setup(self.accelerator)
+        kind = self.distributed["type"]
+        if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != "FSDP":
+            raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {kind}, not FSDP (FSDP shards "
+                              f"over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch with "
+                              "--multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
+        trackers.start(self.accelerator, self.report_to, cfg.run_id, to_yaml(cfg))
+        world = self.accelerator.num_processes
+        if cfg.batch_size % (world * cfg.micro_batch_size):
+            raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
+                              f"({world} x {cfg.micro_batch_size})")
 
-    for step in range(start + 1, schedule.total + 1):
-        _STEP["now"] = step
-        objective = schedule.objective(step)
-        lr = schedule.lr_at(step)
-        for group in optimizer.param_groups:
+    def build(self) -> None:
+        """The tokenizer and the token blocks (the main process builds them first, the others then find them
+        built), the model and its optimizer, prepared by accelerate."""
+        cfg, accelerator = self.cfg, self.accelerator
+        hf_model = hf_tok = None
+        if cfg.init.kind == "hf":
+            hf_model, hf_tok = load_hf_decoder(cfg.init)
+        with accelerator.main_process_first():
+            self.tokenizer = prepare_tokenizer(cfg, hf_tok)
+            if any(o.name == "mlm" for o, _ in self.schedule.phases) and self.tokenizer.mask_token_id is None:
+                raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
+                                  f"phase; set data.mask_token to an existing token (e.g. "
+                                  f"'<|reserved_special_token_0|>' for Llama-3)")
+            self.shards = prepare_shards(cfg, self.tokenizer)
+        self.blocks = corpus.TokenBlocks(self.shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
+        if self.blocks.n < cfg.batch_size:
+            raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {self.blocks.n} block(s) of data.seq_len="
+                              f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower "
+                              f"data.seq_len or batch_size, or give a larger corpus")
+        model = _build_model(cfg, self.tokenizer, hf_model)
+        del hf_model
+        optimizer = _optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
+        self.model, self.optimizer = accelerator.prepare(model, optimizer)
+        if cfg.compile:
+            self.model = torch.compile(self.model)
+        self.unwrapped = accelerator.unwrap_model(self.model)
+
+    # ---- resume ----
+    def resume(self) -> None:
+        """Where to start: this run's own last checkpoint (those past its log's last valid row dropped: their steps
+        are trained again), else the init checkpoint's step (a biphasic run, init.optimizer), else 0. The main
+        process then writes config.yaml, cuts pretrain.csv back to that step and marks meta.json running."""
+        cfg, accelerator, root = self.cfg, self.accelerator, self.ckpt_root
+        if accelerator.is_main_process:
+            checkpoints.claim(root, owner(cfg))
+            checkpoints.clear_temporary(root)
+            own = checkpoints.last_verified(root)
+            good = log_end(self.run_dir / "pretrain.csv")
+            if own is not None and checkpoints.step_of(own) > good:  # log rows lost: train their steps again
+                checkpoints.drop_after(root, good)
+        accelerator.wait_for_everyone()
+        own = checkpoints.last(root)
+        resume_from = own or (checkpoints.find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer
+                              else None)
+        if resume_from is not None:
+            accelerator.load_state(str(resume_from))
+            state = checkpoints.read_state(resume_from)
+            self.start = state["step"]
+            if own:
+                self.elapsed, self.tokens_seen = state["wall_time_s"], state["tokens_seen"]
+        if accelerator.is_main_process:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            write_text(self.run_dir / "config.yaml", to_yaml(cfg))
+            _truncate_log(self.run_dir / "pretrain.csv", self.start)
+            self.write_meta("running", self.elapsed, None)
+
+    def begin(self) -> None:
+        """What the steps need (the special ids, the named checkpoint steps, the interval's sums), pretrain.csv open
+        for appending (its header when new), the progress bar, and the step-0 checkpoint when named and not
+        written yet (the initial weights)."""
+        from tqdm.auto import tqdm
+
+        cfg, schedule, device = self.cfg, self.schedule, self.accelerator.device
+        self.special = torch.tensor(self.tokenizer.all_special_ids, device=device)
+        self.named = set(cfg.checkpoint.steps) | {schedule.total}
+        if cfg.checkpoint.pre_decay and schedule.decay:
+            self.named.add(schedule.decay_start)
+        self.bad_step = torch.zeros((), dtype=torch.long, device=device)
+        self.interval = Interval(torch.zeros((), device=device), torch.zeros((), dtype=torch.long, device=device),
+                                 began=time.perf_counter())
+        if self.accelerator.is_main_process:
+            self.log_file = open(self.run_dir / "pretrain.csv", "a", newline="")
+            self.writer = csv.DictWriter(self.log_file, CSV_FIELDS)
+            if self.log_file.tell() == 0:
+                self.writer.writeheader()
+        self.bar = tqdm(total=schedule.total, initial=self.start, desc=cfg.run_id, unit="step",
+                        disable=not self.accelerator.is_main_process)
+        self.t0 = time.perf_counter() - self.elapsed
+        step_0 = checkpoints.step_dir(self.ckpt_root, 0)
+        if self.start == 0 and 0 in self.named and not checkpoints.complete(step_0):
+            self.save(0, schedule.objective(1).is_causal,
+                      {"step": 0, "objective": str(schedule.objective(1)), "lr": 0.0, "tokens_seen": 0,
+                       "wall_time_s": 0.0, "named": True})
+
+    # ---- one optimisation step ----
+    def train_step(self, step: int) -> None:
+        """Step `step`: its learning rate, its global batch (samples o+(s-1)*B .. o+s*B-1) and labels, forward and
+        backward over this process's micro-batches, clipping, the optimizer step; then the interval's sums."""
+        cfg, device = self.cfg, self.accelerator.device
+        objective = self.schedule.objective(step)
+        lr = self.schedule.lr_at(step)
+        for group in self.optimizer.param_groups:
             group["lr"] = lr
-        ids = torch.from_numpy(blocks.batch(cfg.data.offset + (step - 1) * cfg.batch_size, cfg.batch_size)).to(device)
-        inputs, labels = _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device)
+        first = cfg.data.offset + (step - 1) * cfg.batch_size
+        ids = torch.from_numpy(self.blocks.batch(first, cfg.batch_size)).to(device)
+        inputs, labels = self.objective_batch(ids, objective, step)
         total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
-        docs = torch.cumsum(ids == bos, dim=1) if cfg.data.document_masking else None
-        step_loss = torch.zeros((), device=device)
+        docs = torch.cumsum(ids == self.tokenizer.bos_token_id, dim=1) if cfg.data.document_masking else None
+        step_loss = self.forward_backward(inputs, labels, docs, objective, total_labels)
+        if cfg.optim.grad_clip:
+            self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.optim.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.bad_step = torch.where((self.bad_step == 0) & ~torch.isfinite(step_loss), step, self.bad_step)
+        self.interval.loss += step_loss
+        self.interval.labels += total_labels
+        self.interval.steps += 1
+        self.interval.tokens += ids.numel()
+        self.tokens_seen += ids.numel()
+
+    def objective_batch(self, ids: torch.Tensor, objective, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inputs and labels of a global batch under `objective`: CLM's next tokens, or MLM's masks drawn from a
+        generator seeded by (seed, step)."""
+        bos = self.tokenizer.bos_token_id
+        if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
+            return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
+        gen = torch.Generator(device=self.accelerator.device).manual_seed(self.cfg.seed * 1_000_003 + step)
+        return mlm_inputs(ids, objective.mask_ratio, self.tokenizer.mask_token_id, self.special, gen,
+                          self.cfg.mlm_recipe, len(self.tokenizer))
+
+    def forward_backward(self, inputs, labels, docs, objective, total_labels) -> torch.Tensor:
+        """Forward and backward over this process's rows of the global batch, a micro-batch at a time (gradients
+        synchronised over processes on the last one only); the sum of their losses."""
+        accelerator, micro = self.accelerator, self.cfg.micro_batch_size
+        world, rank = accelerator.num_processes, accelerator.process_index
+        local = self.cfg.batch_size // world
+        micro_steps = local // micro
+        step_loss = torch.zeros((), device=accelerator.device)
         for m in range(micro_steps):
-            rows = slice(rank * local + m * cfg.micro_batch_size, rank * local + (m + 1) * cfg.micro_batch_size)
-            sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(model)
+            rows = slice(rank * local + m * micro, rank * local + (m + 1) * micro)
+            sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(self.model)
             with sync, accelerator.autocast():
-                out = model(input_ids=inputs[rows], labels=labels[rows], is_causal=objective.is_causal,
-                            document_ids=None if docs is None else docs[rows], num_items_in_batch=total_labels)
+                out = self.model(input_ids=inputs[rows], labels=labels[rows], is_causal=objective.is_causal,
+                                 document_ids=None if docs is None else docs[rows], num_items_in_batch=total_labels)
                 # DDP averages gradients over processes; the loss is a sum over the global batch
                 accelerator.backward(out.loss * world)
             step_loss += out.loss.detach()
-        if cfg.optim.grad_clip:
-            accelerator.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        bad_step = torch.where((bad_step == 0) & ~torch.isfinite(step_loss), step, bad_step)
-        interval_loss += step_loss
-        interval_labels += total_labels
-        interval_steps += 1
-        tokens_seen += ids.numel()
+        return step_loss
 
-        is_ckpt = step in named or step % cfg.checkpoint.every == 0
-        if step % cfg.log_every == 0 or is_ckpt or step == schedule.total:
-            loss_sum = accelerator.reduce(interval_loss, reduction="sum")
-            if int(bad_step):
-                raise NonFiniteLoss(f"{cfg.run_id}: non-finite loss at step {int(bad_step)}; stopped. The last good "
-                                    f"checkpoint is kept: {checkpoints.last(ckpt_root) or 'none'}")
-            now = time.perf_counter()
-            last_loss = float(loss_sum) / interval_steps
-            row = {"step": step, "phase": schedule.phase_index(step), "objective": str(objective),
-                   "lr": f"{lr:.6g}", "loss": f"{last_loss:.6f}", "label_tokens": int(interval_labels),
-                   "tokens_seen": tokens_seen,
-                   "tokens_per_s": f"{interval_steps * ids.numel() / max(now - t_mark, 1e-9):.1f}",
-                   "wall_time_s": f"{now - t0:.2f}"}
-            if writer:
-                writer.writerow(row)
-                logf.flush()
-            trackers.log(accelerator, report_to, {**row, "causal": int(objective.is_causal)}, step)
-            bar.set_postfix(loss=f"{last_loss:.3f}", obj=str(objective), tok_s=row["tokens_per_s"])
-            interval_loss.zero_()
-            interval_labels.zero_()
-            interval_steps, t_mark = 0, now
-        bar.update(1)
-        if is_ckpt:
-            _save_checkpoint(accelerator, ckpt_root, step, model, tokenizer, objective.is_causal,
-                             {"step": step, "objective": str(objective), "lr": lr, "tokens_seen": tokens_seen,
-                              "wall_time_s": time.perf_counter() - t0, "named": step in named, **stamp})
-            if accelerator.is_main_process:
-                checkpoints.prune(ckpt_root, named, cfg.checkpoint.keep_last)
-    bar.close()
-    if logf:
-        logf.close()
-    trackers.end(accelerator, report_to)
-    if accelerator.is_main_process:
-        _write_meta(meta_path, cfg, unwrapped, shards, distributed, precision, "complete", time.perf_counter() - t0,
-                    tokens_seen, last_loss)
-    accelerator.wait_for_everyone()
-    return run_dir
+    # ---- logging ----
+    def log(self, step: int) -> None:
+        """The row of the interval that ends at `step` (pretrain.csv, the tracker, the progress bar): its mean loss
+        summed over processes, its label tokens and throughput. A non-finite loss since the last row stops the run."""
+        interval = self.interval
+        loss_sum = self.accelerator.reduce(interval.loss, reduction="sum")
+        if int(self.bad_step):
+            raise NonFiniteLoss(f"{self.cfg.run_id}: non-finite loss at step {int(self.bad_step)}; stopped. The last "
+                                f"good checkpoint is kept: {checkpoints.last(self.ckpt_root) or 'none'}")
+        now = time.perf_counter()
+        self.last_loss = float(loss_sum) / interval.steps
+        objective = self.schedule.objective(step)
+        row = {"step": step, "phase": self.schedule.phase_index(step), "objective": str(objective),
+               "lr": f"{self.schedule.lr_at(step):.6g}", "loss": f"{self.last_loss:.6f}",
+               "label_tokens": int(interval.labels), "tokens_seen": self.tokens_seen,
+               "tokens_per_s": f"{interval.tokens / max(now - interval.began, 1e-9):.1f}",
+               "wall_time_s": f"{now - self.t0:.2f}"}
+        if self.writer:
+            self.writer.writerow(row)
+            self.log_file.flush()
+        trackers.log(self.accelerator, self.report_to, {**row, "causal": int(objective.is_causal)}, step)
+        self.bar.set_postfix(loss=f"{self.last_loss:.3f}", obj=str(objective), tok_s=row["tokens_per_s"])
+        interval.reset(now)
 
+    # ---- checkpointing ----
+    def checkpoint(self, step: int) -> None:
+        """The checkpoint of `step`; then the main process prunes the periodic ones past checkpoint.keep_last."""
+        objective = self.schedule.objective(step)
+        self.save(step, objective.is_causal,
+                  {"step": step, "objective": str(objective), "lr": self.schedule.lr_at(step),
+                   "tokens_seen": self.tokens_seen, "wall_time_s": time.perf_counter() - self.t0,
+                   "named": step in self.named})
+        if self.accelerator.is_main_process:
+            checkpoints.prune(self.ckpt_root, self.named, self.cfg.checkpoint.keep_last)
 
-def _objective_batch(ids, objective, cfg, step, tokenizer, special, bos, device):
-    if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
-        return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
-    gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
-    return mlm_inputs(ids, objective.mask_ratio, tokenizer.mask_token_id, special, gen, cfg.mlm_recipe,
-                      len(tokenizer))
+    def save(self, step: int, causal: bool, state: dict) -> None:
+        """`_save_checkpoint`, its trainer state stamped with the run's identity."""
+        _save_checkpoint(self.accelerator, self.ckpt_root, step, self.model, self.tokenizer, causal,
+                         {**state, "identity": identity(self.cfg)})
+
+    # ---- the end ----
+    def end(self) -> None:
+        """The log and the progress bar closed, the tracker ended, meta.json marked complete."""
+        self.bar.close()
+        if self.log_file:
+            self.log_file.close()
+        trackers.end(self.accelerator, self.report_to)
+        if self.accelerator.is_main_process:
+            self.write_meta("complete", time.perf_counter() - self.t0, self.last_loss)
+        self.accelerator.wait_for_everyone()
+
+    def write_meta(self, status: str, wall: float, loss: float | None) -> None:
+        shard_meta = json.loads((self.shards / "meta.json").read_text())
+        config, distributed = self.unwrapped.config, self.distributed
+        write_json(self.run_dir / "meta.json", {
+            "run_id": self.cfg.run_id, "identity": identity(self.cfg), "status": status, "wall_time_s": round(wall, 2),
+            "tokens_seen": self.tokens_seen, "final_loss": loss, "attention_backend": config.attention_backend,
+            "parameters": config.num_parameters_by_part(), "processes": distributed["processes"],
+            "distributed": distributed,
+            "precision": "bf16" if self.precision == "bf16" else "fp32",
+            "data": {"shards": str(self.shards), **shard_meta},
+            **provenance(),
+        })
 
 
 FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is taken for a full disk
@@ -475,18 +612,6 @@ def distributed_setup(accelerator) -> dict:
                          "sharding": str(getattr(sharding, "name", sharding)),
                          "reshard_after_forward": str(getattr(plugin, "reshard_after_forward", None))}
     return setup
-
-
-def _write_meta(path, cfg, model, shards, distributed, precision, status, wall, tokens, loss):
-    shard_meta = json.loads((shards / "meta.json").read_text())
-    write_json(path, {
-        "run_id": cfg.run_id, "identity": identity(cfg), "status": status, "wall_time_s": round(wall, 2),
-        "tokens_seen": tokens, "final_loss": loss, "attention_backend": model.config.attention_backend,
-        "parameters": model.config.num_parameters_by_part(), "processes": distributed["processes"],
-        "distributed": distributed,
-        "precision": "bf16" if precision == "bf16" else "fp32", "data": {"shards": str(shards), **shard_meta},
-        **provenance(),
-    })
 
 
 # ---------------------------------------------------------------------------------------------------------------
