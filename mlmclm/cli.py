@@ -138,9 +138,9 @@ def reproduce(args) -> int:
 def print_verdicts(results_dir: Path, scale: str) -> None:
     """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
     from .analysis import claims
-    from .analysis import results as R
+    from .analysis import results
 
-    data = R.load(results_dir, sources=["paper", "ours"], scale=scale)
+    data = results.load(results_dir, sources=["paper", "ours"], scale=scale)
     v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)
     print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
     for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):

@@ -219,10 +219,10 @@ def scores_frame(cells, source: str = "x", scale: str = "x") -> pd.DataFrame:
     the ids (``results.SCORE_COLUMNS``): small synthetic inputs for the claims."""
     import pandas as pd
 
-    from .analysis import results as R
+    from .analysis import results
 
-    df = pd.DataFrame([{"source": source, "scale": scale, "model": m, "task_group": g, "dataset": R.AVG,
+    df = pd.DataFrame([{"source": source, "scale": scale, "model": m, "task_group": g, "dataset": results.AVG,
                         "score": float(s), "ci": float(c), "n": 4, "flag": ""} for m, g, s, c in cells])
-    df = R._with_attributes(df)
+    df = results._with_attributes(df)
     df["n"] = df["n"].astype("Int64")
-    return df[R.SCORE_COLUMNS]
+    return df[results.SCORE_COLUMNS]

@@ -26,14 +26,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import evidence as E
-from . import results as R
+from . import evidence
+from . import results
 
 CELL = ["source", "size", "task_group"]
 
 
 def _sorted(df: pd.DataFrame, *keys: str) -> pd.DataFrame:
-    order = df.assign(_size=df["size"].map(R.size_key))
+    order = df.assign(_size=df["size"].map(results.size_key))
     return df.loc[order.sort_values(["source", "_size", *keys], kind="stable").index].reset_index(drop=True)
 
 
@@ -56,7 +56,7 @@ def _compare(a: pd.DataFrame, b: pd.DataFrame, on: list[str], names: tuple[str, 
 
 def check_mlm_vs_clm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 1: MLM-40% minus CLM at the full budget, per source, size and task group."""
-    v = R.group_averages(R.scaling_view(scores))
+    v = results.group_averages(results.scaling_view(scores))
     out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "size", "task_group"],
                    ("MLM", "CLM"))
     return _sorted(out)
@@ -65,7 +65,7 @@ def check_mlm_vs_clm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFr
 def ratio_margins(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claims 2 and 2b: each masking ratio's margin over the best other ratio (``margin``, with its half-width), per
     source, size and task group (full-budget MLM runs, cells with two ratios or more)."""
-    v = R.group_averages(R.scaling_view(scores))
+    v = results.group_averages(results.scaling_view(scores))
     v = v[v["objective"] == "mlm"].sort_values(["score", "mask_ratio"], ascending=[False, True])
     v = v[v.groupby(CELL)["mask_ratio"].transform("size") > 1]
     g = v.groupby(CELL, sort=False)
@@ -97,17 +97,17 @@ def check_masking_ratio(scores: pd.DataFrame, runs=None, split="test") -> pd.Dat
 def check_data_efficiency(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 3: CLM minus MLM-40% at each intermediate checkpoint, per source, size and task group; ``total`` is the
     runs' full budget (the steps of the size's full-budget models)."""
-    v = R.group_averages(R.data_efficiency_view(scores))
+    v = results.group_averages(results.data_efficiency_view(scores))
     out = _compare(v[v["objective"] == "clm"], v[v["objective"] == "mlm"],
                    ["source", "size", "task_group", "steps"], ("CLM", "MLM"))
-    total = R.scaling_view(scores).groupby(["source", "size"])["steps"].max().rename("total").reset_index()
+    total = results.scaling_view(scores).groupby(["source", "size"])["steps"].max().rename("total").reset_index()
     return _sorted(out.merge(total, on=["source", "size"], how="left"), "steps")
 
 
 def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 4: sd of centered scores over seeds and learning rates in [1e-5, 1e-4] (a scale of ours: its stability
     grid), CLM vs MLM-40%, per dataset."""
-    c = R.centered_scores(runs, split=split)
+    c = results.centered_scores(runs, split=split)
     cols = ["source", "size", "task_group", "dataset", "CLM sd", "MLM sd", "CLM runs", "MLM runs", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -125,7 +125,7 @@ def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.
 def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 5: per source, size, budget and task group, the best split strictly between CLM-only (100%) and
     MLM-only (0%) and its gain over the better of the two (``diff``, with its half-width)."""
-    v = R.group_averages(R.biphasic_view(scores))
+    v = results.group_averages(results.biphasic_view(scores))
     keys = ["source", "size", "budget", "task_group"]
     cols = [*keys, "best split", "split", "MLM-only", "CLM-only", "diff", "diff ±", "call"]
     inner = v[v["clm_share"].between(1, 99)].sort_values(["score", "clm_share"], ascending=[False, True])
@@ -146,7 +146,7 @@ def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFram
 def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 5b: on SC and QA at each budget, the lowest other split's lead over CLM-only (``diff``, with its
     half-width: positive when CLM-only is the lowest)."""
-    v = R.group_averages(R.biphasic_view(scores))
+    v = results.group_averages(results.biphasic_view(scores))
     v = v[v["task_group"].isin(["SC", "QA"])]
     keys = ["source", "size", "budget", "task_group"]
     lowest = v[v["clm_share"] != 100].sort_values(["score", "clm_share"]).drop_duplicates(keys)
@@ -161,7 +161,7 @@ def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.Da
 
 def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 6: sd over masking ratios and seeds of centered scores, CLM+MLM vs MLM-only, per dataset."""
-    c = R.masking_ratio_spread(runs, split=split)
+    c = results.masking_ratio_spread(runs, split=split)
     cols = ["source", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -177,7 +177,7 @@ def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") ->
 def check_cpt(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 7: CLM-based minus MLM-based model before CPT (``cpt_steps == 0``, the base models) and after each CPT
     length, per source, size and task group."""
-    v = R.group_averages(R.cpt_view(scores))
+    v = results.group_averages(results.cpt_view(scores))
     out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "size", "cpt_steps", "task_group"],
                    ("CLM-based", "MLM-based"))
     return _sorted(out, "cpt_steps")
@@ -215,7 +215,7 @@ def _stat_mlm_vs_clm(rows, point=None):
 def _stat_widening(rows, point=None):
     """1b: the smallest widening of the SC gap from one size to the next (positive when it widens at every step)."""
     sc = rows[rows["task_group"] == "SC"]
-    rank = {size: i for i, size in enumerate(R.ordered_sizes(sc["size"]))}
+    rank = {size: i for i, size in enumerate(results.ordered_sizes(sc["size"]))}
     sc = sc.assign(_rank=sc["size"].map(rank).astype(int)).sort_values(["source", "_rank"], kind="stable")
     prev = sc.groupby("source", sort=False)[["diff", "diff ±"]].shift()
     keep = prev["diff"].notna().to_numpy()
@@ -353,13 +353,14 @@ def _detail_ir(rows):
 
 def _detail_early(rows):
     e = _early(rows)
-    steps = ", ".join(R.step_label(s) for s in sorted(set(e["steps"])))
-    return f"checkpoints {steps} of {R.step_label(e['total'].max())}"
+    steps = ", ".join(results.step_label(s) for s in sorted(set(e["steps"])))
+    return f"checkpoints {steps} of {results.step_label(e['total'].max())}"
 
 
 def _detail_last(rows):
     last = _late(rows)
-    return f"the last checkpoint: {R.step_label(last['steps'].max())} of {R.step_label(last['total'].max())}"
+    return (f"the last checkpoint: {results.step_label(last['steps'].max())} of "
+            f"{results.step_label(last['total'].max())}")
 
 
 def _detail_biphasic(rows):
@@ -372,8 +373,8 @@ def _detail_cpt(rows):
     """The level before CPT and the difference in gains beside the verdict's level (a detail, not the verdict)."""
     m = _cpt_ends(rows)
     before, after = m["diff_0"].mean(), m["diff"].mean()
-    return (f"after {R.step_label(m['cpt_steps'].max())} of CPT; before CPT {before:+.2f}, so the CLM-based model "
-            f"gained {after - before:+.2f} more than the MLM-based one")
+    return (f"after {results.step_label(m['cpt_steps'].max())} of CPT; before CPT {before:+.2f}, so the CLM-based "
+            f"model gained {after - before:+.2f} more than the MLM-based one")
 
 
 # ----------------------------------------------------------------------------------------------- the claims
@@ -421,8 +422,8 @@ def _no_cpt(rows) -> str:
 
 
 def _clm_mlm40_models(scores, runs=None) -> set:
-    v = R.scaling_view(scores)
-    return set(v[R.is_clm_or_mlm40(v)]["model"])
+    v = results.scaling_view(scores)
+    return set(v[results.is_clm_or_mlm40(v)]["model"])
 
 
 def _checkpoint_models(pick):
@@ -430,29 +431,31 @@ def _checkpoint_models(pick):
     def models(scores, runs=None) -> set:
         rows = check_data_efficiency(scores)
         keys = ["source", "size", "task_group", "steps"]
-        return set(R.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"]) if len(rows) else set()
+        if not len(rows):
+            return set()
+        return set(results.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"])
     return models
 
 
 def _mlm_models(scores, runs=None) -> set:
-    v = R.scaling_view(scores)
+    v = results.scaling_view(scores)
     return set(v[v["objective"] == "mlm"]["model"])
 
 
 def _biphasic_models(scores, runs=None) -> set:
-    return set(R.biphasic_view(scores)["model"])
+    return set(results.biphasic_view(scores)["model"])
 
 
 def _cpt_models(scores, runs=None) -> set:
-    return set(R.cpt_view(scores)["model"])
+    return set(results.cpt_view(scores)["model"])
 
 
 def _stability_models(scores, runs) -> set:
-    return set(R.centered_scores(runs)["model"])
+    return set(results.centered_scores(runs)["model"])
 
 
 def _masking_models(scores, runs) -> set:
-    return set(R.masking_ratio_spread(runs)["model"])
+    return set(results.masking_ratio_spread(runs)["model"])
 
 
 @dataclass(frozen=True)
@@ -617,7 +620,7 @@ def _pool_replicas(avg: np.ndarray, models: list[str], rng: np.random.Generator)
     """Replicas of models that differ only in their pretraining seed (`results.family`) pooled: per replica the
     family's k seeds drawn with replacement (each family its own draw) and averaged. Returns (n_boot, families) and,
     per family, the column of its seed-0 model."""
-    fam = pd.Series(models).map(R.family)
+    fam = pd.Series(models).map(results.family)
     cols, first = [], []
     for name, idx in fam.groupby(fam, sort=False).indices.items():
         k = len(idx)
@@ -636,9 +639,9 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     pretraining seeds of each family resampled and averaged (`_pool_replicas`): models pooled under their seed-0 id,
     as `results.pool_pretraining_seeds` pools the point estimates. A resampled pretraining seed keeps its fine-tuning
     draw (a copy is not fine-tuned anew)."""
-    runs = R.default_grid(runs)
+    runs = results.default_grid(runs)
     if runs.empty:
-        return pd.DataFrame(columns=R.SCORE_COLUMNS)
+        return pd.DataFrame(columns=results.SCORE_COLUMNS)
     rng = np.random.default_rng(seed)
     sel, reps = _selected_replicas(runs, n_boot, rng, rule)
     w = _seed_draws(sel["seed"].to_numpy(), n_boot, rng)
@@ -648,11 +651,11 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     with np.errstate(invalid="ignore", divide="ignore"):
         score = ((w * reps.T) @ onehot) / (w @ onehot)  # (n_boot, cells)
     cells = sel.drop_duplicates(keys).assign(col=np.arange(cell.max() + 1))
-    required = {g: R.required_datasets(d, g) for g, d in cells.groupby("task_group")["dataset"]}
+    required = {g: results.required_datasets(d, g) for g, d in cells.groupby("task_group")["dataset"]}
     avgs = [(model, group, part["col"].to_numpy()) for (model, group), part in
             cells.groupby(["model", "task_group"], sort=False) if frozenset(part["dataset"]) == required[group]]
     if not avgs:
-        return pd.DataFrame(columns=R.SCORE_COLUMNS)
+        return pd.DataFrame(columns=results.SCORE_COLUMNS)
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
     pooled, keep = [], []
     for group in dict.fromkeys(g for _, g, _ in avgs):
@@ -661,12 +664,12 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
         pooled.append(cols)
         keep += [idx[f] for f in first]
     avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
-    attrs = sel.drop_duplicates("model").set_index("model")[R.ATTRIBUTES]
+    attrs = sel.drop_duplicates("model").set_index("model")[results.ATTRIBUTES]
     base = pd.DataFrame([a[:2] for a in avgs], columns=["model", "task_group"]).join(attrs, on="model")
-    base = _categorical(base.assign(scale=sel["scale"].iloc[0], dataset=R.AVG, flag=""))
+    base = _categorical(base.assign(scale=sel["scale"].iloc[0], dataset=results.AVG, flag=""))
     df = base.iloc[np.tile(np.arange(len(avgs)), n_boot)].reset_index(drop=True)
     df = df.assign(source=np.repeat(np.arange(n_boot), len(avgs)), score=avg.ravel(), ci=np.nan, n=pd.NA)
-    return df[R.SCORE_COLUMNS]
+    return df[results.SCORE_COLUMNS]
 
 
 def _categorical(df: pd.DataFrame) -> pd.DataFrame:
@@ -674,7 +677,7 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
     repeats a few values a million times, stays fast."""
     text = [c for c in df.columns if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object]
     values = {c: [v for v in pd.unique(df[c]) if isinstance(v, str)] for c in text}
-    order = {c: R.ordered_sizes(v) if c == "size" else sorted(v) for c, v in values.items()}
+    order = {c: results.ordered_sizes(v) if c == "size" else sorted(v) for c, v in values.items()}
     return df.astype({c: pd.CategoricalDtype(order[c]) for c in text})
 
 
@@ -696,7 +699,7 @@ def _replica_runs(runs: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
 def _per_run_runs(claim: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs a per-run claim reads (so that replicas stay small): claim 4, the stability grid's full-budget
     single-objective base models; claim 6, the default grid's models with a masking ratio and no CPT."""
-    runs = R.stability_grid(runs) if claim == "4" else R.default_grid(runs)
+    runs = results.stability_grid(runs) if claim == "4" else results.default_grid(runs)
     base = ~runs["intermediate"].astype("boolean").fillna(True) & (runs["cpt_steps"] == 0)
     keep = base & (runs["objective"].isin(["clm", "mlm"]) if claim == "4" else runs["mask_ratio"].notna())
     return runs[keep.fillna(False).astype(bool)]
@@ -723,14 +726,14 @@ def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd
     nothing was)."""
     flagged = scores[scores["flag"].fillna("") != ""] if "flag" in scores else scores.iloc[0:0]
     if flagged.empty:
-        return R.pool_pretraining_seeds(scores), runs, ""
+        return results.pool_pretraining_seeds(scores), runs, ""
     out = set(zip(flagged["model"], flagged["task_group"]))
 
     def keep(df):
         return df[[k not in out for k in zip(df["model"], df["task_group"])]]
 
     shown = "; ".join(f"{r.model} {r.task_group}/{r.dataset} ({r.flag})" for r in flagged.head(3).itertuples())
-    return R.pool_pretraining_seeds(keep(scores)), keep(runs), (
+    return results.pool_pretraining_seeds(keep(scores)), keep(runs), (
         f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their neighbours, with their model's "
         f"task group ({shown}{'; ...' if len(flagged) > 3 else ''})")
 
@@ -768,7 +771,7 @@ def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
     controlled = not r.empty and (r["scale"] != "paper").all()
     failed = ""
     if controlled:
-        summary = E.calibration_report(r).summary()
+        summary = evidence.calibration_report(r).summary()
         failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
     return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, uncalibrated=failed)
 
@@ -776,22 +779,22 @@ def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
 def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
     """The pretraining and fine-tuning seeds behind the compared models' group averages ("3", or "1-3" where they
     differ; "" where unknown)."""
-    avg = R.group_averages(scores)
+    avg = results.group_averages(scores)
     rows = avg[avg["model"].isin(models) & avg["task_group"].isin(groups)]
 
     def span(col):
         v = pd.to_numeric(rows[col], errors="coerce").dropna().astype(int) if col in rows else pd.Series([], dtype=int)
         return "" if v.empty else (f"{v.min()}" if v.min() == v.max() else f"{v.min()}-{v.max()}")
     paper = (rows["scale"] == "paper").all() and not rows.empty
-    return span("pretrain_seeds"), span("n") or (str(R.PAPER_SEEDS) if paper else "")
+    return span("pretrain_seeds"), span("n") or (str(results.PAPER_SEEDS) if paper else "")
 
 
 def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
     """Why a comparison of ours carries no signal ([] when it does): a compared model (each pretraining seed of it,
     intermediate checkpoints included) not beating the random-init control, a difference within the compared models'
     last-epoch validation gain, or the fine-tuning calibration failing."""
-    every_seed = {m for m in src.seeds["model"].unique() if R.family(m) in models}
-    why = [E.signal(src.seeds, every_seed, groups), E.unsettled(src.runs, models, groups, value)]
+    every_seed = {m for m in src.seeds["model"].unique() if results.family(m) in models}
+    why = [evidence.signal(src.seeds, every_seed, groups), evidence.unsettled(src.runs, models, groups, value)]
     if src.uncalibrated:
         why.append(f"the fine-tuning calibration fails: {src.uncalibrated}")
     return [w for w in why if w]
@@ -827,7 +830,7 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     for t in table.itertuples():
         verdict, why = _call(t.lo, t.hi, words)
         notes = [detail]
-        groups = [t.scope] if t.scope in R.GROUPS else sorted(set(point["task_group"]))
+        groups = [t.scope] if t.scope in results.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, models, groups)
         pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
         if src.controlled:
@@ -836,8 +839,8 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
                 verdict, why = "no signal", "; ".join(gates)
                 notes.append(f"no signal: {why}")
         notes.append(src.note)
-        evidence = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
-        out.append({"scope": t.scope, "evidence": "; ".join([evidence, *filter(None, notes)]),
+        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
+        out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
                     "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(t.lo, 2),
                     "ci_high": round(t.hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
                     "verdict": verdict, "reason": why})

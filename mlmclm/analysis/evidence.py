@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import results as R
+from . import results
 
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
@@ -40,11 +40,11 @@ def random_controls(scores: pd.DataFrame) -> pd.DataFrame:
 def _majority(runs: pd.DataFrame) -> pd.DataFrame:
     """What the majority-class predictor scores: the mean over the runs of a dataset (default grid); a group's
     average is the mean over its datasets (missing if one lacks it)."""
-    runs = R.default_grid(runs)
+    runs = results.default_grid(runs)
     keys = ["source", "scale", "task_group", "dataset"]
     m = runs.groupby(keys, sort=False)["majority"].mean().reset_index()
     avg = m.groupby(keys[:3], sort=False)["majority"].agg(lambda x: x.mean(skipna=False)).reset_index()
-    return pd.concat([m, avg.assign(dataset=R.AVG)], ignore_index=True)
+    return pd.concat([m, avg.assign(dataset=results.AVG)], ignore_index=True)
 
 
 def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +59,8 @@ def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     out = best.merge(random_controls(s), on=CELL, how="left").merge(
         _majority(runs), on=["source", "scale", "task_group", "dataset"], how="left")
     out["helped"] = beyond(out["best_score"], out["best_ci"], out["random"], out["random_ci"])
-    order = pd.DataFrame({"s": out["size"].map(R.size_key), "g": out["task_group"].map(R.GROUPS.index),
-                          "d": out["dataset"].map(lambda d: (d == R.AVG, d))})
+    order = pd.DataFrame({"s": out["size"].map(results.size_key), "g": out["task_group"].map(results.GROUPS.index),
+                          "d": out["dataset"].map(lambda d: (d == results.AVG, d))})
     out = out.loc[order.sort_values(["s", "g", "d"], kind="stable").index]
     cols = [*CELL, "majority", "random_model", "random", "random_ci", "best_pretrained", "best_score", "best_ci",
             "helped"]
@@ -70,7 +70,7 @@ def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 def signal(scores: pd.DataFrame, models, groups) -> str:
     """"" when every model in ``models`` (ids) beats the random-init control of its size in each of ``groups``
     (group averages) beyond the combined half-width; else the reason, for a "no signal" verdict."""
-    avg = R.group_averages(scores)
+    avg = results.group_averages(scores)
     compared = avg[avg["model"].isin(set(models)) & avg["task_group"].isin(set(groups))]
     if compared.empty:
         return ""
@@ -93,8 +93,8 @@ def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
     """Per source, scale, model family (`results.family`: pretraining seeds together) and task group, how much the
     selected runs' validation score still rose over their last fine-tuning epoch (``last_gain``, points: the mean over
     seeds and pretraining seeds per dataset, then over the group's datasets; NaN without a validation curve)."""
-    sel = R.select_lr(R.default_grid(runs))
-    sel = sel.assign(family=sel["model"].map(R.family))
+    sel = results.select_lr(results.default_grid(runs))
+    sel = sel.assign(family=sel["model"].map(results.family))
     keys = ["source", "scale", "family", "task_group"]
     per = sel.groupby([*keys, "dataset"], sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     return per.groupby(keys, sort=False).agg(lambda g: g.mean(skipna=False)).rename("last_gain").reset_index()
@@ -190,7 +190,7 @@ def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     lo = runs.groupby([*keys, "model"])["lr"].transform("min")
     hi = runs.groupby([*keys, "model"])["lr"].transform("max")
     runs = runs.assign(edge=np.isclose(runs["lr"], lo) | np.isclose(runs["lr"], hi))
-    sel = R.select_lr(runs[runs["objective"] != "random"])
+    sel = results.select_lr(runs[runs["objective"] != "random"])
     votes = sel.groupby([*keys, "model", "lr", "edge"], sort=False).size().rename("seeds").reset_index()
     votes = votes.sort_values(["seeds", "edge"], ascending=False, kind="stable").drop_duplicates([*keys, "model"])
     if votes.empty:
@@ -202,15 +202,15 @@ def _unconverged(runs: pd.DataFrame) -> pd.DataFrame:
     """(d): per (model, dataset) cell, the mean over seeds of the selected runs' validation gain over their last
     epoch; the cells above ``MAX_LAST_GAIN`` or without a curve (NaN)."""
     keys = ["source", "scale", "task_group", "dataset", "model"]
-    gain = R.select_lr(runs).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
+    gain = results.select_lr(runs).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     gain = gain.rename("last_gain").reset_index()
     return gain[~(gain["last_gain"] <= MAX_LAST_GAIN)].reset_index(drop=True)
 
 
 def calibration_report(runs: pd.DataFrame) -> Calibration:
     """The calibration criteria on the default grid of ``runs`` (one source's, e.g. a scale's committed runs)."""
-    runs = R.default_grid(runs)
-    avg = R.group_averages(R.aggregate(runs))
+    runs = results.default_grid(runs)
+    avg = results.group_averages(results.aggregate(runs))
     wide = avg[~(avg["ci"] <= MAX_HALF_WIDTH)][["source", "scale", "model", "task_group", "score", "ci", "n"]]
     interior, edges = _edge_cells(runs)
     return Calibration(unequal=_unequal_grids(runs), interior=interior, edge_cells=edges,

@@ -27,7 +27,7 @@ from matplotlib.ticker import EngFormatter
 
 from ..config import PAPER_CPT_K, PAPER_TOTAL_K
 from ..io import lr_text
-from . import results as R
+from . import results
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
          "font.family": "DejaVu Sans", "axes.titleweight": "bold", "legend.frameon": False,
@@ -84,7 +84,7 @@ def with_metrics(df: pd.DataFrame, metrics: dict) -> pd.DataFrame:
     Other rows get none: a panel of them is labelled with the paper's metric (``results.METRICS``)."""
     def name(source, scale, group, dataset):
         names = [METRIC_NAMES.get(m, m) for (s, g, d), m in metrics.items()
-                 if source == "ours" and (s, g) == (scale, group) and dataset in (d, R.AVG)]
+                 if source == "ours" and (s, g) == (scale, group) and dataset in (d, results.AVG)]
         return " / ".join(dict.fromkeys(names)) or None
     return df.assign(metric=[name(*k) for k in zip(df["source"], df["scale"], df["task_group"], df["dataset"])])
 
@@ -93,7 +93,7 @@ def _metric(rows: pd.DataFrame, group: str) -> str:
     """The metric of a panel's rows: theirs (``with_metrics``), else the paper's for the paper's scale, else "score"."""
     if "metric" in rows and rows["metric"].notna().any():
         return " / ".join(dict.fromkeys(rows["metric"].dropna()))
-    return R.METRICS.get(group, "score") if (rows["scale"] == "paper").all() else "score"
+    return results.METRICS.get(group, "score") if (rows["scale"] == "paper").all() else "score"
 
 
 def _by_source(df: pd.DataFrame):
@@ -102,12 +102,12 @@ def _by_source(df: pd.DataFrame):
 
 
 def _by_size(df: pd.DataFrame):
-    for size in R.ordered_sizes(df["size"]):
+    for size in results.ordered_sizes(df["size"]):
         yield size, df[df["size"] == size]
 
 
 def _save(fig: Figure, out_dir: str | Path, source: str, scale: str, name: str) -> Path:
-    return save(fig, Path(out_dir) / R.output_subdir(source, scale), name)
+    return save(fig, Path(out_dir) / results.output_subdir(source, scale), name)
 
 
 def save(fig: Figure, out_dir: str | Path, name: str) -> Path:
@@ -150,7 +150,7 @@ def _finish(fig: Figure, axes: list, title: str, legend_title: str | None, note:
 
 
 def _group_grid(df: pd.DataFrame, draw, title: str, xlabel: str, legend_title: str | None, ylabel: str = "",
-                groups=R.GROUPS, controls: pd.DataFrame | None = None, reference=None, note: str = "") -> Figure:
+                groups=results.GROUPS, controls: pd.DataFrame | None = None, reference=None, note: str = "") -> Figure:
     """One panel per task group present; ``draw(ax, rows)`` draws a panel (and may relabel its axes), then
     ``reference(ax, controls, rows)`` the controls of the drawn models, if ``controls`` are given."""
     groups = [g for g in groups if g in set(df["task_group"])]
@@ -189,7 +189,7 @@ def _reference(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None = 
             ax.axhline(m, **CONTROL_STYLE["majority"], label=CONTROL_LABELS["majority"], zorder=1)
         else:  # far below every model: a line would squash the differences the panel is about
             ax.plot([], [], **CONTROL_STYLE["majority"], label=f"{CONTROL_LABELS['majority']} ({m:.1f}, below)")
-    sizes = R.ordered_sizes(random["size"])
+    sizes = results.ordered_sizes(random["size"])
     for size in sizes:
         r = random[random["size"] == size].iloc[0]
         style = dict(CONTROL_STYLE["random"], color=(colors or {}).get(size, CONTROL_STYLE["random"]["color"]))
@@ -251,7 +251,7 @@ def _seeds(counts) -> str:
 
 def _spread(ax, df: pd.DataFrame, hue: str, colors: dict) -> None:
     """Per dataset and hue level: every run's centered score (light dots) and mean +- sd (bar)."""
-    datasets = R.dataset_order(df["dataset"])
+    datasets = results.dataset_order(df["dataset"])
     levels = [h for h in colors if h in set(df[hue])]
     width = 0.5 / max(len(levels), 1)
     for i, dataset in enumerate(datasets):
@@ -321,20 +321,20 @@ def _key(d: pd.DataFrame) -> tuple:
 
 def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds)."""
-    v = R.group_averages(R.scaling_view(R.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
                  lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
-                                      xpos=_positions(d["size"], R.size_key)),
+                                      xpos=_positions(d["size"], results.size_key)),
                  "model size", "objective", tables="Tables 2-5", controls=controls,
-                 reference=lambda ax, c, d: _reference(ax, c, d, xpos=_positions(d["size"], R.size_key)))
+                 reference=lambda ax, c, d: _reference(ax, c, d, xpos=_positions(d["size"], results.size_key)))
 
 
 def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = R.group_averages(R.scaling_view(R.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
     v = v[v["objective"] == "mlm"]
-    colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
+    colors = _palettes(v, "crest", lambda d: results.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
                  lambda ax, d: _lines(ax, d, "mask_ratio", "size", colors[_key(d)]),
                  "masking ratio (%)", "model size", tables="Tables 2-5", controls=controls, x="mask_ratio",
@@ -343,7 +343,8 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = R.group_averages(R.data_efficiency_view(R.pool_pretraining_seeds(scores))).assign(Objective=_obj)
+    v = results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores)))
+    v = v.assign(Objective=_obj)
 
     def draw(ax, d):
         _lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
@@ -356,7 +357,7 @@ def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
     """Fig. 5: centered scores over seeds and learning rates (the paper's: those in [1e-5, 1e-4]; a scale of ours:
     its whole stability grid, `results.centered_scores`), CLM vs MLM-40%, mean +- sd."""
-    c = R.centered_scores(runs, split=split)
+    c = results.centered_scores(runs, split=split)
 
     def note(d):
         lrs = sorted(d["lr"].unique())
@@ -371,9 +372,9 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[P
 def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
     only between neighbouring splits of the design, ``SHARES``)."""
-    v = R.group_averages(R.biphasic_view(R.pool_pretraining_seeds(scores)))
-    v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(R.step_label))
-    colors = _palettes(v, "flare", lambda d: [R.step_label(b) for b in sorted(d["budget"].unique())])
+    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
+    v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(results.step_label))
+    colors = _palettes(v, "flare", lambda d: [results.step_label(b) for b in sorted(d["budget"].unique())])
     return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits of fixed budgets",
                  lambda ax, d: _lines(ax, d, "clm_share", "Budget", colors[_key(d)], grid=SHARES),
                  "% of steps with CLM", "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls,
@@ -386,7 +387,7 @@ def _main_size(view: pd.DataFrame) -> np.ndarray:
     main = {}
     for key, part in view.groupby(["source", "scale"]):
         counts = part.groupby("size")["model"].nunique()
-        main[key] = min(counts.index, key=lambda s: (-counts[s], R.size_key(s)))
+        main[key] = min(counts.index, key=lambda s: (-counts[s], results.size_key(s)))
     return np.array([main[source, scale] == size
                      for source, scale, size in zip(view["source"], view["scale"], view["size"])], dtype=bool)
 
@@ -395,7 +396,7 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
     the sizes that have CLM+MLM runs (the comparison needs both families)."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
-    spread = R.masking_ratio_spread(runs)
+    spread = results.masking_ratio_spread(runs)
     both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
     return _draw(spread[both.astype(bool)], out_dir, "fig07_masking_robustness",
                  "Fig. 7: sensitivity to the masking ratio", lambda ax, d: _spread(ax, d, "family", colors), "",
@@ -405,10 +406,10 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
-    v = R.group_averages(R.cpt_view(R.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
     longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
-    v = v.assign(stage=["Base" if c == 0 else f"+{R.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
+    v = v.assign(stage=["Base" if c == 0 else f"+{results.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
     return _draw(v, out_dir, "fig08_cpt", "Fig. 8: continued pretraining with MLM",
                  lambda ax, d: _lines(ax, d, "stage", "base", BASE_COLORS, dodge=0.06,
                                       xpos=_positions(d["stage"], lambda s: s != "Base")),
@@ -429,7 +430,8 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
-    return _draw(R.group_averages(R.cpt_view(R.pool_pretraining_seeds(scores))), out_dir, "fig09_cpt_length",
+    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
+    return _draw(v, out_dir, "fig09_cpt_length",
                  "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps", "starting point",
                  tables="Tables 14-17", controls=controls, x="cpt_steps")
 
@@ -444,7 +446,7 @@ def run_parameters(runs_dir: str | Path) -> dict:
     for meta in sorted(Path(runs_dir).glob("*/meta.json")):
         config = meta.parent / "config.yaml"
         try:
-            size = R.parse_model_id(meta.parent.name)["size"]
+            size = results.parse_model_id(meta.parent.name)["size"]
         except ValueError:
             continue
         if size in out or not config.is_file():
@@ -470,14 +472,15 @@ def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:
         return 6 * a["tokens_per_step"] * (r.clm_steps * per_token[0] + r.mlm_steps * per_token[1])
 
     ours = df.assign(flops=[six_n(r) for r in df.itertuples()], flops_rule="6N")
-    return pd.concat([R.with_flops(view, shapes).assign(flops_rule="App. F"), ours], ignore_index=True)
+    return pd.concat([results.with_flops(view, shapes).assign(flops_rule="App. F"), ours], ignore_index=True)
 
 
 def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
           controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
     x axis names the rule (``FLOPS_RULES``)."""
-    v = with_flops(R.group_averages(R.data_efficiency_view(R.pool_pretraining_seeds(scores))), architecture)
+    v = with_flops(results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores))),
+                   architecture)
     v = v.assign(Objective=_obj)
 
     def draw(ax, d):
@@ -507,10 +510,10 @@ def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
     ``pretrain_seeds`` of the two) per source, scale, size and task group: at each intermediate checkpoint and, as
     ``final``, at the full budget, for the sizes with intermediate checkpoints; ours averaged over pretraining
     seeds (`results.pool_pretraining_seeds`)."""
-    pooled = R.group_averages(R.pool_pretraining_seeds(scores))
-    early = R.data_efficiency_view(pooled)
-    final = R.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
-    both = pd.concat([early.assign(final=False), final[R.is_clm_or_mlm40(final)].assign(final=True)])
+    pooled = results.group_averages(results.pool_pretraining_seeds(scores))
+    early = results.data_efficiency_view(pooled)
+    final = results.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
+    both = pd.concat([early.assign(final=False), final[results.is_clm_or_mlm40(final)].assign(final=True)])
     keys = ["source", "scale", "size", "task_group", "steps", "final"]
     cols = [*keys, "score", "ci", "pretrain_seeds"]
     m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
@@ -536,7 +539,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
     rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
                     for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
     colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("tpp")["line"])))
-    groups = [g for g in R.GROUPS if g in set(rows["task_group"])]
+    groups = [g for g in results.GROUPS if g in set(rows["task_group"])]
     with matplotlib.rc_context(STYLE):
         fig, axes = _panels(len(groups), height=3.4)
         for ax, group in zip(axes, groups):
@@ -559,11 +562,11 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
-    v = R.group_averages(R.biphasic_view(R.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
     v = v[~_main_size(v)]
     v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "scale", "size"]].drop_duplicates())  # sizes with a split
-    colors = _palettes(v, "crest", lambda d: R.ordered_sizes(d["size"]))
+    colors = _palettes(v, "crest", lambda d: results.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig11_biphasic_sizes", "Fig. 11: CLM-then-MLM at other model sizes",
                  lambda ax, d: _lines(ax, d, "clm_share", "size", colors[_key(d)], grid=SHARES),
                  "% of steps with CLM", "model size", controls=controls, x="clm_share",
@@ -574,8 +577,8 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
     """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
     follows its run's lineage (``results.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
     step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted."""
-    curves = R.cpt_loss_curves(logs)
-    curves = curves.assign(start=[R.parse_model_id(m)["steps"] - c for m, c in zip(curves["model"],
+    curves = results.cpt_loss_curves(logs)
+    curves = curves.assign(start=[results.parse_model_id(m)["steps"] - c for m, c in zip(curves["model"],
                                                                                   curves["cpt_steps"])])
     paths = []
     for size, part in _by_size(curves):
@@ -594,7 +597,7 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
                     ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based, MLM loss")
                 for start in sorted(p["start"].unique()):
                     ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
-                ax.set(title=f"{R.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
+                ax.set(title=f"{results.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
                 _steps_axis(ax)
             _finish(fig, axes, f"Fig. 12: pretraining loss, {size} ({_label(source, scale)})", None)
         file = f"fig12_cpt_loss_{size}" if curves["size"].nunique() > 1 else "fig12_cpt_loss"

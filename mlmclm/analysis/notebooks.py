@@ -55,44 +55,44 @@ class Context:
         ours = {k: v for scale in self.scales for k, v in figures.run_parameters(self.results / "runs" / scale).items()}
         return {**ours, **results.architecture(self.results / "paper")}
 
-    def verdicts(self, claims, **kwargs) -> pd.DataFrame:
-        """``claims.verdicts`` at each scale apart (the paper's scale: the paper and EncodEval; then each of ours),
-        one table with a ``scale`` column; each source's rows of these claims replace theirs in its verdicts table,
-        ``<tables>/<source>/verdicts.csv`` (`write_verdicts`)."""
+    def verdicts(self, claim_keys, **kwargs) -> pd.DataFrame:
+        """``claims.verdicts`` of the claims ``claim_keys`` at each scale apart (the paper's scale: the paper and
+        EncodEval; then each of ours), one table with a ``scale`` column; each source's rows of these claims replace
+        theirs in its verdicts table, ``<tables>/<source>/verdicts.csv`` (`write_verdicts`)."""
         import pandas as pd
 
-        from . import claims as C
+        from . import claims
 
         runs, parts = self.data.runs, []
         for scale, scores in self.data.scores.groupby("scale", sort=False):
-            part = C.verdicts(scores, runs[runs["scale"] == scale], claims, full=True, **kwargs)
+            part = claims.verdicts(scores, runs[runs["scale"] == scale], claim_keys, full=True, **kwargs)
             part.insert(2, "scale", scale)
             parts.append(part)
         if not parts:
-            return C.verdicts(self.data.scores, runs, claims, **kwargs)
+            return claims.verdicts(self.data.scores, runs, claim_keys, **kwargs)
         judged = pd.concat(parts, ignore_index=True)
-        write_verdicts(judged, self.tables, [str(c) for c in claims])
+        write_verdicts(judged, self.tables, [str(c) for c in claim_keys])
         return judged[["claim", "scale", "source", "scope", "evidence", "verdict"]]
 
 
-def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claims: list[str]) -> list[Path]:
+def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]) -> list[Path]:
     """Per source and scale, the verdicts table ``<tables_dir>/<source>/verdicts.csv`` (`claims.TABLE_COLUMNS`): the
-    rows of ``claims`` replaced by ``judged``'s (``claims.verdicts(..., full=True)`` with a ``scale`` column), the
+    rows of ``claim_keys`` replaced by ``judged``'s (``claims.verdicts(..., full=True)`` with a ``scale`` column), the
     others kept (each notebook judges its own claims), in the order of the claims, then of the groups."""
     import pandas as pd
 
-    from . import claims as C
+    from . import claims
     from .results import GROUPS, output_subdir
 
-    table = C.verdict_table(judged[judged["source"] != "none loaded"])
+    table = claims.verdict_table(judged[judged["source"] != "none loaded"])
     paths = []
     for (source, scale), part in table.groupby([table["source"], table["scale"]], sort=False):
         path = Path(tables_dir) / output_subdir(source, scale) / "verdicts.csv"
         old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file()
                else pd.DataFrame(columns=part.columns))
-        old = old[~old["claim"].str.split(".").str[0].isin(claims)]
+        old = old[~old["claim"].str.split(".").str[0].isin(claim_keys)]
         both = pd.concat([old.astype(str), part.astype(str).replace({"nan": "", "<NA>": ""})], ignore_index=True)
-        order = pd.DataFrame({"c": both["claim"].str.split(".").str[0].map(list(C.CLAIMS).index),
+        order = pd.DataFrame({"c": both["claim"].str.split(".").str[0].map(list(claims.CLAIMS).index),
                               "g": both["group"].map(lambda g: GROUPS.index(g) if g in GROUPS else len(GROUPS))})
         both = both.loc[order.sort_values(["c", "g"], kind="stable").index]
         path.parent.mkdir(parents=True, exist_ok=True)

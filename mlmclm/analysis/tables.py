@@ -11,17 +11,17 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import write_text
-from . import results as R
+from . import results
 
 STUDIES = {
-    "scaling": (R.scaling_view, ["Size", "Obj", "Mask"]),
-    "data_efficiency": (R.data_efficiency_view, ["Obj", "Step"]),
-    "biphasic": (R.biphasic_view, ["Budget", "Mix"]),
-    "cpt": (R.cpt_view, ["Base", "CPT"]),
+    "scaling": (results.scaling_view, ["Size", "Obj", "Mask"]),
+    "data_efficiency": (results.data_efficiency_view, ["Obj", "Step"]),
+    "biphasic": (results.biphasic_view, ["Budget", "Mix"]),
+    "cpt": (results.cpt_view, ["Base", "CPT"]),
 }
 # Table number -> (study, task group), as in the paper.
 TABLES = {2 + i: (study, group) for i, (study, group) in enumerate(
-    (s, g) for s in STUDIES for g in R.GROUPS)}
+    (s, g) for s in STUDIES for g in results.GROUPS)}
 TITLES = {
     "scaling": "MLM vs. CLM downstream performance on {group} datasets",
     "data_efficiency": "MLM vs. CLM downstream performance on {group} datasets at various pretraining checkpoints",
@@ -35,11 +35,11 @@ def _labels(r, study: str) -> list[str]:
     if study == "scaling":
         return [r.size, obj, "–" if pd.isna(r.mask_ratio) else f"{r.mask_ratio}%"]
     if study == "data_efficiency":
-        return [obj, R.step_label(r.steps)]
+        return [obj, results.step_label(r.steps)]
     if study == "biphasic":  # both phases in the budget's unit: 0K+12K, 0+4620
-        phase = R.step_label if r.steps % 1000 == 0 else str
-        return [R.step_label(r.steps), f"{phase(int(r.clm_steps))}+{phase(int(r.mlm_steps))}"]
-    return [r.base, "–" if r.cpt_steps == 0 else R.step_label(r.cpt_steps)]
+        phase = results.step_label if r.steps % 1000 == 0 else str
+        return [results.step_label(r.steps), f"{phase(int(r.clm_steps))}+{phase(int(r.mlm_steps))}"]
+    return [r.base, "–" if r.cpt_steps == 0 else results.step_label(r.cpt_steps)]
 
 
 def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
@@ -53,7 +53,7 @@ def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
         keys = [view["steps"], view["clm_steps"]]
     else:
         keys = [(view["base"] == "CLM").astype(int), view["cpt_steps"]]
-    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate([view["size"].map(R.size_key), *keys])},
+    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate([view["size"].map(results.size_key), *keys])},
                          index=view.index)
     return view.loc[order.sort_values(list(order.columns), kind="stable").index]
 
@@ -75,7 +75,7 @@ def study_table(scores: pd.DataFrame, number: int, source: str = "paper",
     view = view_fn(scores[(scores["source"] == source) & (scores["task_group"] == group)])
     if view.empty:
         return pd.DataFrame(columns=label_cols)
-    datasets = [*R.dataset_order(view["dataset"]), R.AVG]
+    datasets = [*results.dataset_order(view["dataset"]), results.AVG]
     models = _order(view.drop_duplicates("model"), study)
     cells = view.set_index(["model", "dataset"])
     rows = []
@@ -103,7 +103,7 @@ def _control_rows(ctl: pd.DataFrame, label_cols: list[str], datasets: list[str])
         labels = [size or "–", name] if label_cols[0] == "Size" else [f"{name}, {size}" if size else name]
         return [{**dict(zip(label_cols, labels + ["–"] * len(label_cols))), **values}]
 
-    sizes = R.ordered_sizes(ctl["size"])
+    sizes = results.ordered_sizes(ctl["size"])
     rows = row(CONTROL_NAMES["majority"], "", ctl, "majority")
     for size in sizes:
         rows += row(CONTROL_NAMES["random"], size if len(sizes) > 1 or label_cols[0] == "Size" else "",
@@ -113,7 +113,7 @@ def _control_rows(ctl: pd.DataFrame, label_cols: list[str], datasets: list[str])
 
 def architecture_table(paper_dir: str | Path) -> pd.DataFrame:
     """Table 1: one row per setting, one column per size (shared settings repeated in each)."""
-    t1 = R.load_architecture(paper_dir)
+    t1 = results.load_architecture(paper_dir)
     sizes = [s for s in t1["size"].unique() if s != "all"]
     rows = []
     for setting, part in t1.groupby("setting", sort=False):
@@ -149,9 +149,9 @@ def show(scores: pd.DataFrame, numbers, tables_dir: str | Path, controls: pd.Dat
                 continue
             study, group = TABLES[number]
             where = "the paper's, as printed" if source == "paper" else (
-                f"ours, scale {scale}" if source == "ours" else R.output_subdir(source, scale))
+                f"ours, scale {scale}" if source == "ours" else results.output_subdir(source, scale))
             caption = f"Table {number}: {TITLES[study].format(group=group)} ({where})"
-            write(table, Path(tables_dir) / R.output_subdir(source, scale), f"table{number:02d}", caption)
+            write(table, Path(tables_dir) / results.output_subdir(source, scale), f"table{number:02d}", caption)
             display(Markdown(f"**{caption}**"))
             display(table.set_index(STUDIES[study][1]))
 
@@ -173,8 +173,8 @@ def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
     and "yes" when it beats the control beyond the combined 95% half-width, else "no signal" (no verdict on a claim
     from that task), or "no control" without a random-init model."""
     keys = ["source", "scale", "size", "task_group"]
-    n = controls[controls["dataset"] != R.AVG].groupby(keys)["dataset"].nunique()
-    shown = [d != R.AVG or n.get(k, 0) > 1 for k, d in zip(controls[keys].itertuples(index=False, name=None),
+    n = controls[controls["dataset"] != results.AVG].groupby(keys)["dataset"].nunique()
+    shown = [d != results.AVG or n.get(k, 0) > 1 for k, d in zip(controls[keys].itertuples(index=False, name=None),
                                                            controls["dataset"])]
     rows = []
     for r in controls[shown].itertuples():
@@ -201,7 +201,7 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
                    "random-init model (same size, same fine-tuning) beyond the combined 95% half-width; otherwise "
                    "no signal, and a claim's verdict on that task says so instead of judging the claim.")
         if tables_dir is not None:
-            write(table, Path(tables_dir) / R.output_subdir(source, scale), "controls", caption)
+            write(table, Path(tables_dir) / results.output_subdir(source, scale), "controls", caption)
         display(Markdown(f"**{caption}**"))
         display(table.set_index(["Size", "Group", "Dataset"]))
 
@@ -210,11 +210,11 @@ def models_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Every model of one source and scale (controls, intermediate checkpoints, every pretraining seed and run outside
     the paper's tables included): its task-group averages, ± the 95% half-width over fine-tuning seeds, in size,
     objective and step order."""
-    s = R.group_averages(scores).dropna(subset=["score"])
+    s = results.group_averages(scores).dropna(subset=["score"])
     if s.empty:
         return pd.DataFrame(columns=["Model", "Group", "Score"])
-    order = s.assign(_size=s["size"].map(lambda x: R.size_key(x) if isinstance(x, str) else (9,)),
-                     _group=s["task_group"].map(R.GROUPS.index))
+    order = s.assign(_size=s["size"].map(lambda x: results.size_key(x) if isinstance(x, str) else (9,)),
+                     _group=s["task_group"].map(results.GROUPS.index))
     s = s.loc[order.sort_values(["_size", "model", "_group"], kind="stable").index]
     return pd.DataFrame({"Model": s["model"], "Group": s["task_group"],
                          "Score": [cell(a, b) for a, b in zip(s["score"], s["ci"])]}).reset_index(drop=True)
@@ -229,7 +229,7 @@ def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> N
                    "seeds ± the 95% half-width.")
         table = models_table(part)
         if tables_dir is not None:
-            write(table, Path(tables_dir) / R.output_subdir("ours", scale), "models", caption)
+            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "models", caption)
         display(Markdown(f"**{caption}**"))
         display(table.set_index(["Model", "Group"]))
 
@@ -238,11 +238,11 @@ def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Per model with several pretraining seeds (`results.family`), each seed's score (± over its fine-tuning seeds)
     and their mean (± the 95% t half-width over the pretraining seeds: `results.pool_pretraining_seeds`), per task
     group and dataset. What the claims compare where a model has several pretraining seeds is that mean."""
-    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(R.family))
+    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(results.family))
     s = s[s.groupby(["source", "scale", "family", "dataset"])["model"].transform("nunique") > 1]
     if s.empty:
         return pd.DataFrame(columns=["Model", "Group", "Dataset"])
-    pooled = R.pool_pretraining_seeds(s).set_index(["source", "scale", "model", "task_group", "dataset"])
+    pooled = results.pool_pretraining_seeds(s).set_index(["source", "scale", "model", "task_group", "dataset"])
     rows = []
     for (source, scale, family, group, dataset), part in s.groupby(
             ["source", "scale", "family", "task_group", "dataset"], sort=False):
@@ -268,7 +268,7 @@ def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> No
                    "half-width, and the mean over the seeds ± the 95% t half-width over them (what the claims "
                    "compare).")
         if tables_dir is not None:
-            write(table, Path(tables_dir) / R.output_subdir("ours", scale), "seeds", caption)
+            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "seeds", caption)
         display(Markdown(f"**{caption}**"))
         display(table.set_index(["Model", "Group", "Dataset"]))
 
@@ -277,7 +277,7 @@ def _lrs(lrs) -> str:
     return ", ".join(f"{lr:g}" for lr in sorted(set(lrs)))
 
 
-def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFrame) -> pd.DataFrame:
+def reference_table(reference: results.Results, data: results.Results, controls: pd.DataFrame) -> pd.DataFrame:
     """Models pretrained elsewhere (``results.REFERENCE``), fine-tuned under a scale's protocol on a grid of their own,
     beside that scale's best pretrained model and random-init control (``evidence.controls``): per scale and dataset,
     the score (± 95% half-width), the grid and the learning rates the seeds chose, and the reference model's margin
@@ -287,8 +287,8 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
 
     from ..io import lr_text
 
-    runs = R.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
-    chosen = R.select_lr(runs)
+    runs = results.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
+    chosen = results.select_lr(runs)
     grids = runs.groupby(["source", "scale", "model", "dataset"])["lr"].agg(lambda x: sorted(set(x)))
 
     def lr_cells(source, scale, model, dataset) -> tuple[str, str]:
@@ -301,7 +301,7 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
         return _lrs(grid), text
 
     rows = []
-    ref = reference.scores[reference.scores["dataset"] != R.AVG]
+    ref = reference.scores[reference.scores["dataset"] != results.AVG]
     for (scale, group, dataset), part in ref.groupby(["scale", "task_group", "dataset"], sort=False):
         ctl = controls[(controls["source"] == "ours") & (controls["scale"] == scale) & (controls["dataset"] == dataset)]
         best = ctl.loc[ctl["best_score"].idxmax()] if not ctl.empty else None
@@ -316,7 +316,7 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
                 rows.append({**base, "Model": "random init (ours)", "Score": cell(best["random"], best["random_ci"]),
                              "Grid": grid, "Chosen lr": picks, "Minus our best": ""})
         for r in part.itertuples():
-            grid, picks = lr_cells(R.REFERENCE, scale, r.model, dataset)
+            grid, picks = lr_cells(results.REFERENCE, scale, r.model, dataset)
             margin = "" if best is None else f"{r.score - best['best_score']:+.2f}" + (
                 " (one seed: no interval)" if pd.isna(r.ci) else f" (±{np.hypot(r.ci, best['best_ci']):.2f})")
             rows.append({**base, "Model": f"{r.model} (reference)", "Score": cell(r.score, r.ci), "Grid": grid,
@@ -325,7 +325,7 @@ def reference_table(reference: R.Results, data: R.Results, controls: pd.DataFram
                                        "Minus our best"])
 
 
-def show_reference(reference: R.Results | None, data: R.Results, controls: pd.DataFrame,
+def show_reference(reference: results.Results | None, data: results.Results, controls: pd.DataFrame,
                    tables_dir: str | Path | None = None) -> None:
     """Display ``reference_table`` (and write ``reference.csv`` and ``.tex`` under each scale's tables folder)."""
     from IPython.display import Markdown, display
@@ -339,6 +339,7 @@ def show_reference(reference: R.Results | None, data: R.Results, controls: pd.Da
         caption = (f"Reference models (pretrained elsewhere) under the {scale} protocol, beside our best model and "
                    "random-init control at that scale: test score ± 95% half-width over fine-tuning seeds.")
         if tables_dir is not None:
-            write(part.drop(columns="Scale"), Path(tables_dir) / R.output_subdir("ours", scale), "reference", caption)
+            write(part.drop(columns="Scale"), Path(tables_dir) / results.output_subdir("ours", scale), "reference",
+                  caption)
         display(Markdown(f"**{caption}**"))
         display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))
