@@ -1,16 +1,25 @@
 """mlmclm: companion code of "Should We Still Pretrain Encoders with Masked Language Modeling?" (arXiv 2507.00994).
 
-Four rooms, imported in this direction (a lower room never imports a higher one; `analysis` reads result files and
-never imports torch):
+Four subpackages, imported in this direction (a subpackage never imports one listed below it; `analysis` reads result
+files and never imports torch):
 
     models/      the transformer: configuration, modeling, attention (backends, kernels/), convert
     training/    objectives, corpus, pretrain, checkpoints
     evaluation/  tasks, offline_suite, finetune, metrics
     analysis/    results, tables, figures, claims, notebooks
-    config, errors, flops, io, fetch, studies, bench, cli, testing   the thin top level
 
-`import mlmclm` is light: the public names below load their room on first use, so a notebook that only reads results
-never starts torch. Using any model name (`mlmclm.MlmClmConfig`, `mlmclm.MlmClmForMaskedLM`, ...) imports
+and modules at the top level of the package:
+
+    config, errors, io, locks, flops, sizes, fetch   helpers the subpackages import: the config dataclasses, the
+                                                     errors, atomic writes, folder locks, FLOPs, the model sizes,
+                                                     registry downloads
+    studies, bench, export, workspace                jobs built on the subpackages: the five studies, benchmarks, a
+                                                     checkpoint in transformers' format, a working folder
+    cli, commands                                    the command line
+    testing                                          fixtures shared by the tests and the benchmarks
+
+`import mlmclm` is light: the public names below load their subpackage on first use, so a notebook that only reads
+results never starts torch. Using any model name (`mlmclm.MlmClmConfig`, `mlmclm.MlmClmForMaskedLM`, ...) imports
 `mlmclm.models`, which registers the models with transformers' Auto classes, so mlmclm checkpoints load with
 `AutoModel.from_pretrained` and friends.
 """
