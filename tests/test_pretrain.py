@@ -384,6 +384,23 @@ def test_ctrl_c_says_where_and_how_to_resume(tmp_path, text_corpus, data_root):
     assert "Traceback" not in err
 
 
+def test_an_interruption_names_the_step_being_trained(tmp_path, text_corpus, data_root, monkeypatch):
+    """Ctrl-C in the middle of a step (here in the forward of step 5's second micro-batch) names that step."""
+    calls = {"n": 0}
+    forward = MlmClmForMaskedLM.forward
+
+    def interrupted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2 * 5:  # two micro-batches a step
+            raise KeyboardInterrupt
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(MlmClmForMaskedLM, "forward", interrupted)
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="intr", phases=(("clm", 8),), checkpoint={"steps": []})
+    with pytest.raises(KeyboardInterrupt, match=r"^intr: interrupted at step 5$"):
+        pretrain(cfg)
+
+
 # ---- a run's identity: its checkpoints survive any other run; complete means loadable ----
 def _files(folder):
     return {p: p.read_bytes() for p in Path(folder).rglob("*") if p.is_file() and p.name != ".lock"}

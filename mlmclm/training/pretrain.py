@@ -279,7 +279,7 @@ class Trainer:
     unwrapped: MlmClmForMaskedLM | None = None
     optimizer: Any = None
     # resume
-    start: int = 0  # the last step done (0: none)
+    start: int = 0  # the step training resumes after (0: none done)
     elapsed: float = 0.0  # wall time of this run's earlier sessions
     tokens_seen: int = 0
     # begin
@@ -291,7 +291,7 @@ class Trainer:
     log_file: Any = None  # pretrain.csv, open for appending (main process only)
     writer: csv.DictWriter | None = None
     bar: Any = None  # the progress bar
-    t0: float = 0.0  # time.perf_counter() at step 0, earlier sessions included
+    t0: float = 0.0  # time.perf_counter() at the run's start, its earlier sessions' wall time counted
 
     def run(self) -> Path:
         """The run: skipped when complete; else set up, resumed, trained to its last step, ended."""
