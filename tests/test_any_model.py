@@ -85,19 +85,19 @@ def test_converted_decoder_body_keeps_its_weights(suite):
 def test_arbitrary_model_ids_load_with_empty_attributes(suite):
     """Any model id loads: its scores are aggregated beside ours, its attributes missing, and the study views (which
     select on size and objective) leave it out."""
-    from mlmclm.analysis import results as R
+    from mlmclm.analysis import results
 
     for model_id in ("bert-tiny", "all-MiniLM-L6-v2", "SmolLM2-135M"):
         with pytest.raises(ResultFileError):
-            R.parse_model_id(model_id)
+            results.parse_model_id(model_id)
     root, models = suite
     cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
                                    "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]"])
     run_grid(models["bert"], cfg, model_id="all-MiniLM-L6-v2", progress=False)
-    scores = R.aggregate(R.load_run_tree(root / "ids" / "tiny", "ours", "tiny"))
+    scores = results.aggregate(results.load_run_tree(root / "ids" / "tiny", "ours", "tiny"))
     row = scores[scores["model"] == "all-MiniLM-L6-v2"]
     assert len(row) and row[["size", "objective", "steps"]].isna().all().all()
-    assert R.scaling_view(scores).empty
+    assert results.scaling_view(scores).empty
 
 
 def _copy_without(src: Path, dst: Path, drop) -> Path:

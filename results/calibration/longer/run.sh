@@ -24,8 +24,8 @@ ft() {  # ft FOLDER GROUPS DATASETS LRS SEEDS EPOCHS TRAIN EVAL: one grid on eac
 protocol() {
   case $1 in
     # IR: trained on squad_retrieval, evaluated on it and zero-shot on nq_retrieval and vitaminc_retrieval; long's
-    # calibration grid (1.5e-4 .. 5e-3, where the random-init control chose the lowest rate every time) moved down
-    ir) ft ir-e4-n2048 IR squad_retrieval,nq_retrieval,vitaminc_retrieval 1.5e-5,5e-5,1.5e-4,5e-4,1.5e-3 0,1,2,3 4 2048 1000 ;;
+    # calibration grid (1.5e-4 .. 5e-3, where the random-init control chose the lowest rate every time) extended down
+    ir) ft ir-e4-n2048 IR squad_retrieval,nq_retrieval,vitaminc_retrieval 1.5e-5,5e-5,1.5e-4,5e-4,1.5e-3,5e-3 0,1,2,3 4 2048 1000 ;;
     # SC: sentiment (4 classes) and fact verification (3 classes), 2,048 labelled examples seen 4 times, 4,000 test
     multiemo) ft sc-multiemo-e4-n2048 SC multiemo_sentiment 5e-4,1.5e-3,5e-3 0,1,2,3 4 2048 4000 ;;
     vitaminc) ft sc-vitaminc-e4-n2048 SC vitaminc_nli 5e-4,1.5e-3,5e-3 0,1,2,3 4 2048 4000 ;;
