@@ -170,14 +170,18 @@ def _cap(rows: list, n: int | None, seed: int = 0) -> list:
     return [rows[i] for i in keep]
 
 
+# the labels of a row of a labelled group (indices into `task.labels`): one a text (SC), one a word (TC)
+ROW_LABELS = {"SC": lambda row: [row["label"]], "TC": lambda row: row["tags"]}
+
+
 def _check_labels(task: Task, splits: dict[str, list[dict]]) -> None:
-    key = {"SC": "label", "TC": "tags"}.get(task.group)
-    if key is None:
+    labels_of = ROW_LABELS.get(task.group)
+    if labels_of is None:
         return
     n = len(task.labels)
     for split, rows in splits.items():
         for row in rows:
-            values = row[key] if task.group == "TC" else [row[key]]
+            values = labels_of(row)
             bad = next((v for v in values if not (isinstance(v, int) and 0 <= v < n)), None)
             if bad is not None:
                 raise TaskError(f"{task.name}: {split} has label {bad!r}, outside its {n} labels "
