@@ -83,8 +83,8 @@ def shape(name: str, **overrides) -> dict:
 
 def check_shape(fields: dict) -> None:
     """Positive sizes, heads that divide the width (unless `head_dim` is given) and are a multiple of the key-value
-    heads, an even head size (rotary embeddings), a numeric rope_theta, a known attention backend. `fields`: a shape's fields
-    (`num_key_value_heads` None or absent: one a head; `head_dim` None or absent: the width / heads)."""
+    heads, an even head size (rotary embeddings), a numeric rope_theta, a known attention backend. `fields`: a
+    shape's fields (`num_key_value_heads` None or absent: one a head; `head_dim` None or absent: width / heads)."""
     if fields.get("num_key_value_heads") is None:
         fields = {**fields, "num_key_value_heads": fields.get("num_attention_heads")}
     for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
