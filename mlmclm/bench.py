@@ -27,9 +27,11 @@ import copy
 import csv
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,9 +39,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .config import finetune_config
+from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
+from .evaluation.offline_suite import build_offline
+from .evaluation.tasks import SUITES, TASKS_DIR, load_task
 from .models.configuration import MlmClmConfig
 from .io import ROOT, git_commit, hardware, versions, write_text
 from .models.modeling import MlmClmForMaskedLM
+from .testing import random_checkpoint
 from .training.objectives import IGNORE, clm_labels
 
 
@@ -297,15 +304,6 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     (one run after another: the reference) and as one grid on worker processes (`grid_workers=0`). Each way writes
     into its own folder (repetitions rotate the order); every run's training loss and test score are compared with
     the reference. Then the padding waste of the grid's training batches, without and with length grouping."""
-    import shutil
-    import tempfile
-
-    from .config import finetune_config
-    from .testing import random_checkpoint
-    from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
-    from .evaluation.offline_suite import build_offline
-    from .evaluation.tasks import SUITES, TASKS_DIR, load_task
-
     task = SUITES["offline"][dataset]
     data_dir = Path(data_dir or TASKS_DIR)
     build_offline([dataset], data_dir, progress=False)

@@ -22,6 +22,8 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 from .errors import ConfigError
+from .schedule import Schedule
+from .sizes import FIELDS, SIZES, shape
 
 
 def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
@@ -235,13 +237,9 @@ class ModelSpec:
                "attention_backend": "model.attention_backend"}
 
     def validate(self):
-        import inspect
-
-        from .models.configuration import MlmClmConfig
-
         if not isinstance(self.overrides, dict):
             raise ConfigError(f"model.overrides must be a mapping of model fields, got {self.overrides!r}")
-        known = [n for n in inspect.signature(MlmClmConfig.__init__).parameters if n not in ("self", "kwargs")]
+        known = list(FIELDS)
         for key in self.overrides:
             if key in self.DECIDED:
                 raise ConfigError(f"model.overrides.{key} cannot be set: it is decided by {self.DECIDED[key]}")
@@ -250,7 +248,7 @@ class ModelSpec:
                 free = [n for n in known if n not in self.DECIDED]
                 hint = f"did you mean model.overrides.{close[0]}?" if close else f"known fields: {', '.join(free)}"
                 raise ConfigError(f"unknown model field model.overrides.{key}; {hint}")
-        MlmClmConfig.from_size(self.size, **self.overrides)  # the size and the values, before any work
+        shape(self.size, **self.overrides)  # the size and the values, before any work (as `MlmClmConfig` checks them)
 
 
 @dataclass
@@ -354,8 +352,6 @@ class PretrainConfig:
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
 
     def validate(self):
-        from .training.objectives import Schedule
-
         check_name(self.run_id, "run_id")
         check_name(self.scale, "scale")
         check_seed("seed", self.seed)
@@ -552,8 +548,6 @@ class ScaleConfig:
                                   f"steps) mapped to CLM steps between 0 and the budget")
         if any(k <= 0 for k in self.cpt_k):
             raise ConfigError(f"cpt_k must hold positive CPT lengths, got {self.cpt_k}")
-        from .sizes import SIZES
-
         for name, spec in self.cpt_decoders.items():
             unknown = set(spec) - {"size", "package", "path", "gguf_file", "lr"}
             if unknown or not spec.get("path") or spec.get("size") not in SIZES or (

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .io import atomic_path, read_json
+from .training import checkpoints
 
 FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
            "llama": "LlamaForCausalLM (causal; AutoModelForCausalLM)"}
@@ -27,8 +28,6 @@ _NOT_COPIED = {"config.json", "model.safetensors", "generation_config.json", "RE
 def _source(checkpoint: Path) -> tuple[Path, str, dict]:
     """(the mlmclm transformers folder, the model id, the checkpoint's trainer state or {}) of `checkpoint`: a run's
     checkpoint folder (its last step), a `step_NNNNNN` folder, or a transformers folder of an mlmclm model."""
-    from .training import checkpoints
-
     found = checkpoints.pretrained_model(checkpoint)
     if found:
         hf, model_id, _ = found

@@ -1,11 +1,20 @@
 """The named model sizes (Table 1 of the paper, and the small ones of the scales), torch-free: shapes only, in
 `MlmClmConfig`'s field names (`mlmclm.models.configuration` builds configs from them; `mlmclm study plan` counts
-their FLOPs without importing torch).
+their FLOPs without importing torch), and the checks of a shape that `MlmClmConfig` and a run's config
+(`config.ModelSpec`) both make.
 """
 
 from __future__ import annotations
 
 from . import flops
+from .errors import ConfigError
+
+ATTENTION_BACKENDS = ("sdpa", "eager", "kernels", "flex")
+# `MlmClmConfig`'s fields, in its signature's order (tests/test_config.py checks that they agree)
+FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+          "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+          "initializer_range", "tie_word_embeddings", "is_causal", "attention_backend", "hidden_act", "bos_token_id",
+          "eos_token_id", "pad_token_id", "mask_token_id")
 
 # Table 1 of the paper (210m/610m/1b), plus the small sizes the CPU/GPU scales use. Shapes only: vocabulary and
 # special tokens come from the tokenizer of the run (the paper: Llama-3, 128,256 tokens, mask id 128002).
@@ -61,3 +70,43 @@ def flops_per_token(shape: dict, seq_len: int, training: bool = True, output_fra
         heads=shape["num_attention_heads"], kv_heads=shape.get("num_key_value_heads") or shape["num_attention_heads"],
         head_dim=shape.get("head_dim"), vocab=shape["vocab_size"], seq_len=seq_len, output_fraction=output_fraction,
         training=training, embeddings=False, softmax=False, norm_weights=True)
+
+
+def shape(name: str, **overrides) -> dict:
+    """The fields of the named size with `overrides`, checked (`check_shape`)."""
+    if name not in SIZES:
+        raise ConfigError(f"unknown model size {name!r}; choose one of {', '.join(SIZES)}")
+    out = {**SIZES[name], **overrides}
+    check_shape(out)
+    return out
+
+
+def check_shape(fields: dict) -> None:
+    """Positive sizes, heads that divide the width (unless `head_dim` is given) and are a multiple of the key-value
+    heads, an even head size (rotary embeddings), a numeric rope_theta, a known attention backend. `fields`: a
+    shape's fields (`num_key_value_heads` None or absent: one a head; `head_dim` None or absent: width / heads)."""
+    if fields.get("num_key_value_heads") is None:
+        fields = {**fields, "num_key_value_heads": fields.get("num_attention_heads")}
+    for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                 "num_key_value_heads", "max_position_embeddings"):
+        v = fields.get(name)
+        if not isinstance(v, int) or v <= 0:
+            raise ConfigError(f"MlmClmConfig.{name} must be a positive integer, got {v!r}")
+    h, n, kv, head_dim = (fields["hidden_size"], fields["num_attention_heads"], fields["num_key_value_heads"],
+                          fields.get("head_dim"))
+    if head_dim is None and h % n:
+        raise ConfigError(
+            f"MlmClmConfig.hidden_size ({h}) must be divisible by num_attention_heads ({n}), or set head_dim")
+    if n % kv:
+        raise ConfigError(f"MlmClmConfig.num_attention_heads ({n}) must be divisible by num_key_value_heads ({kv})")
+    hd = h // n if head_dim is None else head_dim
+    if hd % 2:
+        raise ConfigError(f"MlmClmConfig.head_dim ({hd}) must be even for rotary embeddings")
+    try:
+        float(fields.get("rope_theta", 0.0))
+    except (TypeError, ValueError):
+        raise ConfigError(f"MlmClmConfig.rope_theta must be a number, got {fields['rope_theta']!r}") from None
+    backend = fields.get("attention_backend", "sdpa")
+    if backend not in ATTENTION_BACKENDS:
+        raise ConfigError(f"MlmClmConfig.attention_backend={backend!r} is unknown; "
+                          f"choose one of {', '.join(ATTENTION_BACKENDS)}")

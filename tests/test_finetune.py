@@ -429,3 +429,15 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
     assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
     with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):
         run_grid(ckpt, finetune_config("tiny", base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False)
+
+
+def test_every_task_group_is_one_entry_of_each_table():
+    """A task group is handled in one place a layer: fine-tuning's `HANDLERS`, an encoder's `HEADS`, and for a
+    labelled group the labels its rows hold (`tasks.ROW_LABELS`)."""
+    from mlmclm.config import FINETUNE_GROUPS
+    from mlmclm.evaluation.finetune import HANDLERS
+    from mlmclm.evaluation.tasks import ROW_LABELS
+    from mlmclm.models.any_encoder import HEADS
+
+    assert list(HANDLERS) == list(HEADS) == list(FINETUNE_GROUPS)
+    assert {g for g, h in HANDLERS.items() if h.labelled} == set(ROW_LABELS)

@@ -1,5 +1,6 @@
-"""The package's layout: imports flow one way between the four rooms, `analysis` never starts torch, no module-level
-import cycle, and a wheel ships every file of the package (configs, scale files, kernels)."""
+"""The package's layout: imports flow one way between the four rooms and the top-level modules, `analysis` never
+starts torch, no module-level import cycle, imports inside functions only where listed with their reason, and a wheel
+ships every file of the package (configs, scale files, kernels)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,63 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops", "sizes"},
-    "training": {"models", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
-    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "io", "fetch", "locks"},
+    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
+    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
     "analysis": {"config", "errors", "flops", "io", "locks"},
+}
+
+# the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
+# listed before it: `config` imports no room, so every room may import it)
+HELPERS = {
+    "errors": set(),
+    "flops": set(),
+    "sizes": {"errors", "flops"},
+    "schedule": {"errors"},
+    "io": {"errors"},
+    "fetch": {"errors", "io"},
+    "locks": {"errors", "io"},
+    "workspace": {"errors", "io"},
+    "config": {"errors", "schedule", "sizes"},
+}
+# the entry points above the rooms, and what each may import from the package besides the helpers
+ENTRY_POINTS = {
+    "commands": {"training"},
+    "export": {"models", "training"},
+    "studies": {"commands", "evaluation", "training"},
+    "testing": {"models", "training", "evaluation", "analysis"},
+    "bench": {"models", "training", "evaluation", "testing"},
+    "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench"},
+    "__main__": {"cli"},
+    "__init__": set(),  # its public names load their room on first use (importlib), nothing at import
+}
+
+# Imports of package modules inside functions, each with its reason; any other one fails: import at module level
+# (a cycle that a function-level import would hide is a layering fault to fix). Third-party imports inside functions
+# (transformers, datasets, pandas, ...: heavy or optional) are not listed. {importer: {imported module: why}}
+FUNCTION_LEVEL = {
+    "mlmclm.cli": {m: "as little as possible before `main` catches Ctrl-C; `mlmclm --help` without torch or pandas"
+                   for m in ("mlmclm.analysis.claims", "mlmclm.analysis.notebooks", "mlmclm.analysis.results",
+                             "mlmclm.config", "mlmclm.io", "mlmclm.models.attention", "mlmclm.models.configuration",
+                             "mlmclm.studies", "mlmclm.workspace")},
+    "mlmclm.studies": {m: "torch only to run a study: `mlmclm study plan` stays torch-free"
+                       for m in ("mlmclm.evaluation.finetune", "mlmclm.training.pretrain")},
+    "mlmclm.export": {m: "torch only when exporting: the module is read for `mlmclm export --help`"
+                      for m in ("mlmclm.models.convert", "mlmclm.models.modeling")},
+    "mlmclm.analysis.notebooks": {m: "pandas and matplotlib only for the verbs that read results or draw"
+                                  for m in ("mlmclm.analysis.claims", "mlmclm.analysis.evidence",
+                                            "mlmclm.analysis.figures", "mlmclm.analysis.results")},
+    "mlmclm.testing": {m: "each test helper loads only the room it builds with (torch, tokenizers, pandas)"
+                       for m in ("mlmclm.models", "mlmclm.training.corpus", "mlmclm.analysis.results")},
+}
+# Function-level imports of light modules that have no reason to be there, in files this test's author did not edit;
+# move each to module level (and off this list) when its file is next changed
+TO_MOVE_UP = {
+    "mlmclm.analysis.figures": {"mlmclm.flops", "mlmclm.io"},
+    "mlmclm.analysis.results": {"mlmclm.flops"},
+    "mlmclm.analysis.tables": {"mlmclm.io"},
+    "mlmclm.analysis.notebooks": {"mlmclm.config"},
+    "mlmclm.testing": {"mlmclm.evaluation.offline_suite", "mlmclm.evaluation.tasks"},
+    "mlmclm.training.pretrain": {"mlmclm.models.convert"},
 }
 
 
@@ -30,7 +85,10 @@ def _module(path: Path) -> str:
 
 def _imports(path: Path, module_level_only: bool = False) -> set[str]:
     """Absolute names of the modules `path` imports (relative imports resolved; `from . import x` gives pkg.x)."""
-    tree = ast.parse(path.read_text())
+    return _imports_of(ast.parse(path.read_text()), path, module_level_only)
+
+
+def _imports_of(tree: ast.Module, path: Path, module_level_only: bool = False) -> set[str]:
     package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
     nodes = tree.body if module_level_only else ast.walk(tree)
     out = set()
@@ -48,6 +106,30 @@ def _imports(path: Path, module_level_only: bool = False) -> set[str]:
     return out
 
 
+def _function_level_imports(path: Path) -> set[str]:
+    """The package modules that `path` imports inside its functions (`from .x import name`: the module x)."""
+    tree = ast.parse(path.read_text())
+    nested = {n for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    out = set()
+    for node in nested:
+        names = _imports_of(ast.Module(body=[node], type_ignores=[]), path)
+        if isinstance(node, ast.ImportFrom):  # `from a import b`: the module b, or a when b is a name in it
+            names = {n for n in names if not any(m.startswith(n + ".") for m in names)}
+        for name in names:
+            parts = name.split(".")
+            while parts and not _is_module(parts):
+                parts = parts[:-1]
+            if len(parts) > 1 and parts[0] == "mlmclm":
+                out.add(".".join(parts))
+    return out
+
+
+def _is_module(parts: list[str]) -> bool:
+    path = ROOT.joinpath(*parts)
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def _sources() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "kernels" not in p.parts)
 
@@ -63,6 +145,40 @@ def test_rooms_import_only_downwards(room):
             if parts[0] == "mlmclm" and len(parts) > 1 and parts[1] not in {room, *ALLOWED[room]}:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", sorted([*HELPERS, *ENTRY_POINTS]))
+def test_top_level_modules_import_only_what_they_may(name):
+    """A helper imports only the helpers below it, never a room; an entry point the rooms and modules it may use."""
+    path = PKG / f"{name}.py"
+    allowed = HELPERS[name] if name in HELPERS else {*HELPERS, *ENTRY_POINTS[name]}
+    bad = sorted(n for n in _imports(path) if n.startswith("mlmclm.") and n.split(".")[1] not in {name, *allowed})
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_every_top_level_module_has_its_place():
+    top = {p.stem for p in PKG.glob("*.py")}
+    assert top == {*HELPERS, *ENTRY_POINTS}, "list a new top-level module in HELPERS or ENTRY_POINTS"
+    rooms = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(ALLOWED)
+
+
+def test_imports_inside_functions_are_the_listed_ones():
+    bad = []
+    for path in _sources():
+        module = _module(path)
+        listed = {*FUNCTION_LEVEL.get(module, {}), *TO_MOVE_UP.get(module, set())}
+        bad += [f"{path.relative_to(ROOT)} imports {n} inside a function" for n in
+                sorted(_function_level_imports(path) - listed)]
+    assert not bad, "\n".join(bad) + "\n(import at module level, or list it in FUNCTION_LEVEL with its reason)"
+
+
+def test_the_config_and_the_helpers_stay_torch_free():
+    code = ("import sys\n"
+            "import mlmclm.config, mlmclm.schedule, mlmclm.sizes, mlmclm.evaluation.tasks, mlmclm.evaluation.grid\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'accelerate') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
 
 
 def test_analysis_never_imports_torch():
@@ -115,3 +231,13 @@ def test_wheel_ships_every_package_file(tmp_path):
     for needed in ("mlmclm/scales/mini.yaml", "mlmclm/recipes/tiny.yaml",
                    "mlmclm/models/kernels/varlen_attention/build/torch-cpu/varlen_attention/__init__.py"):
         assert needed in shipped
+
+
+def test_the_kernels_build_folders_are_not_ignored():
+    """.gitignore drops build/ folders but keeps the kernels' (`mlmclm/models/kernels/*/build/`): a new file there
+    is seen by git, so it is committed and shipped."""
+    for path in ("mlmclm/models/kernels/varlen_attention/build/torch-cpu/new.py",
+                 "mlmclm/models/kernels/another_kernel/build/torch-cuda/new.py"):
+        out = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=ROOT)
+        assert out.returncode == 1, f"{path} is ignored"
+    assert subprocess.run(["git", "check-ignore", "--no-index", "-q", "build/x.py"], cwd=ROOT).returncode == 0

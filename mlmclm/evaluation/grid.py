@@ -52,20 +52,17 @@ def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
 
 
 def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task]]]:
-    """(protocol, training task, evaluated tasks): one per selected dataset, except IR, where every dataset trained
-    on the same `train_on` dataset shares one training; the protocol is the training dataset's
-    (`FinetuneConfig.for_dataset`)."""
+    """(protocol, training task, evaluated tasks): one per training dataset, a dataset's own, or for a zero-shot one
+    (IR) its `train_on` dataset, so every dataset trained on the same one shares one training; the protocol is the
+    training dataset's (`FinetuneConfig.for_dataset`)."""
     unknown = sorted(set(cfg.per_dataset) - set(t.name for t in select_tasks(cfg.suite, GROUPS)))
     if unknown:
         raise FinetuneError(f"per_dataset names {unknown[0]!r}, which is not a dataset of the {cfg.suite} suite")
-    pairs, ir = [], {}
+    trainings = {}
     for t in select_tasks(cfg.suite, cfg.groups, cfg.datasets):
-        if t.group == "IR":
-            trainer = select_tasks(cfg.suite, ["IR"], [t.train_on])[0] if t.train_on else t
-            ir.setdefault(trainer.name, (trainer, []))[1].append(t)
-        else:
-            pairs.append((t, [t]))
-    return [(cfg.for_dataset(trainer.name), trainer, evaluated) for trainer, evaluated in pairs + list(ir.values())]
+        trainer = select_tasks(cfg.suite, [t.group], [t.train_on])[0] if t.train_on else t
+        trainings.setdefault(trainer.name, (trainer, []))[1].append(t)
+    return [(cfg.for_dataset(trainer.name), trainer, evaluated) for trainer, evaluated in trainings.values()]
 
 
 def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:

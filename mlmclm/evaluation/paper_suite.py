@@ -16,12 +16,12 @@ Label names come from the dataset's features where it has them (ClassLabel): the
 else the load fails in one line. OntoNotes has plain integer tags, so tner's map in `tasks` is the only source.
 
 Splits (EncodEval's `encodeval/datasets.py`):
-- SC, QA: 5% of train held out as validation (`tasks.holdout`), the official validation split as test.
+- SC, QA: 5% of train held out as validation (`catalog.holdout`), the official validation split as test.
 - TC: the official train / validation / test.
 - MS MARCO: trains on the train qrels' (query, positive) pairs, validates on the dev qrels (`validation`), tests on
   TREC-DL 2019 (the qrels' `test`, 43 queries, graded 0-3).
 - NQ (test qrels only): the test queries, sorted, split 50/50 into validation and test by Python's `random` seeded
-  with the run seed (`load_task(..., seed=)`).
+  with the run seed (`tasks.load_task(..., seed=)`).
 - MLDR (English): dev as validation, test as test; only its positive passages are judged, as the authors' copy.
 Relevance is binary (score >= 1). A query without a relevant document is dropped. Each dataset has one corpus, the
 documents judged in validation and test together (`share_corpus`). Document text as the authors wrote it: MS MARCO
@@ -38,7 +38,7 @@ from typing import Callable
 from urllib.parse import quote
 
 from ..errors import TaskError
-from .tasks import SPLITS, SUITES, Task, holdout
+from .catalog import SPLITS, SUITES, Task, holdout
 
 PARQUET = "refs/convert/parquet"  # the hub's automatic parquet conversion: no loading script, any datasets version
 # the conversion's layouts, the current one first (`Source.patterns`)

@@ -14,16 +14,45 @@ from transformers.modeling_outputs import BaseModelOutput, SequenceClassifierOut
 from .modeling import mean_pool, question_answering_output, sequence_classification_loss, token_classification_loss
 
 
+def _embeddings(head, hidden, mask, labels, start_positions, end_positions):
+    return BaseModelOutput(last_hidden_state=hidden)
+
+
+def _sequence_classification(head, hidden, mask, labels, start_positions, end_positions):
+    logits = head(mean_pool(hidden, mask))
+    loss = None if labels is None else sequence_classification_loss(logits, labels)
+    return SequenceClassifierOutput(loss=loss, logits=logits)
+
+
+def _token_classification(head, hidden, mask, labels, start_positions, end_positions):
+    logits = head(hidden)
+    loss = None if labels is None else token_classification_loss(logits, labels)
+    return TokenClassifierOutput(loss=loss, logits=logits)
+
+
+def _question_answering(head, hidden, mask, labels, start_positions, end_positions):
+    return question_answering_output(head(hidden), mask, start_positions, end_positions)
+
+
+# group -> (the linear head's outputs for a task of n labels, or None: no head; the output from the hidden states)
+HEADS = {
+    "SC": (lambda n: n, _sequence_classification),
+    "TC": (lambda n: n, _token_classification),
+    "QA": (lambda n: 2, _question_answering),
+    "IR": (None, _embeddings),
+}
+
+
 class EncoderWithHead(nn.Module):
-    """`body` (a transformers base model returning `last_hidden_state`) + a new head for `group` (SC, TC, QA or IR),
-    initialised as mlmclm's heads (normal, std `initializer_range`; zero bias). The forward takes mlmclm's arguments
-    and returns what mlmclm's head models return."""
+    """`body` (a transformers base model returning `last_hidden_state`) + a new head for `group` (SC, TC, QA or IR:
+    `HEADS`), initialised as mlmclm's heads (normal, std `initializer_range`; zero bias). The forward takes mlmclm's
+    arguments and returns what mlmclm's head models return."""
 
     def __init__(self, body: nn.Module, group: str, num_labels: int = 0):
         super().__init__()
         self.body, self.group, self.config = body, group, body.config
-        out = {"SC": num_labels, "TC": num_labels, "QA": 2}.get(group)
-        self.head = None if out is None else nn.Linear(body.config.hidden_size, out)
+        outputs, self._output = HEADS[group]
+        self.head = None if outputs is None else nn.Linear(body.config.hidden_size, outputs(num_labels))
         if self.head is not None:
             nn.init.normal_(self.head.weight, std=getattr(body.config, "initializer_range", 0.02))
             nn.init.zeros_(self.head.bias)
@@ -33,14 +62,4 @@ class EncoderWithHead(nn.Module):
         if is_causal:
             raise ValueError(f"{type(self.body).__name__} is an encoder: it has no causal mode (is_causal=True)")
         hidden = self.body(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        if self.group == "IR":
-            return BaseModelOutput(last_hidden_state=hidden)
-        if self.group == "QA":
-            return question_answering_output(self.head(hidden), attention_mask, start_positions, end_positions)
-        if self.group == "SC":
-            logits = self.head(mean_pool(hidden, attention_mask))
-            loss = None if labels is None else sequence_classification_loss(logits, labels)
-            return SequenceClassifierOutput(loss=loss, logits=logits)
-        logits = self.head(hidden)
-        loss = None if labels is None else token_classification_loss(logits, labels)
-        return TokenClassifierOutput(loss=loss, logits=logits)
+        return self._output(self.head, hidden, attention_mask, labels, start_positions, end_positions)

@@ -9,10 +9,7 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from .. import flops, sizes
-from ..errors import ConfigError
-from ..sizes import SIZES
-
-ATTENTION_BACKENDS = ("sdpa", "eager", "kernels", "flex")
+from ..sizes import ATTENTION_BACKENDS  # noqa: F401  (models.attention and the cli read it here)
 
 class MlmClmConfig(PretrainedConfig):
     """Llama/EuroBERT-style transformer: RMSNorm, SwiGLU, RoPE, grouped-query attention, no biases.
@@ -71,31 +68,12 @@ class MlmClmConfig(PretrainedConfig):
         self.tie_word_embeddings = tie_word_embeddings
 
     def _validate_shape(self, head_dim):
-        h, n, kv = self.hidden_size, self.num_attention_heads, self.num_key_value_heads
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                     "num_key_value_heads", "max_position_embeddings"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v <= 0:
-                raise ConfigError(f"MlmClmConfig.{name} must be a positive integer, got {v!r}")
-        if head_dim is None and h % n:
-            raise ConfigError(
-                f"MlmClmConfig.hidden_size ({h}) must be divisible by num_attention_heads ({n}), or set head_dim")
-        if n % kv:
-            raise ConfigError(
-                f"MlmClmConfig.num_attention_heads ({n}) must be divisible by num_key_value_heads ({kv})")
-        hd = h // n if head_dim is None else head_dim
-        if hd % 2:
-            raise ConfigError(f"MlmClmConfig.head_dim ({hd}) must be even for rotary embeddings")
-        if self.attention_backend not in ATTENTION_BACKENDS:
-            raise ConfigError(f"MlmClmConfig.attention_backend={self.attention_backend!r} is unknown; "
-                             f"choose one of {', '.join(ATTENTION_BACKENDS)}")
+        sizes.check_shape({**vars(self), "head_dim": head_dim})
 
     @classmethod
     def from_size(cls, name: str, **overrides) -> "MlmClmConfig":
         """The named shape (`"210m"`, `"610m"`, `"1b"` as Table 1; `"tiny"`, `"mini-*"`, `"small-*"` for the scales)."""
-        if name not in SIZES:
-            raise ConfigError(f"unknown model size {name!r}; choose one of {', '.join(SIZES)}")
-        return cls(**{**SIZES[name], **overrides})
+        return cls(**sizes.shape(name, **overrides))
 
     # ---- introspection (no weights are allocated) ----
     def num_parameters_by_part(self) -> dict[str, int]:
