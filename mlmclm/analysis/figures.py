@@ -26,7 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
 from ..config import PAPER_CPT_K, PAPER_TOTAL_K
-from ..io import lr_text
+from ..flops import body_parameters
+from ..io import atomic_path, lr_text
 from . import results
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
@@ -112,7 +113,6 @@ def _save(fig: Figure, out_dir: str | Path, source: str, scale: str, name: str) 
 
 def save(fig: Figure, out_dir: str | Path, name: str) -> Path:
     """Write ``<name>.png`` and ``<name>.pdf`` without timestamps or version strings; return the PNG path."""
-    from ..io import atomic_path
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -495,7 +495,6 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
 def tokens_per_parameter(architecture: dict) -> dict:
     """Per size, pretraining tokens a step per body parameter (`flops.body_parameters`: no embeddings, no output
     layer): Table 1's shapes for the paper's sizes, a run folder's parameter counts for ours (``run_parameters``)."""
-    from ..flops import body_parameters
 
     out = {}
     for size, a in architecture.items():

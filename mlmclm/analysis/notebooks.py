@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config import REFERENCE
 from ..errors import ConfigError, NotebookError
 from ..io import ROOT, atomic_path, read_json
 
@@ -104,7 +105,6 @@ def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]
 
 def scales_with_results(runs_dir: Path) -> list[str]:
     """The scales with fine-tuning results under ``runs_dir`` (``results/runs/<scale>/``), smallest first."""
-    from ..config import REFERENCE
 
     found = [d.name for d in Path(runs_dir).glob("*") if d.is_dir() and d.name not in ("stability", REFERENCE)
              and next(d.glob("*/*/*/*/results.json"), None) is not None]

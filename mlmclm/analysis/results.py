@@ -29,6 +29,7 @@ from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once 
 from ..config import REFERENCE
 from ..config import step_text
 from ..errors import ConfigError, ResultFileError
+from .. import flops
 from ..io import load_result, misplaced
 from ..locks import busy
 
@@ -655,12 +656,11 @@ def flops_per_step(arch: dict, mlm_fraction: float) -> float:
     MLM step computes only at its masked positions (``mlm_fraction`` of the tokens); backward = 2 x forward.
     The rule is ``mlmclm.flops.flops_per_step`` (with App. F's embeddings and softmax, without norm weights).
     """
-    from ..flops import flops_per_step as per_step  # standard library only: no torch here
 
-    return per_step(tokens_per_step=arch["tokens_per_step"], layers=arch["layers"], d_model=arch["d_model"],
-                    ffn=arch["ffn"], heads=arch["heads"], kv_heads=arch["kv_heads"], vocab=arch["vocab"],
-                    seq_len=arch["seq_len"], output_fraction=mlm_fraction, embeddings=True, softmax=True,
-                    norm_weights=False)
+    return flops.flops_per_step(tokens_per_step=arch["tokens_per_step"], layers=arch["layers"],
+                                d_model=arch["d_model"], ffn=arch["ffn"], heads=arch["heads"],
+                                kv_heads=arch["kv_heads"], vocab=arch["vocab"], seq_len=arch["seq_len"],
+                                output_fraction=mlm_fraction, embeddings=True, softmax=True, norm_weights=False)
 
 
 def with_flops(view: pd.DataFrame, arch: dict) -> pd.DataFrame:

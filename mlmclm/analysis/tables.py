@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import write_text
+from ..io import lr_text, write_text
 from . import results
 
 STUDIES = {
@@ -285,7 +285,6 @@ def reference_table(reference: results.Results, data: results.Results, controls:
     bracket the model's best rate and its score is a lower bound."""
     import numpy as np
 
-    from ..io import lr_text
 
     runs = results.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
     chosen = results.select_lr(runs)

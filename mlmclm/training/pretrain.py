@@ -41,6 +41,7 @@ from . import corpus
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
 from ..models.configuration import MlmClmConfig
+from ..models.convert import from_hf
 from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -154,7 +155,6 @@ def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
         src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
         model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
     elif cfg.init.kind == "hf":
-        from ..models.convert import from_hf
         body = from_hf(hf_model)  # fp32 already (load_hf_decoder); a GGUF model refuses .float()
         with torch.device("meta"):
             model = MlmClmForMaskedLM(copy.deepcopy(body.config))
