@@ -442,8 +442,8 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
         cfg = grids[e.grid]
         wanted = grid_results(e, cfg)
         tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
-        if not tree.is_dir():
-            continue
+        if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
+            continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
             for path in sorted(set(tree.glob("*/*/*/results.json")) - set(wanted)):
                 path.rename(path.with_name(ASIDE))
