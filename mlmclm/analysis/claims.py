@@ -896,8 +896,8 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     return out
 
 
-TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining seeds",
-                 "fine-tuning seeds", "verdict", "reason"]
+TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining_seeds",
+                 "finetuning_seeds", "verdict", "reason"]
 
 
 def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 2000,
@@ -937,5 +937,5 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
 def verdict_table(judged: pd.DataFrame) -> pd.DataFrame:
     """``verdicts(..., full=True)`` rows (with a ``scale`` column) as the verdicts table's columns (`TABLE_COLUMNS`)."""
     out = judged.rename(columns={"scope": "group", "value": "estimate", "ci_low": "low", "ci_high": "high",
-                                 "pretrain_seeds": "pretraining seeds", "finetune_seeds": "fine-tuning seeds"})
+                                 "pretrain_seeds": "pretraining_seeds", "finetune_seeds": "finetuning_seeds"})
     return out.reindex(columns=TABLE_COLUMNS)
