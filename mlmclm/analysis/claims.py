@@ -568,8 +568,9 @@ CLAIMS = {
 def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Per run, ``n_boot`` replicas of its ``split`` score, (runs, n_boot): the split's instances resampled, the same
     draw for every run of a dataset. A replica is the run's score plus the change of its instances' weighted mean
-    (weights ``<split>_w``: a tag accuracy's words, so that the replica is that score recomputed exactly; none: the
-    plain mean, exact for accuracy and NDCG, an approximation for a micro F1). A dataset without per-instance scores
+    (weights ``<split>_w``: a tag accuracy's words, a span F1's spans, so that the replica is that score recomputed
+    exactly; none: the plain mean, exact for accuracy, QA F1 and NDCG, an approximation for a span F1 written without
+    its weights, as EncodEval's are). A dataset without per-instance scores
     (or whose runs scored different sets) keeps its scores: only its seeds are resampled."""
     reps = np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1)
     per, wts = runs[f"{split}_i"].to_numpy(dtype=object), runs[f"{split}_w"].to_numpy(dtype=object)
