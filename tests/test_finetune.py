@@ -62,9 +62,12 @@ def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
             assert all(0 <= s <= 1 for s in block["scores_i"])
         if group == "QA":
             assert 0 <= doc["test"]["exact_match"] <= doc["test"]["score"] + 1e-9
-        if meta["metric"] == "tag_accuracy":  # words per sentence: the score is the word-weighted mean, exactly
-            for split in ("validation", "test"):
+        if meta["metric"] in ("tag_accuracy", "span_f1"):  # words (spans) per sentence: the score is their
+            for split in ("validation", "test"):  # weighted mean, exactly (a span F1 with no span: no weights)
                 block = doc[split]
+                if meta["metric"] == "span_f1" and "weights_i" not in block:
+                    assert all(s == 1.0 for s in block["scores_i"])
+                    continue
                 weighted = sum(s * w for s, w in zip(block["scores_i"], block["weights_i"])) / sum(block["weights_i"])
                 assert weighted == pytest.approx(block["score"], abs=1e-12)
     runs = load_run_tree(root / "results" / "tiny", "ours", "tiny")  # the results loader reads this layout

@@ -38,6 +38,8 @@ def test_span_f1_partial_overlap_scores_zero_and_is_micro_averaged():
     # spans: gold {PER 0-2, LOC 3-4}, pred {PER 0-1, LOC 3-4, ORG 0-1}: tp 1, 3 predicted, 2 gold -> 2/5
     assert score == pytest.approx(0.4)
     assert scores_i == [pytest.approx(0.5), 0.0, 1.0]
+    weights = metrics.span_weights(pred, gold)  # 4, 1, 0 spans: the micro F1 is the weighted mean exactly
+    assert weights == [4, 1, 0] and sum(s * w for s, w in zip(scores_i, weights)) / sum(weights) == pytest.approx(score)
 
 
 def test_squad_normalisation_f1_and_exact_match():

@@ -221,3 +221,42 @@ def test_parallel_notebooks_leave_the_callers_folder_alone(tmp_path, capfd):
         out = nbformat.read(str(tmp_path / "out" / f"{name}.ipynb"), as_version=4)
         assert out.cells[0].outputs[0]["text"].strip() == str(folder)
     assert "KeyboardInterrupt" not in capfd.readouterr().err
+
+
+def test_verdicts_tables_are_written_per_source_and_keep_the_other_claims(tmp_path):
+    """Each notebook writes its claims' rows of ``<tables>/<source>/verdicts.csv``; the other claims' rows stay."""
+    import pandas as pd
+    from mlmclm.testing import scores_frame
+
+    from mlmclm import claims, results
+
+    cells = [("m-clm-400", "TC", 70, 0.4), ("m-clm-dec400-mlm40-500", "TC", 80, 0.4), ("m-mlm40-400", "TC", 75, 0.4),
+             ("m-mlm40-dec400-mlm40-500", "TC", 77, 0.4), ("m-clm-400", "SC", 70, 0.4), ("m-mlm40-400", "SC", 75, 0.4)]
+    no_runs = pd.DataFrame(columns=results.RUN_COLUMNS)
+
+    def judged(keys):
+        v = claims.verdicts(scores_frame(cells, source="ours", scale="x"), no_runs, keys, full=True)
+        v.insert(2, "scale", "x")
+        return v
+
+    notebooks.write_verdicts(judged(["7"]), tmp_path, ["7"])
+    (path,) = notebooks.write_verdicts(judged(["1"]), tmp_path, ["1"])
+    assert path == tmp_path / "ours-x" / "verdicts.csv"
+    table = pd.read_csv(path)
+    assert list(table.columns) == claims.TABLE_COLUMNS
+    assert [c.split(".")[0] for c in table["claim"]] == ["1", "1", "7"] and list(table["group"]) == ["SC", "TC", "TC"]
+    assert table.set_index(table["claim"].str[0]).loc["7", "estimate"] == 3.0
+
+
+def test_committed_verdicts_tables_hold_every_claim():
+    import pandas as pd
+
+    from mlmclm import claims
+
+    tables = REPO / "results" / "tables"
+    paths = [tables / "verdicts.csv", *sorted(tables.glob("ours-*/verdicts.csv"))]
+    assert len(paths) >= 3
+    for path in paths:
+        table = pd.read_csv(path, dtype=str)
+        assert list(table.columns) == claims.TABLE_COLUMNS, path
+        assert set(table["claim"].str.split(".").str[0]) == set(claims.CLAIMS), path

@@ -447,7 +447,9 @@ def _biphasic_models(scores, runs=None) -> set:
 
 
 def _cpt_models(scores, runs=None) -> set:
-    return set(results.cpt_view(scores)["model"])
+    """The models claim 7's level compares: the CLM- and MLM-based models after the longest CPT (not the bases)."""
+    ends = _cpt_ends(check_cpt(scores))[["source", "size", "cpt_steps"]].drop_duplicates()
+    return set(results.cpt_view(scores).merge(ends, on=["source", "size", "cpt_steps"])["model"])
 
 
 def _stability_models(scores, runs) -> set:
@@ -468,7 +470,8 @@ class Claim:
     estimates get those as ``point``, and ``choices`` says among how many comparisons they were chosen (the interval is
     widened to Bonferroni's for that many). ``unavailable`` says why a source's rows cannot carry the claim ("" when
     they can); ``describe`` gives the evidence beyond the statistic; ``models`` names the pretrained models compared;
-    ``source`` is where the paper states it.
+    ``paper`` names the paper's tables and figures behind it and quotes the paper's sentence where
+    the project's notes on the paper quote it (in quotation marks), else says "paraphrased".
     """
 
     text: str
@@ -481,69 +484,81 @@ class Claim:
     table: Callable[..., pd.DataFrame] | None = None
     per_run: bool = False  # needs run-level results (the paper prints no numbers for it)
     choices: Callable[[pd.DataFrame], int] = lambda point: 1
-    source: str = ""
+    paper: str = ""
 
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         return (self.table or self.check)(scores, runs, split=split)
 
 
-# Each claim as the paper states it (``source``: where, and in the paper's words where reference/paper.md quotes them;
-# its section 7 lists the numbers behind each), and the statistic that judges it as stated.
+# Each claim as the paper states it (``paper``: its tables and figures, the paper's words where the notes on the paper
+# quote them, else a paraphrase; results/paper holds the numbers), and the statistic that judges it as stated.
 CLAIMS = {
     "1": Claim("MLM generally outperforms CLM", check_mlm_vs_clm,
                statistic="MLM-40% minus CLM at the full budget, mean over sizes (points)",
                measure=_stat_mlm_vs_clm, models=_clm_mlm40_models,
                unavailable=_empty("no group averages of CLM and MLM-40% at the full budget"),
-               source="§3, Tables 2-5, Fig. 2: MLM-40% ahead of CLM on SC, QA and IR at every size; TC about even"),
+               paper="Tables 2-5, Fig. 2 (§3), paraphrased: at 42K steps MLM-40% is ahead of CLM on SC, QA and IR at "
+                     "every size; TC about even"),
     "1b": Claim("The SC gap between MLM and CLM widens with model size", check_mlm_vs_clm,
                 statistic="smallest widening of the SC gap (MLM-40% - CLM) from one size to the next (points)",
                 measure=_stat_widening, models=_clm_mlm40_models, unavailable=_one_size, describe=_detail_widening,
-                source="§3, Table 2: the SC gap 2.09 -> 3.42 -> 5.55 from 210M to 1B"),
+                paper="Table 2 (§3), paraphrased: the SC gap widens with size, 2.09 -> 3.42 -> 5.55 from 210M to 1B"),
     "2": Claim("No masking ratio is best for every size and task group", check_masking_ratio,
                statistic="the weaker margin of two cells' different best ratios over their runner-up, widened to "
                          "Bonferroni's interval for the number of pairs chosen from (points)",
                measure=_stat_best_ratio, models=_mlm_models, unavailable=_one_cell, describe=_detail_best_ratio,
                table=ratio_margins, choices=_claim2_choices,
-               source="§3, Tables 2-5, Fig. 3: the best ratio differs by size and task group"),
+               paper="Tables 2-5, Fig. 3 (§3), paraphrased: no masking ratio is universally best; the best differs by "
+                     "size and task group, larger models preferring higher ratios"),
     "2b": Claim("IR prefers the highest masking ratio at every size", check_masking_ratio,
                 statistic="smallest margin over sizes of the highest ratio over the best other on IR (points)",
                 measure=_stat_ir_highest, models=_mlm_models, unavailable=_no_ir, describe=_detail_ir,
-                table=ratio_margins, source="§3, Table 5, Fig. 3: IR prefers 50% at every size"),
+                table=ratio_margins,
+                paper="Table 5, Fig. 3 (§3), paraphrased: IR prefers higher masking ratios at every size (50% best)"),
     "3": Claim("CLM is more data-efficient early in pretraining", check_data_efficiency,
                statistic="CLM minus MLM-40% over the checkpoints of the first quarter of training, mean (points)",
                measure=_stat_early, models=_checkpoint_models(_early), unavailable=_no_early,
-               describe=_detail_early, source="§4, Tables 6-9, Fig. 4: CLM ahead at the early checkpoints (610M)"),
+               describe=_detail_early,
+               paper="Tables 6-9, Figs. 4 and 10 (§4), paraphrased: CLM is ahead early, up to about 10K steps on SC "
+                     "and QA, 20K on IR, the whole run on TC (610M); Fig. 10: CLM \"is also more efficient in terms "
+                     "of training FLOPs\""),
     "3b": Claim("MLM catches up and ends ahead of CLM (SC, QA, IR)", check_data_efficiency,
                 statistic="MLM-40% minus CLM at the last intermediate checkpoint, SC, QA and IR (points)",
                 measure=_stat_catch_up, models=_checkpoint_models(_late), unavailable=_no_late,
                 describe=_detail_last,
-                source="§4, Tables 6, 8, 9, Fig. 4: MLM overtakes by 10K-20K steps on SC, QA and IR; on TC CLM "
-                       "stays ahead at every checkpoint, so TC is excepted"),
+                paper="Tables 6, 8, 9, Fig. 4 (§4), paraphrased: MLM catches up and passes CLM later, by 10K-20K "
+                      "steps on SC, QA and IR; on TC CLM stays ahead at every checkpoint, so TC is excepted"),
     "4": Claim("CLM-pretrained models are less sensitive to the fine-tuning learning rate", check_lr_sensitivity,
                statistic="MLM sd minus CLM sd of centered scores, mean over datasets (points)",
                measure=_stat_sd("MLM sd", "CLM sd"), models=_stability_models,
                unavailable=_empty("no CLM and MLM-40% runs over two or more shared learning rates"), per_run=True,
-               source="§4, Fig. 5 (no numbers printed)"),
+               paper="Fig. 5 (§4), paraphrased: CLM's centered scores over seeds and learning rates in [1e-5, 1e-4] "
+                     "spread less (no numbers printed)"),
     "5": Claim("A CLM-then-MLM split beats MLM-only (and CLM-only) at a fixed budget", check_biphasic,
                statistic="best split strictly between CLM-only and MLM-only minus the better of the two, mean over "
                          "budgets (points)",
                measure=_stat_mean_diff, models=_biphasic_models, unavailable=_empty("no biphasic runs"),
                describe=_detail_biphasic,
-               source="§5, Tables 10-13, Fig. 6: \"the 25%-75% split reliably surpasses the MLM baseline\""),
+               paper="Tables 10-13, Fig. 6 (§5): \"the 25%-75% split reliably surpasses the MLM baseline, while even "
+                     "a 75% CLM allocation maintains comparable results\""),
     "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst,
                 statistic="smallest lead of the lowest other split over CLM-only, SC and QA budgets (points)",
                 measure=_stat_clm_lowest, models=_biphasic_models,
-                unavailable=_empty("no biphasic runs with SC or QA"), source="§5, Tables 10 and 12, Fig. 6"),
+                unavailable=_empty("no biphasic runs with SC or QA"),
+                paper="Tables 10 and 12, Fig. 6 (§5), paraphrased: pure CLM is the worst split on SC and QA at every "
+                      "budget"),
     "6": Claim("CLM+MLM is less sensitive to the masking ratio than MLM-only", check_masking_robustness,
                statistic="MLM-only sd minus CLM+MLM sd over masking ratios, mean over datasets (points)",
                measure=_stat_sd("MLM sd", "CLM+MLM sd"), models=_masking_models,
                unavailable=_empty("no masking-ratio runs of both families (MLM-only, CLM+MLM)"), per_run=True,
-               source="§5, Fig. 7 (no numbers printed)"),
+               paper="Fig. 7 (§5), paraphrased: CLM+MLM is less sensitive to the masking ratio than MLM-only (no "
+                     "numbers printed)"),
     "7": Claim("MLM continued pretraining of a CLM model beats continued MLM of an MLM model", check_cpt,
                statistic="CLM-based minus MLM-based model after the same (longest) MLM-CPT, mean over sizes (points)",
                measure=_stat_level, models=_cpt_models, unavailable=_no_cpt, describe=_detail_cpt,
-               source="§5, Tables 14-17, Figs. 8-9: after 22K of MLM-CPT the CLM-based 610M model is ahead on SC, "
-                      "TC and IR (+0.93, +0.59, +0.25), behind on QA (-1.04)"),
+               paper="Tables 14-17, Figs. 8-9 (§5), paraphrased: after the same MLM-CPT the CLM-based model matches "
+                     "or beats the MLM-based one; at 22K the 610M CLM-based model leads on SC, TC and IR (+0.93, "
+                     "+0.59, +0.25) and trails on QA (-1.04)"),
 }
 
 
@@ -553,8 +568,9 @@ CLAIMS = {
 def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Per run, ``n_boot`` replicas of its ``split`` score, (runs, n_boot): the split's instances resampled, the same
     draw for every run of a dataset. A replica is the run's score plus the change of its instances' weighted mean
-    (weights ``<split>_w``: a tag accuracy's words, so that the replica is that score recomputed exactly; none: the
-    plain mean, exact for accuracy and NDCG, an approximation for a micro F1). A dataset without per-instance scores
+    (weights ``<split>_w``: a tag accuracy's words, a span F1's spans, so that the replica is that score recomputed
+    exactly; none: the plain mean, exact for accuracy, QA F1 and NDCG, an approximation for a span F1 written without
+    its weights, as EncodEval's are). A dataset without per-instance scores
     (or whose runs scored different sets) keeps its scores: only its seeds are resampled."""
     reps = np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1)
     per, wts = runs[f"{split}_i"].to_numpy(dtype=object), runs[f"{split}_w"].to_numpy(dtype=object)
@@ -587,14 +603,20 @@ def _resample(runs: pd.DataFrame, n_boot: int, seed: int) -> tuple[np.ndarray, n
     return _instance_replicas(runs, "test", n_boot, rng), _seed_draws(runs["seed"].to_numpy(), n_boot, rng)
 
 
-def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator, rule: str):
+def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator, rule: str,
+                       instances: bool = True):
     """The learning rate chosen again in every replica: per model, dataset and fine-tuning seed (``per_seed``; or per
     model and dataset on the seed-averaged validation score, ``seed_average``) the run with the best resampled
     validation score (ties: the smaller rate). Returns the chosen cells (one row per model, dataset and seed) and
-    their test scores, (rows, n_boot)."""
+    their test scores, (rows, n_boot). Without ``instances`` both splits keep their instances (the scores as run)."""
     runs = runs.dropna(subset=["validation"]).sort_values(["model", "task_group", "dataset", "seed", "lr"],
                                                           ignore_index=True)
-    val, test = _instance_replicas(runs, "validation", n_boot, rng), _instance_replicas(runs, "test", n_boot, rng)
+
+    def replicas(split):
+        return (_instance_replicas(runs, split, n_boot, rng) if instances else
+                np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1))
+
+    val, test = replicas("validation"), replicas("test")
     keys = ["model", "task_group", "dataset", "seed"]
     cells = runs.drop_duplicates(keys).reset_index(drop=True)
     chosen = np.empty((len(cells), n_boot))
@@ -630,7 +652,8 @@ def _pool_replicas(avg: np.ndarray, models: list[str], rng: np.random.Generator)
     return np.stack(cols, axis=1), first
 
 
-def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed") -> pd.DataFrame:
+def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
+                   instances: bool = True) -> pd.DataFrame:
     """The group averages of ``n_boot`` hierarchical bootstrap replicas of one source's default-grid runs, as scores
     (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
     test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
@@ -638,12 +661,13 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     over them, the mean over the group's datasets (where a model has all of them, as `results.summarize`), then the
     pretraining seeds of each family resampled and averaged (`_pool_replicas`): models pooled under their seed-0 id,
     as `results.pool_pretraining_seeds` pools the point estimates. A resampled pretraining seed keeps its fine-tuning
-    draw (a copy is not fine-tuned anew)."""
+    draw (a copy is not fine-tuned anew). ``instances=False`` keeps the validation and test sets as they are: the
+    interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
     runs = results.default_grid(runs)
     if runs.empty:
         return pd.DataFrame(columns=results.SCORE_COLUMNS)
     rng = np.random.default_rng(seed)
-    sel, reps = _selected_replicas(runs, n_boot, rng, rule)
+    sel, reps = _selected_replicas(runs, n_boot, rng, rule, instances)
     w = _seed_draws(sel["seed"].to_numpy(), n_boot, rng)
     keys = ["model", "task_group", "dataset"]
     cell = sel.groupby(keys, sort=False).ngroup().to_numpy()  # numbered in order of first appearance
@@ -670,6 +694,32 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     df = base.iloc[np.tile(np.arange(len(avgs)), n_boot)].reset_index(drop=True)
     df = df.assign(source=np.repeat(np.arange(n_boot), len(avgs)), score=avg.ravel(), ci=np.nan, n=pd.NA)
     return df[results.SCORE_COLUMNS]
+
+
+def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, seed: int = 0,
+                           rule: str = "per_seed", instances: bool = True) -> pd.DataFrame:
+    """Group averages with the claims' 95% interval, per source, scale, model and task group of ``runs`` (default
+    grid): ``score`` the mean over the model's pretraining seeds (one row under its seed-0 id, as
+    `results.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`
+    (pretraining seeds, fine-tuning seeds, test instances, the learning rate chosen again), ``ci`` half their distance
+    (for symmetric bars), ``pretrain_seeds``. ``models``: the seed-0 ids (`results.family`) to keep; default all.
+    Test instances are shared by every model of a dataset (the bootstrap draws them once for all): their noise widens
+    each model's interval but cancels in a difference; ``instances=False`` leaves it out."""
+    runs = results.default_grid(runs)
+    if models is not None:
+        runs = runs[runs["model"].map(results.family).isin(set(models))]
+    parts = []
+    for _, part in runs.groupby(["source", "scale"], sort=False):
+        point = results.group_averages(results.pool_pretraining_seeds(results.aggregate(part)))
+        reps = replica_scores(part, n_boot, seed, rule, instances).astype({"model": str, "task_group": str})
+        q = reps.groupby(["model", "task_group"])["score"].quantile([0.025, 0.975]).unstack()
+        q = q.set_axis(["low", "high"], axis=1).reset_index()
+        parts.append(point.drop(columns="ci").merge(q, on=["model", "task_group"]))
+    cols = [*results.SCORE_COLUMNS, "pretrain_seeds", "low", "high"]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)
+    return out.assign(ci=(out["high"] - out["low"]) / 2)[cols]
 
 
 def _categorical(df: pd.DataFrame) -> pd.DataFrame:
@@ -847,15 +897,15 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     return out
 
 
-TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining seeds",
-                 "fine-tuning seeds", "verdict", "reason"]
+TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining_seeds",
+                 "finetuning_seeds", "verdict", "reason"]
 
 
 def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 2000,
              seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False) -> pd.DataFrame:
     """One row per claim, source and scope (a task group, or "all"): the evidence computed from the data and a verdict.
 
-    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.source`), and
+    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and
     its 95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
     (`replica_scores`: pretraining seeds, fine-tuning seeds, test instances, the learning rate chosen again in each of
     ``n_boot`` replicas), for the paper its printed half-widths. Models that differ only in their pretraining seed are
@@ -888,5 +938,5 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
 def verdict_table(judged: pd.DataFrame) -> pd.DataFrame:
     """``verdicts(..., full=True)`` rows (with a ``scale`` column) as the verdicts table's columns (`TABLE_COLUMNS`)."""
     out = judged.rename(columns={"scope": "group", "value": "estimate", "ci_low": "low", "ci_high": "high",
-                                 "pretrain_seeds": "pretraining seeds", "finetune_seeds": "fine-tuning seeds"})
+                                 "pretrain_seeds": "pretraining_seeds", "finetune_seeds": "finetuning_seeds"})
     return out.reindex(columns=TABLE_COLUMNS)

@@ -90,7 +90,7 @@ def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]
     for (source, scale), part in table.groupby([table["source"], table["scale"]], sort=False):
         path = Path(tables_dir) / output_subdir(source, scale) / "verdicts.csv"
         old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file()
-               else pd.DataFrame(columns=part.columns))
+               else pd.DataFrame(columns=part.columns)).reindex(columns=part.columns)
         old = old[~old["claim"].str.split(".").str[0].isin(claim_keys)]
         both = pd.concat([old.astype(str), part.astype(str).replace({"nan": "", "<NA>": ""})], ignore_index=True)
         order = pd.DataFrame({"c": both["claim"].str.split(".").str[0].map(list(claims.CLAIMS).index),

@@ -524,8 +524,8 @@ def predict(fn, seqs: list[list[int]], batch_size: int, pad_id: int, device: tor
 
 
 def evaluate(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int, device: torch.device) -> dict:
-    """{"score", "scores_i"} of one split (QA adds "exact_match" and "exact_match_i"; a tag accuracy "weights_i",
-    the words of each sentence)."""
+    """{"score", "scores_i"} of one split (QA adds "exact_match" and "exact_match_i"; TC "weights_i": the words of each
+    sentence for a tag accuracy, its spans for a span F1)."""
     return HANDLERS[task.group].evaluate(model, task, enc, cfg, pad_id, device)
 
 
@@ -545,9 +545,10 @@ def _evaluate_tc(model, task: Task, enc: dict, cfg: FinetuneConfig, pad_id: int,
         best = y.argmax(-1).tolist()
         pred.append([task.labels[best[first[w]]] if w in first else "O" for w in range(len(tags))])
         gold.append([task.labels[t] for t in tags])
-    if task.metric == "span_f1":
+    if task.metric == "span_f1":  # a micro F1: each sentence weighs its spans (weights_i; none without a span at all)
         score, scores_i = metrics.span_f1(pred, gold)
-        return {"score": score, "scores_i": scores_i}
+        weights = metrics.span_weights(pred, gold)
+        return {"score": score, "scores_i": scores_i, **({"weights_i": weights} if sum(weights) else {})}
     # a word-level accuracy: each sentence weighs its words (weights_i), so resampling can recompute it
     score, scores_i = metrics.tag_accuracy(pred, gold)
     return {"score": score, "scores_i": scores_i, "weights_i": [len(tags) for tags in gold]}

@@ -60,6 +60,13 @@ def span_f1(pred: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> tup
     return _f1(tp, n_pred, n_gold), scores_i
 
 
+def span_weights(pred: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> list[int]:
+    """What each sentence weighs in `span_f1`: its predicted plus gold spans, so that the micro F1 is exactly the
+    weighted mean of the per-sentence F1 (2 tp / (pred + gold) summed over sentences), and a resampling of sentences
+    can recompute it."""
+    return [len(bio_spans(p)) + len(bio_spans(g)) for p, g in zip(pred, gold, strict=True)]
+
+
 def _f1(tp: int, n_pred: int, n_gold: int) -> float:
     if n_pred == 0 and n_gold == 0:
         return 1.0
