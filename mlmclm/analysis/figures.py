@@ -8,13 +8,14 @@ left open and notebooks show only what ``show`` displays. No torch import here.
 
 The figures of sources other than the paper follow a few rules: a figure whose x axis would hold one value is not
 drawn; a line joins only neighbouring points of the design (`_lines`); a model run with several pretraining seeds is
-drawn as their mean (`results.pool_pretraining_seeds`, a square); and a line under the title says what the bars are
-(`_bars`).
+drawn as their mean (`_pool`, a square); every point's interval comes from one function, `_interval`; and a line under
+the title says what the bars are (`_bars`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -67,8 +68,50 @@ def _label(source: str, scale: str, paper_tables: str = "") -> str:
     return f"ours, scale {scale}" if source == "ours" else SOURCE_LABELS.get(source, source)
 
 
+def _interval(rows: pd.DataFrame, minus: pd.DataFrame | None = None) -> tuple[float, float]:
+    """(estimate, 95% half-width) of one figure point: the only place a figure computes an interval.
+
+    ``rows`` are the score rows (`results.summarize`: ``score`` = the mean over fine-tuning seeds at the selected
+    learning rate, ``ci`` its half-width) of the pretraining seeds of one model and cell, one row a seed; with
+    ``minus``, the same for a second model, and the point is the difference (``rows`` minus ``minus``). One seed: its
+    own score and half-width; k seeds: their mean and t95(k - 1) x sd / sqrt(k) over the seed means (a seed's mean
+    carries its fine-tuning noise, so this counts both sources); a difference: the two half-widths in quadrature. The
+    half-width is NaN where there is none (one pretraining seed with one fine-tuning seed)."""
+    def one(r: pd.DataFrame) -> tuple[float, float]:
+        if len(r) == 1:
+            return float(r["score"].iloc[0]), float(r["ci"].iloc[0])
+        mean, half, _ = results.mean_ci(r["score"])
+        return mean, half
+    estimate, half = one(rows)
+    if minus is None:
+        return estimate, half
+    other, other_half = one(minus)
+    return estimate - other, math.hypot(half, other_half)
+
+
+def _pool(scores: pd.DataFrame) -> pd.DataFrame:
+    """Scores with the models that differ only in their pretraining seed (`results.family`) pooled into one row under
+    the seed-0 id, per source, scale, task group and dataset: ``score`` and ``ci`` from `_interval` over the seeds'
+    rows, ``pretrain_seeds`` = k, ``members`` = the index labels of those rows in ``scores`` (for a difference of two
+    pooled models, `_mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
+    if not scores.index.is_unique:
+        scores = scores.reset_index(drop=True)
+    df = scores.assign(_family=scores["model"].map(results.family))
+    out = []
+    for _, rows in df.groupby(["source", "scale", "_family", "task_group", "dataset"], sort=False, dropna=False):
+        seed0 = rows.index[rows["model"] == rows["_family"]]
+        if len(seed0):
+            score, ci = _interval(rows)
+            out.append((seed0[0], score, ci, len(rows), tuple(rows.index)))
+    index = [o[0] for o in out]
+    pooled = df.loc[index].drop(columns="_family")
+    return pooled.assign(score=[o[1] for o in out], ci=[o[2] for o in out],
+                         pretrain_seeds=pd.Series([o[3] for o in out], index=index, dtype="int64"),
+                         members=pd.Series([o[4] for o in out], index=index, dtype=object)).reset_index(drop=True)
+
+
 def _bars(rows: pd.DataFrame, what: str = "bars") -> str:
-    """What the intervals of ``rows`` (scores with ``pretrain_seeds``, `results.pool_pretraining_seeds`) are, for the
+    """What the intervals (`_interval`) of ``rows`` (pooled scores with ``pretrain_seeds``, `_pool`) are, for the
     line under a figure's title: over fine-tuning seeds, or over pretraining seeds where a point (a square, see
     `_lines`) is the mean of several."""
     seeds = rows["pretrain_seeds"] if "pretrain_seeds" in rows else pd.Series(1, index=rows.index)
@@ -321,7 +364,7 @@ def _key(d: pd.DataFrame) -> tuple:
 
 def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds)."""
-    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
                  lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
@@ -332,7 +375,7 @@ def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[v["objective"] == "mlm"]
     colors = _palettes(v, "crest", lambda d: results.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
@@ -343,7 +386,7 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.data_efficiency_view(_pool(scores)))
     v = v.assign(Objective=_obj)
 
     def draw(ax, d):
@@ -372,7 +415,7 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[P
 def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
     only between neighbouring splits of the design, ``SHARES``)."""
-    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(results.step_label))
     colors = _palettes(v, "flare", lambda d: [results.step_label(b) for b in sorted(d["budget"].unique())])
     return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits of fixed budgets",
@@ -406,7 +449,7 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
-    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.cpt_view(_pool(scores)))
     longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
     v = v.assign(stage=["Base" if c == 0 else f"+{results.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
@@ -430,7 +473,7 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
-    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.cpt_view(_pool(scores)))
     return _draw(v, out_dir, "fig09_cpt_length",
                  "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps", "starting point",
                  tables="Tables 14-17", controls=controls, x="cpt_steps")
@@ -479,7 +522,7 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
           controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
     x axis names the rule (``FLOPS_RULES``)."""
-    v = with_flops(results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores))),
+    v = with_flops(results.group_averages(results.data_efficiency_view(_pool(scores))),
                    architecture)
     v = v.assign(Objective=_obj)
 
@@ -505,20 +548,21 @@ def tokens_per_parameter(architecture: dict) -> dict:
 
 
 def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
-    """MLM-40% minus CLM (``gap``, with ``gap_ci`` = the hypotenuse of the two 95% half-widths, and the larger
-    ``pretrain_seeds`` of the two) per source, scale, size and task group: at each intermediate checkpoint and, as
-    ``final``, at the full budget, for the sizes with intermediate checkpoints; ours averaged over pretraining
-    seeds (`results.pool_pretraining_seeds`)."""
-    pooled = results.group_averages(results.pool_pretraining_seeds(scores))
+    """MLM-40% minus CLM (``gap`` and its 95% half-width ``gap_ci``, both from `_interval` over the two models'
+    pretraining seeds, and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
+    intermediate checkpoint and, as ``final``, at the full budget, for the sizes with intermediate checkpoints."""
+    scores = scores.reset_index(drop=True)
+    pooled = results.group_averages(_pool(scores))
     early = results.data_efficiency_view(pooled)
     final = results.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
     both = pd.concat([early.assign(final=False), final[results.is_clm_or_mlm40(final)].assign(final=True)])
     keys = ["source", "scale", "size", "task_group", "steps", "final"]
-    cols = [*keys, "score", "ci", "pretrain_seeds"]
+    cols = [*keys, "members", "pretrain_seeds"]
     m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
                                                      suffixes=("_mlm", "_clm"))
-    return m.assign(gap=m["score_mlm"] - m["score_clm"],
-                    gap_ci=np.hypot(m["ci_mlm"].astype(float), m["ci_clm"].astype(float)),
+    gaps = [_interval(scores.loc[list(a)], minus=scores.loc[list(b)]) for a, b in zip(m["members_mlm"],
+                                                                                       m["members_clm"])]
+    return m.assign(gap=[g for g, _ in gaps], gap_ci=[h for _, h in gaps],
                     pretrain_seeds=np.maximum(m["pretrain_seeds_mlm"], m["pretrain_seeds_clm"]))[
         [*keys, "gap", "gap_ci", "pretrain_seeds"]]
 
@@ -561,7 +605,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
-    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[~_main_size(v)]
     v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "scale", "size"]].drop_duplicates())  # sizes with a split
