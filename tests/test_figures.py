@@ -163,10 +163,10 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     drawn = _capture(monkeypatch)
     assert figures.fig10(scores, tmp_path / "figs", arch) == [
         tmp_path / "figs" / "ours-mini" / "fig10_data_efficiency_flops.png"]
-    assert {ax.get_xlabel() for ax in drawn[0].axes} == {"training FLOPs (x 1e9, 6N rule)"}
+    assert {ax.get_xlabel() for ax in drawn[0].axes} == {"training FLOPs (x 1e9)\n6N rule"}
     paper = results.load(REPO / "results", sources=["paper"]).scores
     figures.fig10(paper, tmp_path / "figs", results.architecture(REPO / "results" / "paper"))
-    assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20, App. F rule)"}
+    assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20)\nApp. F rule"}
     assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
 
 
@@ -242,7 +242,7 @@ def test_figures_of_ours_draw_the_mean_over_pretraining_seeds_and_say_what_the_b
     (mlm_x, mlm, _), (clm_x, clm, _) = _series(drawn[0])
     assert (mlm, clm) == ([89.5], [90.5])  # the mean of the three seeds', under the seed-0 id
     title = drawn[0]._suptitle.get_text()
-    assert title.splitlines() == ["Fig. 2: MLM (40%) vs CLM by model size (ours, scale long)",
+    assert title.splitlines() == ["Fig. 2: MLM (40%) vs CLM at size mini-xs (ours, scale long)",
                                   "bars: 95% CI over 3 pretraining seeds"]
     squares = [line for line in drawn[0].axes[0].get_lines() if line.get_marker() == "s" and len(line.get_xdata())]
     assert sorted(y for line in squares for y in line.get_ydata()) == [89.5, 90.5]
@@ -288,7 +288,7 @@ def test_fig4_scales_pools_the_final_models_and_gives_every_point_its_interval(t
     half = results.t95(2) * 0.5 / math.sqrt(3)  # each objective's t-interval over its three seed means (sd 0.5)
     assert final_bar[:, 1].tolist() == pytest.approx([-1.0 - math.hypot(half, half), -1.0 + math.hypot(half, half)])
     assert ax.get_xlabel() == "tokens per body parameter"
-    assert "tokens per body parameter" in drawn[0]._suptitle.get_text()
+    assert drawn[0]._suptitle.get_text().splitlines()[0] == "Fig. 4 across scales: MLM-40% minus CLM"
 
 
 def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
@@ -297,8 +297,11 @@ def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
     runs = results.load_run_tree(runs_dir, "ours", "mini")
     drawn = _capture(monkeypatch)
     figures.fig5(runs, tmp_path / "figs")
-    assert drawn[0]._suptitle.get_text().splitlines()[-1] == (
-        "bars: ±1 sd over 3 learning rates (1e-05 to 1e-03) x 3 seeds; dots: runs")
+    note = lambda fig: " ".join(fig._suptitle.get_text().splitlines()[1:])  # noqa: E731
+    assert note(drawn[0]) == ("bars: ±1 sd over the whole grid, 3 learning rates (1e-05 to 1e-03) x 3 seeds; "
+                              "the paper's: over 1e-05 to 1e-04 only; dots: runs")  # beyond the paper's range
+    figures.fig5(runs[runs["lr"] <= 1e-4], tmp_path / "within")
+    assert note(drawn[-1]) == "bars: ±1 sd over 2 learning rates (1e-05 to 1e-04) x 3 seeds; dots: runs"
 
 
 def test_table11_spells_both_phases_in_the_budget_unit():
