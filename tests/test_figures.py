@@ -343,3 +343,114 @@ def test_a_kill_while_saving_leaves_the_previous_figure_and_table_whole(tmp_path
         pass
     now = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
     assert now.keys() == written.keys() and now["table02.tex"] == written["table02.tex"]
+
+
+def test_a_figure_of_ours_with_one_x_value_is_skipped_and_show_says_why(tmp_path, capsys):
+    drawn = figures.fig3(_long(), tmp_path)  # one masking ratio: not a 38-42% axis with one point
+    assert drawn == [] and not list(tmp_path.rglob("*.png"))
+    assert drawn.skipped == ["Fig. 3 (ours, scale long) is not drawn: its x axis (masking ratio (%)) would hold one "
+                             "value (40)."]
+    figures.show(drawn)
+    assert capsys.readouterr().out == drawn.skipped[0] + "\n"  # not "no source has the data"
+    figures.show(figures.Drawn())
+    assert capsys.readouterr().out == "No source has the data this figure needs.\n"
+    clm = _long()[lambda d: ~d["model"].str.contains("mlm")]  # one size and one objective: nothing to compare
+    assert figures.fig2(clm, tmp_path) == [] and "x axis (model size) would hold one value (CLM)" in (
+        figures.fig2(clm, tmp_path).skipped[0])
+
+
+def test_fig2_at_one_size_puts_the_two_objectives_on_its_x_axis(tmp_path, monkeypatch):
+    drawn = _capture(monkeypatch)
+    figures.fig2(_long(), tmp_path, _controls(_long()))
+    ax = drawn[0].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["MLM", "CLM"] and ax.get_xlabel() == "objective"
+    assert [(x, y) for x, y, _ in _series(drawn[0])] == [([0.0], [89.5]), ([1.0], [90.5])]
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig2(paper, tmp_path)  # several sizes: the axis of sizes, as in the paper
+    assert [t.get_text() for t in drawn[-1].axes[0].get_xticklabels()] == ["210M", "610M", "1B"]
+
+
+def _half_widths(ax) -> list[float]:
+    """Every interval drawn in a panel: error bars (each point's segment) and bands (each x of a fill)."""
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    out = []
+    for c in ax.collections:
+        if isinstance(c, LineCollection):
+            out += [abs(seg[1, 1] - seg[0, 1]) / 2 for seg in c.get_segments()]
+        elif isinstance(c, PolyCollection):
+            for path in c.get_paths():
+                xy = path.vertices[:-1]
+                half = len(xy) // 2 if len(xy) % 2 == 0 else (len(xy) - 1) // 2
+                low, high = xy[1:half + 1], xy[half + 1:][::-1]  # fill_between: start, low edge, high edge back
+                out += [abs(h - lo) / 2 for (_, lo), (_, h) in zip(low, high)]
+    return out
+
+
+def _points(ax) -> int:
+    """The data points of ours drawn in a panel (round markers; squares sit on them, controls have none)."""
+    return sum(len(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o")
+
+
+def test_every_point_of_ours_has_the_interval_of_the_one_interval_function(tmp_path, monkeypatch):
+    """figures._interval is the one place a point's interval comes from: replaced, every bar and band of every
+    figure of ours changes with it, and no point is drawn without one."""
+    def fake(rows, minus=None):
+        return float(rows["score"].mean() - (0 if minus is None else minus["score"].mean())), 0.75
+    monkeypatch.setattr(figures, "_interval", fake)
+    drawn = _capture(monkeypatch)
+    arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    for draw in (figures.fig2, figures.fig4, figures.fig6, figures.fig8, figures.fig9,
+                 lambda s, out: figures.fig10(s, out, arch), lambda s, out: figures.fig4_scales(s, out, arch)):
+        draw(_long(), tmp_path)
+    assert len(drawn) == 7
+    for fig in drawn:
+        for ax in fig.axes:
+            halves = _half_widths(ax)
+            assert halves and halves == pytest.approx([0.75] * len(halves)), fig._suptitle.get_text()
+            assert len(halves) == _points(ax), fig._suptitle.get_text()  # one a point
+
+
+def test_a_point_without_an_interval_is_hollow_and_the_note_says_so(tmp_path, monkeypatch):
+    scores = _long()
+    scores.loc[scores["model"] == "mini-xs-clm-4620-220", "ci"] = float("nan")  # one run: no interval
+    drawn = _capture(monkeypatch)
+    figures.fig6(scores.assign(ci=lambda d: d["ci"].where(d["model"] != "mini-xs-clm-1100-mlm40-4620")), tmp_path)
+    ax = drawn[0].axes[0]
+    hollow = [line for line in ax.get_lines() if line.get_marker() == "o" and line.get_mfc() == "white"]
+    assert [list(line.get_xdata()) for line in hollow] == [[25.0]]
+    assert " ".join(drawn[0]._suptitle.get_text().splitlines()).endswith("; hollow: a single run, no interval")
+
+
+def _inside(fig) -> bool:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    box, (w, h) = fig.get_tightbbox(fig.canvas.get_renderer()), fig.get_size_inches()
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= w and box.y1 <= h
+
+
+def test_no_text_falls_outside_the_figure_at_its_saved_size(tmp_path, monkeypatch):
+    """Every label, tick, legend and title lies within the saved figure (the FLOPs axis label once overran the IR
+    panel of the paper's Fig. 10 by a few letters)."""
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    arch = {**results.architecture(REPO / "results" / "paper"),
+            "mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    scores = pd.concat([paper, _long()], ignore_index=True)
+    drawn = _capture(monkeypatch)
+    for draw in (figures.fig2, figures.fig3, figures.fig4, figures.fig6, figures.fig8, figures.fig9):
+        draw(scores, tmp_path, _controls(scores))
+    figures.fig10(scores, tmp_path, arch, _controls(scores))
+    figures.fig4_scales(scores, tmp_path, arch)
+    assert len(drawn) == 14  # the paper's 8, ours 6 (Fig. 3: one masking ratio)
+    outside = [fig._suptitle.get_text().splitlines()[0] for fig in drawn if not _inside(fig)]
+    assert outside == []
+
+
+def test_title_lines_break_after_a_clause_or_before_whose_numbers():
+    assert figures._wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
+        "Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs", "(ours, scale long)"]
+    assert figures._wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
+                         60) == ["bars: ±1 sd over 3 learning rates x 4 seeds;",
+                                 "the paper's: 1e-05 to 1e-04; dots: runs"]
+    assert figures._wrap("short title", 60) == ["short title"]
