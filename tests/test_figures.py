@@ -260,7 +260,10 @@ def test_figures_of_ours_need_two_x_values(tmp_path):
     one = scores[~scores["model"].str.endswith("-1100")]  # one checkpoint: no figure, not an axis of 190-210
     assert figures.fig4(one, tmp_path / "one") == []
     arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
-    assert figures.fig10(one, tmp_path / "one", arch) == []
+    assert figures.fig10(one, tmp_path / "one", arch) == []  # two FLOPs values (MLM and CLM), one checkpoint
+    assert figures.fig10(one, tmp_path / "one", arch).skipped == [
+        "Fig. 10 (ours, scale long, mini-xs) is not drawn: its x axis (training FLOPs) would hold one pretraining step "
+        "(220)."]
     assert figures.fig10(scores, tmp_path, arch) == [tmp_path / "ours-long" / "fig10_data_efficiency_flops.png"]
 
 

@@ -359,18 +359,24 @@ class Drawn(list):
 
 
 def _values(values) -> str:
-    return ", ".join(str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) and float(v).is_integer()
-                     else str(v) for v in sorted(set(values), key=str))
+    """Values of an x axis, for a sentence: whole numbers as such, other numbers to 3 significant digits."""
+    def one(v) -> str:
+        if not isinstance(v, (int, float, np.integer, np.floating)):
+            return str(v)
+        return str(int(v)) if float(v).is_integer() and abs(v) < 1e6 else f"{float(v):.3g}"
+    return ", ".join(one(v) for v in sorted(set(values), key=str))
 
 
 def _draw(df: pd.DataFrame, out_dir, name: str, title, draw, xlabel: str, legend: str, *, tables: str = "",
           ylabel: str = "", per_size: bool = False, controls: pd.DataFrame | None = None, reference=None,
-          x=None, note=_bars) -> Drawn:
+          x=None, one: str = "value", note=_bars) -> Drawn:
     """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths (`Drawn`). A
     figure of ours (any source but the paper) whose x axis, column ``x`` (or ``x(rows)``), has fewer than two values
-    is not drawn, and ``skipped`` says so. ``title`` is a string or ``title(rows)``. With ``controls``
-    (``evidence.controls``), each panel also shows its models' controls (``reference``, default ``_reference``).
-    ``note(rows)`` is the line under the title that says what the bars are (`_bars`)."""
+    is not drawn, and ``skipped`` says so (``one``: what a value of ``x`` is, where the axis shows something else:
+    Fig. 10 draws FLOPs, which differ between the objectives at a single checkpoint). ``title`` is a string or
+    ``title(rows)``. With ``controls`` (``evidence.controls``), each panel also shows its models' controls
+    (``reference``, default ``_reference``). ``note(rows)`` is the line under the title that says what the bars are
+    (`_bars`)."""
     paths, skipped = [], []
     for source, scale, part in _by_source(df):
         for size, rows in _by_size(part) if per_size else [("", part)]:
@@ -379,7 +385,7 @@ def _draw(df: pd.DataFrame, out_dir, name: str, title, draw, xlabel: str, legend
             column = x(rows) if callable(x) else x
             if column is not None and source != "paper" and rows[column].nunique() < 2:
                 skipped.append(f"{what.split(':')[0]} ({_label(source, scale)}{', ' + size if size else ''}) is not "
-                               f"drawn: its x axis{f' ({xlabel})' if xlabel else ''} would hold one value "
+                               f"drawn: its x axis{f' ({xlabel})' if xlabel else ''} would hold one {one} "
                                f"({_values(rows[column].dropna())}).")
                 continue
             fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel,
@@ -595,6 +601,7 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
         ax.set_xlabel(f"training FLOPs (x 1e{exp})\n{d['flops_rule'].iloc[0]} rule")  # one line overran a panel
     return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: performance against training FLOPs", draw,
                  "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls, x="steps",
+                 one="pretraining step",
                  note=lambda d: _bars(d, "bands"))
 
 
