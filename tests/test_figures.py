@@ -163,10 +163,10 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     drawn = _capture(monkeypatch)
     assert figures.fig10(scores, tmp_path / "figs", arch) == [
         tmp_path / "figs" / "ours-mini" / "fig10_data_efficiency_flops.png"]
-    assert {ax.get_xlabel() for ax in drawn[0].axes} == {"training FLOPs (x 1e9, 6N rule)"}
+    assert {ax.get_xlabel() for ax in drawn[0].axes} == {"training FLOPs (x 1e9)\n6N rule"}
     paper = results.load(REPO / "results", sources=["paper"]).scores
     figures.fig10(paper, tmp_path / "figs", results.architecture(REPO / "results" / "paper"))
-    assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20, App. F rule)"}
+    assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20)\nApp. F rule"}
     assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
 
 
@@ -242,7 +242,7 @@ def test_figures_of_ours_draw_the_mean_over_pretraining_seeds_and_say_what_the_b
     (mlm_x, mlm, _), (clm_x, clm, _) = _series(drawn[0])
     assert (mlm, clm) == ([89.5], [90.5])  # the mean of the three seeds', under the seed-0 id
     title = drawn[0]._suptitle.get_text()
-    assert title.splitlines() == ["Fig. 2: MLM (40%) vs CLM by model size (ours, scale long)",
+    assert title.splitlines() == ["Fig. 2: MLM (40%) vs CLM at size mini-xs (ours, scale long)",
                                   "bars: 95% CI over 3 pretraining seeds"]
     squares = [line for line in drawn[0].axes[0].get_lines() if line.get_marker() == "s" and len(line.get_xdata())]
     assert sorted(y for line in squares for y in line.get_ydata()) == [89.5, 90.5]
@@ -260,7 +260,10 @@ def test_figures_of_ours_need_two_x_values(tmp_path):
     one = scores[~scores["model"].str.endswith("-1100")]  # one checkpoint: no figure, not an axis of 190-210
     assert figures.fig4(one, tmp_path / "one") == []
     arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
-    assert figures.fig10(one, tmp_path / "one", arch) == []
+    assert figures.fig10(one, tmp_path / "one", arch) == []  # two FLOPs values (MLM and CLM), one checkpoint
+    assert figures.fig10(one, tmp_path / "one", arch).skipped == [
+        "Fig. 10 (ours, scale long, mini-xs) is not drawn: its x axis (training FLOPs) would hold one pretraining step "
+        "(220)."]
     assert figures.fig10(scores, tmp_path, arch) == [tmp_path / "ours-long" / "fig10_data_efficiency_flops.png"]
 
 
@@ -288,7 +291,7 @@ def test_fig4_scales_pools_the_final_models_and_gives_every_point_its_interval(t
     half = results.t95(2) * 0.5 / math.sqrt(3)  # each objective's t-interval over its three seed means (sd 0.5)
     assert final_bar[:, 1].tolist() == pytest.approx([-1.0 - math.hypot(half, half), -1.0 + math.hypot(half, half)])
     assert ax.get_xlabel() == "tokens per body parameter"
-    assert "tokens per body parameter" in drawn[0]._suptitle.get_text()
+    assert drawn[0]._suptitle.get_text().splitlines()[0] == "Fig. 4 across scales: MLM-40% minus CLM"
 
 
 def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
@@ -297,8 +300,11 @@ def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
     runs = results.load_run_tree(runs_dir, "ours", "mini")
     drawn = _capture(monkeypatch)
     figures.fig5(runs, tmp_path / "figs")
-    assert drawn[0]._suptitle.get_text().splitlines()[-1] == (
-        "bars: ±1 sd over 3 learning rates (1e-05 to 1e-03) x 3 seeds; dots: runs")
+    note = lambda fig: " ".join(fig._suptitle.get_text().splitlines()[1:])  # noqa: E731
+    assert note(drawn[0]) == ("bars: ±1 sd over the whole grid, 3 learning rates (1e-05 to 1e-03) x 3 seeds; "
+                              "the paper's: over 1e-05 to 1e-04 only; dots: runs")  # beyond the paper's range
+    figures.fig5(runs[runs["lr"] <= 1e-4], tmp_path / "within")
+    assert note(drawn[-1]) == "bars: ±1 sd over 2 learning rates (1e-05 to 1e-04) x 3 seeds; dots: runs"
 
 
 def test_table11_spells_both_phases_in_the_budget_unit():
@@ -340,3 +346,114 @@ def test_a_kill_while_saving_leaves_the_previous_figure_and_table_whole(tmp_path
         pass
     now = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
     assert now.keys() == written.keys() and now["table02.tex"] == written["table02.tex"]
+
+
+def test_a_figure_of_ours_with_one_x_value_is_skipped_and_show_says_why(tmp_path, capsys):
+    drawn = figures.fig3(_long(), tmp_path)  # one masking ratio: not a 38-42% axis with one point
+    assert drawn == [] and not list(tmp_path.rglob("*.png"))
+    assert drawn.skipped == ["Fig. 3 (ours, scale long) is not drawn: its x axis (masking ratio (%)) would hold one "
+                             "value (40)."]
+    figures.show(drawn)
+    assert capsys.readouterr().out == drawn.skipped[0] + "\n"  # not "no source has the data"
+    figures.show(figures.Drawn())
+    assert capsys.readouterr().out == "No source has the data this figure needs.\n"
+    clm = _long()[lambda d: ~d["model"].str.contains("mlm")]  # one size and one objective: nothing to compare
+    assert figures.fig2(clm, tmp_path) == [] and "x axis (model size) would hold one value (CLM)" in (
+        figures.fig2(clm, tmp_path).skipped[0])
+
+
+def test_fig2_at_one_size_puts_the_two_objectives_on_its_x_axis(tmp_path, monkeypatch):
+    drawn = _capture(monkeypatch)
+    figures.fig2(_long(), tmp_path, _controls(_long()))
+    ax = drawn[0].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["MLM", "CLM"] and ax.get_xlabel() == "objective"
+    assert [(x, y) for x, y, _ in _series(drawn[0])] == [([0.0], [89.5]), ([1.0], [90.5])]
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    figures.fig2(paper, tmp_path)  # several sizes: the axis of sizes, as in the paper
+    assert [t.get_text() for t in drawn[-1].axes[0].get_xticklabels()] == ["210M", "610M", "1B"]
+
+
+def _half_widths(ax) -> list[float]:
+    """Every interval drawn in a panel: error bars (each point's segment) and bands (each x of a fill)."""
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    out = []
+    for c in ax.collections:
+        if isinstance(c, LineCollection):
+            out += [abs(seg[1, 1] - seg[0, 1]) / 2 for seg in c.get_segments()]
+        elif isinstance(c, PolyCollection):
+            for path in c.get_paths():
+                xy = path.vertices[:-1]
+                half = len(xy) // 2 if len(xy) % 2 == 0 else (len(xy) - 1) // 2
+                low, high = xy[1:half + 1], xy[half + 1:][::-1]  # fill_between: start, low edge, high edge back
+                out += [abs(h - lo) / 2 for (_, lo), (_, h) in zip(low, high)]
+    return out
+
+
+def _points(ax) -> int:
+    """The data points of ours drawn in a panel (round markers; squares sit on them, controls have none)."""
+    return sum(len(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "o")
+
+
+def test_every_point_of_ours_has_the_interval_of_the_one_interval_function(tmp_path, monkeypatch):
+    """figures._interval is the one place a point's interval comes from: replaced, every bar and band of every
+    figure of ours changes with it, and no point is drawn without one."""
+    def fake(rows, minus=None):
+        return float(rows["score"].mean() - (0 if minus is None else minus["score"].mean())), 0.75
+    monkeypatch.setattr(figures, "_interval", fake)
+    drawn = _capture(monkeypatch)
+    arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    for draw in (figures.fig2, figures.fig4, figures.fig6, figures.fig8, figures.fig9,
+                 lambda s, out: figures.fig10(s, out, arch), lambda s, out: figures.fig4_scales(s, out, arch)):
+        draw(_long(), tmp_path)
+    assert len(drawn) == 7
+    for fig in drawn:
+        for ax in fig.axes:
+            halves = _half_widths(ax)
+            assert halves and halves == pytest.approx([0.75] * len(halves)), fig._suptitle.get_text()
+            assert len(halves) == _points(ax), fig._suptitle.get_text()  # one a point
+
+
+def test_a_point_without_an_interval_is_hollow_and_the_note_says_so(tmp_path, monkeypatch):
+    scores = _long()
+    scores.loc[scores["model"] == "mini-xs-clm-4620-220", "ci"] = float("nan")  # one run: no interval
+    drawn = _capture(monkeypatch)
+    figures.fig6(scores.assign(ci=lambda d: d["ci"].where(d["model"] != "mini-xs-clm-1100-mlm40-4620")), tmp_path)
+    ax = drawn[0].axes[0]
+    hollow = [line for line in ax.get_lines() if line.get_marker() == "o" and line.get_mfc() == "white"]
+    assert [list(line.get_xdata()) for line in hollow] == [[25.0]]
+    assert " ".join(drawn[0]._suptitle.get_text().splitlines()).endswith("; hollow: a single run, no interval")
+
+
+def _inside(fig) -> bool:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    box, (w, h) = fig.get_tightbbox(fig.canvas.get_renderer()), fig.get_size_inches()
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= w and box.y1 <= h
+
+
+def test_no_text_falls_outside_the_figure_at_its_saved_size(tmp_path, monkeypatch):
+    """Every label, tick, legend and title lies within the saved figure (the FLOPs axis label once overran the IR
+    panel of the paper's Fig. 10 by a few letters)."""
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    arch = {**results.architecture(REPO / "results" / "paper"),
+            "mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
+    scores = pd.concat([paper, _long()], ignore_index=True)
+    drawn = _capture(monkeypatch)
+    for draw in (figures.fig2, figures.fig3, figures.fig4, figures.fig6, figures.fig8, figures.fig9):
+        draw(scores, tmp_path, _controls(scores))
+    figures.fig10(scores, tmp_path, arch, _controls(scores))
+    figures.fig4_scales(scores, tmp_path, arch)
+    assert len(drawn) == 14  # the paper's 8, ours 6 (Fig. 3: one masking ratio)
+    outside = [fig._suptitle.get_text().splitlines()[0] for fig in drawn if not _inside(fig)]
+    assert outside == []
+
+
+def test_title_lines_break_after_a_clause_or_before_whose_numbers():
+    assert figures._wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
+        "Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs", "(ours, scale long)"]
+    assert figures._wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
+                         60) == ["bars: ±1 sd over 3 learning rates x 4 seeds;",
+                                 "the paper's: 1e-05 to 1e-04; dots: runs"]
+    assert figures._wrap("short title", 60) == ["short title"]

@@ -8,13 +8,14 @@ left open and notebooks show only what ``show`` displays. No torch import here.
 
 The figures of sources other than the paper follow a few rules: a figure whose x axis would hold one value is not
 drawn; a line joins only neighbouring points of the design (`_lines`); a model run with several pretraining seeds is
-drawn as their mean (`results.pool_pretraining_seeds`, a square); and a line under the title says what the bars are
-(`_bars`).
+drawn as their mean (`_pool`, a square); every point's interval comes from one function, `_interval`; and a line under
+the title says what the bars are (`_bars`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -67,16 +68,59 @@ def _label(source: str, scale: str, paper_tables: str = "") -> str:
     return f"ours, scale {scale}" if source == "ours" else SOURCE_LABELS.get(source, source)
 
 
+def _interval(rows: pd.DataFrame, minus: pd.DataFrame | None = None) -> tuple[float, float]:
+    """(estimate, 95% half-width) of one figure point: the only place a figure computes an interval.
+
+    ``rows`` are the score rows (`results.summarize`: ``score`` = the mean over fine-tuning seeds at the selected
+    learning rate, ``ci`` its half-width) of the pretraining seeds of one model and cell, one row a seed; with
+    ``minus``, the same for a second model, and the point is the difference (``rows`` minus ``minus``). One seed: its
+    own score and half-width; k seeds: their mean and t95(k - 1) x sd / sqrt(k) over the seed means (a seed's mean
+    carries its fine-tuning noise, so this counts both sources); a difference: the two half-widths in quadrature. The
+    half-width is NaN where there is none (one pretraining seed with one fine-tuning seed)."""
+    def one(r: pd.DataFrame) -> tuple[float, float]:
+        if len(r) == 1:
+            return float(r["score"].iloc[0]), float(r["ci"].iloc[0])
+        mean, half, _ = results.mean_ci(r["score"])
+        return mean, half
+    estimate, half = one(rows)
+    if minus is None:
+        return estimate, half
+    other, other_half = one(minus)
+    return estimate - other, math.hypot(half, other_half)
+
+
+def _pool(scores: pd.DataFrame) -> pd.DataFrame:
+    """Scores with the models that differ only in their pretraining seed (`results.family`) pooled into one row under
+    the seed-0 id, per source, scale, task group and dataset: ``score`` and ``ci`` from `_interval` over the seeds'
+    rows, ``pretrain_seeds`` = k, ``members`` = the index labels of those rows in ``scores`` (for a difference of two
+    pooled models, `_mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
+    if not scores.index.is_unique:
+        scores = scores.reset_index(drop=True)
+    df = scores.assign(_family=scores["model"].map(results.family))
+    out = []
+    for _, rows in df.groupby(["source", "scale", "_family", "task_group", "dataset"], sort=False, dropna=False):
+        seed0 = rows.index[rows["model"] == rows["_family"]]
+        if len(seed0):
+            score, ci = _interval(rows)
+            out.append((seed0[0], score, ci, len(rows), tuple(rows.index)))
+    index = [o[0] for o in out]
+    pooled = df.loc[index].drop(columns="_family")
+    return pooled.assign(score=[o[1] for o in out], ci=[o[2] for o in out],
+                         pretrain_seeds=pd.Series([o[3] for o in out], index=index, dtype="int64"),
+                         members=pd.Series([o[4] for o in out], index=index, dtype=object)).reset_index(drop=True)
+
+
 def _bars(rows: pd.DataFrame, what: str = "bars") -> str:
-    """What the intervals of ``rows`` (scores with ``pretrain_seeds``, `results.pool_pretraining_seeds`) are, for the
+    """What the intervals (`_interval`) of ``rows`` (pooled scores with ``pretrain_seeds``, `_pool`) are, for the
     line under a figure's title: over fine-tuning seeds, or over pretraining seeds where a point (a square, see
     `_lines`) is the mean of several."""
     seeds = rows["pretrain_seeds"] if "pretrain_seeds" in rows else pd.Series(1, index=rows.index)
     k = _seeds(seeds[seeds > 1])
+    none = "; hollow: a single run, no interval" if "ci" in rows and rows["ci"].isna().any() else ""
     if not k:
-        return f"{what}: 95% CI over fine-tuning seeds"
+        return f"{what}: 95% CI over fine-tuning seeds{none}"
     mixed = "" if (seeds > 1).all() else " (squares), else fine-tuning seeds"
-    return f"{what}: 95% CI over {k} pretraining seeds{mixed}"
+    return f"{what}: 95% CI over {k} pretraining seeds{mixed}{none}"
 
 
 def with_metrics(df: pd.DataFrame, metrics: dict) -> pd.DataFrame:
@@ -144,9 +188,28 @@ def _finish(fig: Figure, axes: list, title: str, legend_title: str | None, note:
         rows = -(-len(labels) // ncol)
         fig.legend([handles[lab] for lab in labels], labels, title=legend_title, loc="outside lower center",
                    ncol=ncol)
-    fig.set_figheight(fig.get_figheight() + 0.2 * (rows - 1) + (0.2 if note else 0))  # the panels keep their height
-    width = int(fig.get_figwidth() * 13)
-    fig.suptitle("\n".join(textwrap.fill(line, width) for line in [title, note] if line), fontsize="medium")
+    width = int(fig.get_figwidth() * 13)  # characters of a title line at this size
+    lines = [part for line in [title, note] if line for part in _wrap(line, width)]
+    fig.set_figheight(fig.get_figheight() + 0.2 * (rows - 1) + 0.2 * (len(lines) - 1))  # the panels keep their height
+    fig.suptitle("\n".join(lines), fontsize="medium")
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """A title line as lines of at most ``width`` characters, broken where a reader expects it: after a "; " (a
+    clause), else before the closing parenthesis of whose numbers (``... (ours, scale long)``), else after a ", ",
+    else between words."""
+    out = []
+    while len(line) > width:
+        label = line.rfind(" (") if line.endswith(")") else -1
+        for cut in (line.rfind("; ", 0, width) + 2, label if 0 < label <= width else 1,
+                    line.rfind(", ", 0, width) + 2):
+            if cut > 1:
+                break
+        else:
+            break
+        out.append(line[:cut].rstrip())
+        line = line[cut:].lstrip()
+    return out + textwrap.wrap(line, width, break_on_hyphens=False)
 
 
 def _group_grid(df: pd.DataFrame, draw, title: str, xlabel: str, legend_title: str | None, ylabel: str = "",
@@ -217,7 +280,7 @@ def _lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = Fa
         d = df[df[hue] == level]
         xs = (d[x].map(xpos) if xpos else d[x]).astype(float)
         d = d.assign(_x=xs + dodge * (i - (len(levels) - 1) / 2), _raw=xs)
-        d = d.sort_values("_x").assign(ci=lambda t: t["ci"].astype(float).fillna(0))
+        d = d.sort_values("_x").assign(_none=lambda t: t["ci"].isna(), ci=lambda t: t["ci"].astype(float).fillna(0))
         cut = [((grid > a) & (grid < b)).any() for a, b in zip(d["_raw"], d["_raw"].iloc[1:])]
         for j, part in enumerate(np.split(np.arange(len(d)), np.flatnonzero(cut) + 1)):
             p, label = d.iloc[part], str(level) if j == 0 else "_nolegend_"
@@ -229,6 +292,10 @@ def _lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = Fa
                 ax.errorbar(p["_x"], p["score"], yerr=p["ci"], marker="o", ms=4, capsize=2.5, color=colors[level],
                             ls="-" if len(p) > 1 else "none", label=label)
         _squares(ax, d, colors[level])
+        bare = d[d["_none"]]  # no interval to draw (one pretraining seed, one fine-tuning seed): hollow
+        if len(bare):
+            ax.plot(bare["_x"], bare["score"], ls="none", marker="o", ms=5, mfc="white", color=colors[level],
+                    zorder=3)
     if xpos:
         ax.set_xticks(list(xpos.values()), list(xpos))
         ax.set_xlim(min(xpos.values()) - 0.4, max(xpos.values()) + 0.4)
@@ -282,24 +349,50 @@ def _obj(df: pd.DataFrame) -> pd.Series:
 # ----------------------------------------------------------------------------------------------- figures
 
 
-def _draw(df: pd.DataFrame, out_dir, name: str, title: str, draw, xlabel: str, legend: str, *, tables: str = "",
+class Drawn(list):
+    """What a figure function returns: the PNG paths it wrote (a list), and ``skipped``, one sentence for each figure
+    of a source it did not draw and why (`show` prints them)."""
+
+    def __init__(self, paths=(), skipped=()):
+        super().__init__(paths)
+        self.skipped = list(skipped)
+
+
+def _values(values) -> str:
+    """Values of an x axis, for a sentence: whole numbers as such, other numbers to 3 significant digits."""
+    def one(v) -> str:
+        if not isinstance(v, (int, float, np.integer, np.floating)):
+            return str(v)
+        return str(int(v)) if float(v).is_integer() and abs(v) < 1e6 else f"{float(v):.3g}"
+    return ", ".join(one(v) for v in sorted(set(values), key=str))
+
+
+def _draw(df: pd.DataFrame, out_dir, name: str, title, draw, xlabel: str, legend: str, *, tables: str = "",
           ylabel: str = "", per_size: bool = False, controls: pd.DataFrame | None = None, reference=None,
-          x: str | None = None, note=_bars) -> list[Path]:
-    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths. A figure of
-    ours (any source but the paper) whose x axis, column ``x``, has fewer than two values is not drawn. With
-    ``controls`` (``evidence.controls``), each panel also shows its models' controls (``reference``, default
-    ``_reference``). ``note(rows)`` is the line under the title that says what the bars are (`_bars`)."""
-    paths = []
+          x=None, one: str = "value", note=_bars) -> Drawn:
+    """One figure per source (and per size if ``per_size``) of task-group panels; return the PNG paths (`Drawn`). A
+    figure of ours (any source but the paper) whose x axis, column ``x`` (or ``x(rows)``), has fewer than two values
+    is not drawn, and ``skipped`` says so (``one``: what a value of ``x`` is, where the axis shows something else:
+    Fig. 10 draws FLOPs, which differ between the objectives at a single checkpoint). ``title`` is a string or
+    ``title(rows)``. With ``controls`` (``evidence.controls``), each panel also shows its models' controls
+    (``reference``, default ``_reference``). ``note(rows)`` is the line under the title that says what the bars are
+    (`_bars`)."""
+    paths, skipped = [], []
     for source, scale, part in _by_source(df):
         for size, rows in _by_size(part) if per_size else [("", part)]:
-            if x is not None and source != "paper" and rows[x].nunique() < 2:
+            what = title(rows) if callable(title) else title
+            what = f"{what}, {size}" if size else what
+            column = x(rows) if callable(x) else x
+            if column is not None and source != "paper" and rows[column].nunique() < 2:
+                skipped.append(f"{what.split(':')[0]} ({_label(source, scale)}{', ' + size if size else ''}) is not "
+                               f"drawn: its x axis{f' ({xlabel})' if xlabel else ''} would hold one {one} "
+                               f"({_values(rows[column].dropna())}).")
                 continue
-            what = f"{title}, {size}" if size else title
             fig = _group_grid(rows, draw, f"{what} ({_label(source, scale, tables)})", xlabel, legend, ylabel,
                               controls=controls, reference=reference, note="" if source == "paper" else note(rows))
             file = f"{name}_{size}" if size and part["size"].nunique() > 1 else name
             paths.append(_save(fig, out_dir, source, scale, file))
-    return paths
+    return Drawn(paths, skipped)
 
 
 def _positions(values, key=None) -> dict:
@@ -319,20 +412,36 @@ def _key(d: pd.DataFrame) -> tuple:
     return d["source"].iloc[0], d["scale"].iloc[0]
 
 
-def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
-    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds)."""
-    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
+def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
+    """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds). A
+    source of ours with one model size has no axis of sizes: its figure puts the two objectives side by side at
+    that size (not drawn with one objective)."""
+    v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
-    return _draw(v, out_dir, "fig02_mlm_vs_clm", "Fig. 2: MLM (40%) vs CLM by model size",
-                 lambda ax, d: _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
-                                      xpos=_positions(d["size"], results.size_key)),
-                 "model size", "objective", tables="Tables 2-5", controls=controls,
-                 reference=lambda ax, c, d: _reference(ax, c, d, xpos=_positions(d["size"], results.size_key)))
+    sizes = v.groupby(["source", "scale"])["size"].nunique()
+    single = {key for key, n in sizes.items() if n == 1 and key[0] != "paper"}
+    objectives = lambda d: _positions(d["Objective"], list(OBJECTIVE_COLORS).index)  # noqa: E731
+
+    def draw(ax, d):
+        if _key(d) in single:
+            _lines(ax, d, "Objective", "Objective", OBJECTIVE_COLORS, xpos=objectives(d))
+            ax.set_xlabel("objective")
+        else:
+            _lines(ax, d, "size", "Objective", OBJECTIVE_COLORS, dodge=0.12,
+                   xpos=_positions(d["size"], results.size_key))
+
+    def reference(ax, c, d):
+        _reference(ax, c, d, xpos=None if _key(d) in single else _positions(d["size"], results.size_key))
+    return _draw(v, out_dir, "fig02_mlm_vs_clm",
+                 lambda d: ("Fig. 2: MLM (40%) vs CLM at size " + d["size"].iloc[0] if _key(d) in single
+                            else "Fig. 2: MLM (40%) vs CLM by model size"),
+                 draw, "model size", "objective", tables="Tables 2-5", controls=controls, reference=reference,
+                 x=lambda d: "Objective" if _key(d) in single else "size")
 
 
-def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
-    v = results.group_averages(results.scaling_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[v["objective"] == "mlm"]
     colors = _palettes(v, "crest", lambda d: results.ordered_sizes(d["size"]))
     return _draw(v, out_dir, "fig03_masking_ratio", "Fig. 3: MLM performance by masking ratio",
@@ -341,9 +450,9 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
                  reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
-def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
-    v = results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.data_efficiency_view(_pool(scores)))
     v = v.assign(Objective=_obj)
 
     def draw(ax, d):
@@ -354,25 +463,28 @@ def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
                  note=lambda d: _bars(d, "bands"))
 
 
-def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> list[Path]:
+def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> Drawn:
     """Fig. 5: centered scores over seeds and learning rates (the paper's: those in [1e-5, 1e-4]; a scale of ours:
     its whole stability grid, `results.centered_scores`), CLM vs MLM-40%, mean +- sd."""
     c = results.centered_scores(runs, split=split)
 
     def note(d):
-        lrs = sorted(d["lr"].unique())
-        return (f"bars: ±1 sd over {len(lrs)} learning rates ({lr_text(lrs[0])} to {lr_text(lrs[-1])}) x "
-                f"{d['seed'].nunique()} seeds; dots: runs")
+        lrs, (lo, hi) = sorted(d["lr"].unique()), results.STABILITY_LRS
+        over = f"{len(lrs)} learning rates ({lr_text(lrs[0])} to {lr_text(lrs[-1])}) x {d['seed'].nunique()} seeds"
+        if lrs[0] >= lo and lrs[-1] <= hi:
+            return f"bars: ±1 sd over {over}; dots: runs"
+        return (f"bars: ±1 sd over the whole grid, {over}; the paper's: over {lr_text(lo)} to {lr_text(hi)} only; "
+                "dots: runs")
     return _draw(c.assign(Objective=_obj(c)), out_dir, "fig05_lr_sensitivity",
                  f"Fig. 5: learning-rate sensitivity ({split})",
                  lambda ax, d: _spread(ax, d, "Objective", OBJECTIVE_COLORS), "", "objective",
                  ylabel="centered", per_size=True, note=note)
 
 
-def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
     only between neighbouring splits of the design, ``SHARES``)."""
-    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(results.step_label))
     colors = _palettes(v, "flare", lambda d: [results.step_label(b) for b in sorted(d["budget"].unique())])
     return _draw(v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits of fixed budgets",
@@ -392,7 +504,7 @@ def _main_size(view: pd.DataFrame) -> np.ndarray:
                      for source, scale, size in zip(view["source"], view["scale"], view["size"])], dtype=bool)
 
 
-def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def fig7(runs: pd.DataFrame, out_dir: str | Path) -> Drawn:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
     the sizes that have CLM+MLM runs (the comparison needs both families)."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
@@ -404,9 +516,9 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> list[Path]:
                  note=lambda d: f"bars: ±1 sd over {d['mask_ratio'].nunique()} masking ratios x seeds; dots: runs")
 
 
-def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
-    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.cpt_view(_pool(scores)))
     longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
     v = v.assign(stage=["Base" if c == 0 else f"+{results.step_label(c)} MLM CPT" for c in v["cpt_steps"]])
@@ -424,13 +536,13 @@ def _cpt_lengths(view: pd.DataFrame) -> list[int]:
     return sorted({0, *design, *view["cpt_steps"]})
 
 
-def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models (lines only between
     neighbouring lengths of the design, `_cpt_lengths`)."""
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
-    v = results.group_averages(results.cpt_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.cpt_view(_pool(scores)))
     return _draw(v, out_dir, "fig09_cpt_length",
                  "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps", "starting point",
                  tables="Tables 14-17", controls=controls, x="cpt_steps")
@@ -476,19 +588,20 @@ def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:
 
 
 def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
-          controls: pd.DataFrame | None = None) -> list[Path]:
+          controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
     x axis names the rule (``FLOPS_RULES``)."""
-    v = with_flops(results.group_averages(results.data_efficiency_view(results.pool_pretraining_seeds(scores))),
+    v = with_flops(results.group_averages(results.data_efficiency_view(_pool(scores))),
                    architecture)
     v = v.assign(Objective=_obj)
 
     def draw(ax, d):
         exp = int(np.floor(np.log10(d["flops"].max())))
         _lines(ax, d.assign(flops=d["flops"] / 10**exp), "flops", "Objective", OBJECTIVE_COLORS, band=True)
-        ax.set_xlabel(f"training FLOPs (x 1e{exp}, {d['flops_rule'].iloc[0]} rule)")
+        ax.set_xlabel(f"training FLOPs (x 1e{exp})\n{d['flops_rule'].iloc[0]} rule")  # one line overran a panel
     return _draw(v, out_dir, "fig10_data_efficiency_flops", "Fig. 10: performance against training FLOPs", draw,
                  "training FLOPs", "objective", tables="Tables 6-9", per_size=True, controls=controls, x="steps",
+                 one="pretraining step",
                  note=lambda d: _bars(d, "bands"))
 
 
@@ -505,25 +618,26 @@ def tokens_per_parameter(architecture: dict) -> dict:
 
 
 def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
-    """MLM-40% minus CLM (``gap``, with ``gap_ci`` = the hypotenuse of the two 95% half-widths, and the larger
-    ``pretrain_seeds`` of the two) per source, scale, size and task group: at each intermediate checkpoint and, as
-    ``final``, at the full budget, for the sizes with intermediate checkpoints; ours averaged over pretraining
-    seeds (`results.pool_pretraining_seeds`)."""
-    pooled = results.group_averages(results.pool_pretraining_seeds(scores))
+    """MLM-40% minus CLM (``gap`` and its 95% half-width ``gap_ci``, both from `_interval` over the two models'
+    pretraining seeds, and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
+    intermediate checkpoint and, as ``final``, at the full budget, for the sizes with intermediate checkpoints."""
+    scores = scores.reset_index(drop=True)
+    pooled = results.group_averages(_pool(scores))
     early = results.data_efficiency_view(pooled)
     final = results.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
     both = pd.concat([early.assign(final=False), final[results.is_clm_or_mlm40(final)].assign(final=True)])
     keys = ["source", "scale", "size", "task_group", "steps", "final"]
-    cols = [*keys, "score", "ci", "pretrain_seeds"]
+    cols = [*keys, "members", "pretrain_seeds"]
     m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
                                                      suffixes=("_mlm", "_clm"))
-    return m.assign(gap=m["score_mlm"] - m["score_clm"],
-                    gap_ci=np.hypot(m["ci_mlm"].astype(float), m["ci_clm"].astype(float)),
+    gaps = [_interval(scores.loc[list(a)], minus=scores.loc[list(b)]) for a, b in zip(m["members_mlm"],
+                                                                                       m["members_clm"])]
+    return m.assign(gap=[g for g, _ in gaps], gap_ci=[h for _, h in gaps],
                     pretrain_seeds=np.maximum(m["pretrain_seeds_mlm"], m["pretrain_seeds_clm"]))[
         [*keys, "gap", "gap_ci", "pretrain_seeds"]]
 
 
-def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> list[Path]:
+def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> Drawn:
     """Fig. 4 across scales: MLM-40% minus CLM (``_mlm_lead``, bars = the difference's 95% half-width) against
     pretraining tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's
     610M, each scale of ours): the checkpoints of the stable phase joined by a line, the decayed final models as
@@ -533,7 +647,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
     rows = _mlm_lead(scores)
     rows = rows[rows["size"].isin(list(per_token))]
     if rows.empty:
-        return []
+        return Drawn()
     rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])])
     rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
                     for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
@@ -554,14 +668,14 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
             ax.set_title(group)
             ax.set_xlabel("tokens per body parameter")
             ax.set_ylabel("MLM-40% minus CLM")
-        _finish(fig, axes, "Fig. 4 across scales: MLM-40% minus CLM by pretraining tokens per body parameter", None,
+        _finish(fig, axes, "Fig. 4 across scales: MLM-40% minus CLM", None,
                 _bars(rows, "bars (the difference)"))
-    return [save(fig, out_dir, "fig04_scales")]
+    return Drawn([save(fig, out_dir, "fig04_scales")])
 
 
-def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> list[Path]:
+def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
-    v = results.group_averages(results.biphasic_view(results.pool_pretraining_seeds(scores)))
+    v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[~_main_size(v)]
     v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
     v = v.merge(v[v["clm_share"].between(1, 99)][["source", "scale", "size"]].drop_duplicates())  # sizes with a split
@@ -572,7 +686,7 @@ def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | No
                  reference=lambda ax, c, d: _reference(ax, c, d, colors=colors[_key(d)]))
 
 
-def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> list[Path]:
+def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> Drawn:
     """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
     follows its run's lineage (``results.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
     step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted."""
@@ -601,14 +715,18 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
             _finish(fig, axes, f"Fig. 12: pretraining loss, {size} ({_label(source, scale)})", None)
         file = f"fig12_cpt_loss_{size}" if curves["size"].nunique() > 1 else "fig12_cpt_loss"
         paths.append(_save(fig, out_dir, source, scale, file))
-    return paths
+    return Drawn(paths)
 
 
 def show(paths: list[Path], absent: str = "No source has the data this figure needs.") -> None:
-    """Display the PNGs in a notebook; print ``absent`` when nothing was drawn."""
+    """Display the PNGs in a notebook; first say which figures of ours were not drawn and why (`Drawn.skipped`), and
+    print ``absent`` when nothing was drawn or skipped."""
     from IPython.display import Image, display
 
-    if not paths:
+    skipped = getattr(paths, "skipped", [])
+    if not paths and not skipped:
         print(absent)
+    for line in skipped:
+        print(line)
     for path in paths:
         display(Image(filename=str(path)))
