@@ -358,3 +358,14 @@ def test_a_result_in_a_folder_its_meta_does_not_name_is_not_counted(tmp_path, ca
     said = capsys.readouterr().out
     assert said.startswith("3 results.json not counted, not in the folder their meta names: ") and \
         "its meta names tiny/m-clm-10/SC/a/lr1e-03_sd0/, not the folder it lies in (and more)" in said
+
+
+def test_two_scales_of_one_size_keep_their_own_full_budget(tmp_path):
+    # long and longer both train mini-xs, to 4,620 and 9,240 steps: each scale's final models are its own, not only
+    # those of the scale that trained longest (a full budget is per source, scale and size)
+    for scale, steps in (("long", 4620), ("longer", 9240)):
+        for model in (f"mini-xs-clm-{steps}", f"mini-xs-mlm40-{steps}"):
+            write_run(tmp_path / "runs" / scale, model, "SC", "toy_sc", 1e-3, 0, 0.6, 0.6)
+    scores = pd.concat([results.load(tmp_path, sources=["ours"], scale=s).scores for s in ("long", "longer")])
+    final = results.scaling_view(scores).drop_duplicates("model")
+    assert sorted(zip(final["scale"], final["steps"])) == [("long", 4620)] * 2 + [("longer", 9240)] * 2

@@ -29,7 +29,7 @@ import pandas as pd
 from . import evidence
 from . import results
 
-CELL = ["source", "size", "task_group"]
+CELL = ["source", "scale", "size", "task_group"]
 
 
 def _sorted(df: pd.DataFrame, *keys: str) -> pd.DataFrame:
@@ -57,7 +57,7 @@ def _compare(a: pd.DataFrame, b: pd.DataFrame, on: list[str], names: tuple[str, 
 def check_mlm_vs_clm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 1: MLM-40% minus CLM at the full budget, per source, size and task group."""
     v = results.group_averages(results.scaling_view(scores))
-    out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "size", "task_group"],
+    out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "scale", "size", "task_group"],
                    ("MLM", "CLM"))
     return _sorted(out)
 
@@ -99,20 +99,21 @@ def check_data_efficiency(scores: pd.DataFrame, runs=None, split="test") -> pd.D
     runs' full budget (the steps of the size's full-budget models)."""
     v = results.group_averages(results.data_efficiency_view(scores))
     out = _compare(v[v["objective"] == "clm"], v[v["objective"] == "mlm"],
-                   ["source", "size", "task_group", "steps"], ("CLM", "MLM"))
-    total = results.scaling_view(scores).groupby(["source", "size"])["steps"].max().rename("total").reset_index()
-    return _sorted(out.merge(total, on=["source", "size"], how="left"), "steps")
+                   ["source", "scale", "size", "task_group", "steps"], ("CLM", "MLM"))
+    keys = ["source", "scale", "size"]
+    total = results.scaling_view(scores).groupby(keys)["steps"].max().rename("total").reset_index()
+    return _sorted(out.merge(total, on=keys, how="left"), "steps")
 
 
 def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 4: sd of centered scores over seeds and learning rates in [1e-5, 1e-4] (a scale of ours: its stability
     grid), CLM vs MLM-40%, per dataset."""
     c = results.centered_scores(runs, split=split)
-    cols = ["source", "size", "task_group", "dataset", "CLM sd", "MLM sd", "CLM runs", "MLM runs", "call"]
+    cols = ["source", "scale", "size", "task_group", "dataset", "CLM sd", "MLM sd", "CLM runs", "MLM runs", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
     c = c.assign(obj=np.where(c["objective"] == "clm", "CLM", "MLM"))
-    g = c.groupby(["source", "size", "task_group", "dataset", "obj"])["centered"]
+    g = c.groupby(["source", "scale", "size", "task_group", "dataset", "obj"])["centered"]
     sd, n = g.std().unstack(), g.size().unstack()
     if not {"CLM", "MLM"} <= set(sd.columns):
         return pd.DataFrame(columns=cols)
@@ -126,7 +127,7 @@ def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFram
     """Claim 5: per source, size, budget and task group, the best split strictly between CLM-only (100%) and
     MLM-only (0%) and its gain over the better of the two (``diff``, with its half-width)."""
     v = results.group_averages(results.biphasic_view(scores))
-    keys = ["source", "size", "budget", "task_group"]
+    keys = ["source", "scale", "size", "budget", "task_group"]
     cols = [*keys, "best split", "split", "MLM-only", "CLM-only", "diff", "diff ±", "call"]
     inner = v[v["clm_share"].between(1, 99)].sort_values(["score", "clm_share"], ascending=[False, True])
     best = inner.drop_duplicates(keys)[[*keys, "clm_share", "score", "ci"]]
@@ -148,7 +149,7 @@ def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.Da
     half-width: positive when CLM-only is the lowest)."""
     v = results.group_averages(results.biphasic_view(scores))
     v = v[v["task_group"].isin(["SC", "QA"])]
-    keys = ["source", "size", "budget", "task_group"]
+    keys = ["source", "scale", "size", "budget", "task_group"]
     lowest = v[v["clm_share"] != 100].sort_values(["score", "clm_share"]).drop_duplicates(keys)
     m = lowest[[*keys, "clm_share", "score", "ci"]].merge(v[v["clm_share"] == 100][[*keys, "score", "ci"]],
                                                            on=keys, suffixes=("", "_clm"))
@@ -162,10 +163,10 @@ def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.Da
 def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 6: sd over masking ratios and seeds of centered scores, CLM+MLM vs MLM-only, per dataset."""
     c = results.masking_ratio_spread(runs, split=split)
-    cols = ["source", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
+    cols = ["source", "scale", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
-    sd = c.groupby(["source", "size", "task_group", "dataset", "family"])["centered"].std().unstack()
+    sd = c.groupby(["source", "scale", "size", "task_group", "dataset", "family"])["centered"].std().unstack()
     if not {"CLM+MLM", "MLM"} <= set(sd.columns):  # one family only (results still coming in)
         return pd.DataFrame(columns=cols)
     sd = sd.dropna()
@@ -178,7 +179,7 @@ def check_cpt(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 7: CLM-based minus MLM-based model before CPT (``cpt_steps == 0``, the base models) and after each CPT
     length, per source, size and task group."""
     v = results.group_averages(results.cpt_view(scores))
-    out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "size", "cpt_steps", "task_group"],
+    out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "scale", "size", "cpt_steps", "task_group"],
                    ("CLM-based", "MLM-based"))
     return _sorted(out, "cpt_steps")
 
@@ -312,7 +313,7 @@ def _stat_clm_lowest(rows, point=None):
 
 def _cpt_ends(rows) -> pd.DataFrame:
     """Claim 7's rows before CPT and after the longest CPT, side by side (``_0``: before)."""
-    longest = rows["cpt_steps"] == rows.groupby(["source", "size"])["cpt_steps"].transform("max")
+    longest = rows["cpt_steps"] == rows.groupby(["source", "scale", "size"])["cpt_steps"].transform("max")
     after = rows[longest & (rows["cpt_steps"] > 0)]
     return after.merge(rows[rows["cpt_steps"] == 0], on=CELL, suffixes=("", "_0"))
 
@@ -430,7 +431,7 @@ def _checkpoint_models(pick):
     """The intermediate checkpoints claim 3 (``_early``) or 3b (``_late``) compares."""
     def models(scores, runs=None) -> set:
         rows = check_data_efficiency(scores)
-        keys = ["source", "size", "task_group", "steps"]
+        keys = ["source", "scale", "size", "task_group", "steps"]
         if not len(rows):
             return set()
         return set(results.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"])
@@ -448,8 +449,8 @@ def _biphasic_models(scores, runs=None) -> set:
 
 def _cpt_models(scores, runs=None) -> set:
     """The models claim 7's level compares: the CLM- and MLM-based models after the longest CPT (not the bases)."""
-    ends = _cpt_ends(check_cpt(scores))[["source", "size", "cpt_steps"]].drop_duplicates()
-    return set(results.cpt_view(scores).merge(ends, on=["source", "size", "cpt_steps"])["model"])
+    ends = _cpt_ends(check_cpt(scores))[["source", "scale", "size", "cpt_steps"]].drop_duplicates()
+    return set(results.cpt_view(scores).merge(ends, on=["source", "scale", "size", "cpt_steps"])["model"])
 
 
 def _stability_models(scores, runs) -> set:

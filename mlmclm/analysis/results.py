@@ -544,7 +544,7 @@ def _final(df: pd.DataFrame, every_seed: bool = False) -> pd.DataFrame:
     seed 0 only, unless ``every_seed``."""
     df = _studied(df, every_seed)
     base = df[~df["intermediate"] & (df["cpt_steps"] == 0) & df["objective"].isin(["clm", "mlm"])]
-    full = base.groupby(["source", "size"])["steps"].transform("max")
+    full = base.groupby(["source", "scale", "size"])["steps"].transform("max")
     return base[base["steps"] == full]
 
 
@@ -576,8 +576,8 @@ def biphasic_view(scores: pd.DataFrame) -> pd.DataFrame:
     scores = _studied(scores)
     df = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)]
     df = df[is_clm_or_mlm40(df)]
-    two_phase = df[df["objective"] == "clm+mlm"][["source", "size"]].drop_duplicates()
-    df = df.merge(two_phase, on=["source", "size"])
+    two_phase = df[df["objective"] == "clm+mlm"][["source", "scale", "size"]].drop_duplicates()
+    df = df.merge(two_phase, on=["source", "scale", "size"])
     share = df["clm_steps"].astype(float) / df["steps"].astype(float)
     nominal = (share * 4).round() / 4
     df = df.assign(budget=df["steps"], clm_share=(100 * nominal).round().astype("int64"))
@@ -594,10 +594,10 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
     scores = _studied(scores)
     cpt = scores[scores["cpt_steps"] > 0]
     starts = (cpt["steps"] - cpt["cpt_steps"]).rename("steps")
-    keys = pd.concat([cpt[["source", "size"]], starts], axis=1).drop_duplicates()
+    keys = pd.concat([cpt[["source", "scale", "size"]], starts], axis=1).drop_duplicates()
     bases = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)
                    & scores["objective"].isin(["clm", "mlm"])]
-    bases = bases[is_clm_or_mlm40(bases)].merge(keys, on=["source", "size", "steps"])
+    bases = bases[is_clm_or_mlm40(bases)].merge(keys, on=["source", "scale", "size", "steps"])
     df = pd.concat([bases, cpt], ignore_index=True)
     return df.assign(base=np.where(df["clm_steps"] > 0, "CLM", "MLM"))
 
@@ -635,8 +635,9 @@ def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str 
     mlm = _final(sel)
     mlm = mlm[mlm["objective"] == "mlm"].assign(family="MLM")
     two = sel[sel["objective"] == "clm+mlm"]
-    two = two[two["clm_steps"] == two.groupby(["source", "size", "mask_ratio"])["clm_steps"].transform("max")]
-    two = two.merge(mlm[["source", "size", "steps"]].drop_duplicates(), on=["source", "size", "steps"])
+    two = two[two["clm_steps"] == two.groupby(["source", "scale", "size", "mask_ratio"])["clm_steps"].transform("max")]
+    at = ["source", "scale", "size", "steps"]
+    two = two.merge(mlm[at].drop_duplicates(), on=at)
     df = pd.concat([mlm, two.assign(family="CLM+MLM")], ignore_index=True)
     keys = ["source", "scale", "size", "family", "task_group", "dataset"]
     if df.empty:
