@@ -224,7 +224,10 @@ def test_pretraining_seeds_are_pooled_and_their_noise_is_in_the_interval(tmp_pat
     assert "mini-m-clm-400-p1" not in set(pooled["model"])
     clm = pooled[(pooled["model"] == "mini-m-clm-400") & (pooled["dataset"] == "Avg")]
     assert (clm["pretrain_seeds"] == 2).all() and clm["score"].between(60, 65).all()
-    scores, runs = _planted(tmp_path / "close", 0.2, clm=0.5, mlm=0.65, **{"mini-m-clm-400-p1": 0.51})
+    # seeds 1 point apart: three of them (2 df) leave the 15-point gap beyond the interval; two (1 df, a Cauchy
+    # term: t(1) = 12.7) need not
+    close = {"mini-m-clm-400-p1": 0.51, "mini-m-clm-400-p2": 0.50}
+    scores, runs = _planted(tmp_path / "close", 0.2, clm=0.5, mlm=0.65, **close)
     v = claims.verdicts(scores, runs, ["1"], n_boot=300)
     assert set(v["verdict"]) == {"reproduced"}, v["evidence"].tolist()
 
@@ -245,7 +248,8 @@ def test_the_statistic_is_the_mean_over_pretraining_seeds_not_seed_0(tmp_path):
 
 def test_hierarchical_intervals_count_pretraining_seeds_fine_tuning_seeds_and_test_instances(tmp_path):
     """The interval figures draw: one row per model (pretraining seeds pooled under the seed-0 id), centred on the
-    mean over the seeds, wider where the seeds disagree, narrower with the test sets held fixed."""
+    mean over the seeds, wide where the seeds of its task group disagree (their spread is pooled over the models, so
+    MLM's agreeing seeds get CLM's), narrower with the test sets held fixed."""
     scores, runs = _planted(tmp_path, 0.2, clm=0.5, mlm=0.7, **{"mini-m-clm-400-p1": 0.6, "mini-m-clm-400-p2": 0.55,
                                                                 "mini-m-mlm40-400-p1": 0.7, "mini-m-mlm40-400-p2": 0.7})
     h = claims.hierarchical_intervals(runs, n_boot=400).set_index(["model", "task_group"])
@@ -254,11 +258,67 @@ def test_hierarchical_intervals_count_pretraining_seeds_fine_tuning_seeds_and_te
     assert np.allclose(h["score"], pooled.loc[h.index, "score"])
     assert (h["pretrain_seeds"].loc["mini-m-clm-400"] == 3).all()
     assert ((h["low"] < h["score"]) & (h["score"] < h["high"])).all()
-    width = h["high"] - h["low"]
-    assert (width.loc["mini-m-clm-400"] > 2 * width.loc["mini-m-mlm40-400"]).all()  # CLM's seeds 5-10 points apart
+    width = h["high"] - h["low"]  # CLM's seeds 5-10 points apart: pooled sd about 3.5 over 4 df, for both models
+    assert (width.loc["mini-m-clm-400"] > 8).all() and (width.loc["mini-m-mlm40-400"] > 8).all()
+    assert (h["pretrain_dof"] == 4).all() and h["pretrain_sd"].between(2, 5).all()
     fixed = claims.hierarchical_intervals(runs, models={"mini-m-mlm40-400"}, n_boot=400, instances=False)
     assert set(fixed["model"]) == {"mini-m-mlm40-400"}
     assert (fixed.set_index("task_group")["ci"] < h.loc["mini-m-mlm40-400", "ci"]).all()
+
+
+def _seed_families(root, families: dict, finetune=(0.0, 0.0, 0.0, 0.0)):
+    """SC runs on one dataset with one test instance (no instance noise), one learning rate and four fine-tuning
+    seeds: ``families[model]`` lists each pretraining seed's score (seed 0 under ``model``, then ``-p1``, ``-p2``),
+    each fine-tuning seed that score plus ``finetune[seed]``."""
+    for model, seeds in families.items():
+        for p, score in enumerate(seeds):
+            for sd, noise in enumerate(finetune):
+                write_run(root, model + (f"-p{p}" if p else ""), "SC", "toy_sc", 1e-3, sd, 0.7, score + noise)
+    return results.load_run_tree(root, "ours", "x")
+
+
+def test_the_pretraining_seed_term_gives_the_student_t_interval(tmp_path):
+    """Three families of three seeds 2 points either side of their mean, nothing else noisy: the pooled sd is 2 over
+    6 df, and a family mean's interval is mean +- t(6) x 2 / sqrt(3) (resampling the three seeds gave about a third of
+    that)."""
+    runs = _seed_families(tmp_path, {m: [c - 0.02, c, c + 0.02] for m, c in
+                                     (("m-clm-100", 0.6), ("m-mlm20-100", 0.7), ("m-mlm40-100", 0.8))})
+    h = claims.hierarchical_intervals(runs, n_boot=20000).set_index("model")
+    assert np.allclose(h["pretrain_sd"], 2.0) and (h["pretrain_dof"] == 6).all() and (h["pretrain_seeds"] == 3).all()
+    half = results.t95(6) * 2.0 / np.sqrt(3)  # 2.83
+    assert np.allclose(h["score"], [60.0, 70.0, 80.0])
+    assert np.allclose(h["low"], h["score"] - half, atol=0.15) and np.allclose(h["high"], h["score"] + half, atol=0.15)
+
+
+def test_a_one_seed_model_gets_the_pretraining_seed_noise_of_the_others(tmp_path):
+    """MLM has one pretraining seed: its interval widens when CLM's two seeds disagree, and stays as it was alone
+    (no model with 2+ seeds: seeds fixed, and said so) when they agree."""
+    noisy = (-0.01, 0.0, 0.01, 0.02)  # fine-tuning noise for MLM, so that its interval has a width of its own
+    alone = _seed_families(tmp_path / "alone", {"m-mlm40-100": [0.8]}, noisy)
+    base = claims.hierarchical_intervals(alone, n_boot=2000).iloc[0]
+    assert base["pretrain_dof"] == 0 and np.isnan(base["pretrain_sd"]) and base["high"] - base["low"] > 0.5
+
+    def mlm(clm_seeds, root):
+        runs = pd.concat([alone, _seed_families(root, {"m-clm-100": clm_seeds})], ignore_index=True)
+        return claims.hierarchical_intervals(runs, n_boot=2000).set_index("model").loc["m-mlm40-100"]
+
+    agree, disagree = mlm([0.6, 0.6], tmp_path / "agree"), mlm([0.55, 0.65], tmp_path / "disagree")
+    assert agree["pretrain_dof"] == 1 and agree["pretrain_sd"] == 0
+    assert np.isclose(agree["low"], base["low"]) and np.isclose(agree["high"], base["high"])
+    assert disagree["pretrain_sd"] > 7 and disagree["high"] - disagree["low"] > 10 * (base["high"] - base["low"])
+
+
+def test_without_a_model_of_two_seeds_the_intervals_are_as_before_and_say_so(tmp_path):
+    """No model with 2+ pretraining seeds (dof 0): no term is invented; the intervals are those the seed resampling
+    gave (numbers from before the term), and each verdict's reason says the noise was not estimable."""
+    scores, runs = _planted(tmp_path, 0.2)
+    h = claims.hierarchical_intervals(runs, n_boot=300).set_index(["model", "task_group"])
+    assert (h["pretrain_dof"] == 0).all() and h["pretrain_sd"].isna().all()
+    assert np.allclose(h.loc[("mini-m-clm-400", "SC"), ["low", "high"]].astype(float), [48.707375, 51.517875])
+    assert np.allclose(h.loc[("mini-m-mlm40-400", "TC"), ["low", "high"]].astype(float), [79.146125, 80.692625])
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
+    assert set(v["verdict"]) == {"reproduced"}
+    assert v["reason"].str.contains("pretraining-seed noise not estimable: no model with 2\\+ pretraining seeds").all()
 
 
 def test_claim7_gates_read_the_models_after_cpt_not_the_bases(tmp_path):

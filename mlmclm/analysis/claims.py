@@ -2,8 +2,9 @@
 
 Each claim has a check, the comparison behind it (one row per source x size x task group ..., shown in the notebooks),
 and a statistic computed from it that is positive when the claim holds, with a 95% interval: for a source with
-per-run results (this repository's, EncodEval's) a hierarchical bootstrap over pretraining seeds, fine-tuning seeds
-and test instances, the learning rate chosen again in each replica; for the paper, its printed half-widths (a
+per-run results (this repository's, EncodEval's) a hierarchical bootstrap over test instances and fine-tuning seeds,
+the learning rate chosen again in each replica, with a Student-t term for pretraining seeds from their spread pooled
+over the models with 2+ of them (`pretraining_seed_spread`; where there is none, the reason says so); for the paper, its printed half-widths (a
 difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a
 minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the
 paper's figures, and models that differ only in their pretraining seed are compared by their mean. Where a source's
@@ -639,31 +640,55 @@ def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator
     return cells, chosen
 
 
-def _pool_replicas(avg: np.ndarray, models: list[str], rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
-    """Replicas of models that differ only in their pretraining seed (`results.family`) pooled: per replica the
-    family's k seeds drawn with replacement (each family its own draw) and averaged. Returns (n_boot, families) and,
-    per family, the column of its seed-0 model."""
-    fam = pd.Series(models).map(results.family)
-    cols, first = [], []
-    for name, idx in fam.groupby(fam, sort=False).indices.items():
-        k = len(idx)
-        draw = rng.integers(0, k, size=(avg.shape[0], k)) if k > 1 else np.zeros((avg.shape[0], 1), dtype=int)
-        cols.append(avg[:, idx][np.arange(avg.shape[0])[:, None], draw].mean(axis=1))
-        first.append(next((int(i) for i in idx if models[i] == name), int(idx[0])))
-    return np.stack(cols, axis=1), first
+def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """Per source, scale and task group, the pooled spread of pretraining seeds: ``sd`` = sqrt(sum_f sum_i (x_fi -
+    m_f)^2 / dof) with ``dof`` = sum_f (k_f - 1), over the families f (`results.family`) of the group averages x_fi
+    of each seed's model (the point estimates `results.pool_pretraining_seeds` pools, m_f their mean, k_f their
+    number); ``sd`` missing where ``dof`` is 0 (no model with 2+ pretraining seeds). ``families``: how many there
+    are, ``multi``: how many of them have 2+ seeds."""
+    cols = ["source", "scale", "task_group", "sd", "dof", "families", "multi"]
+    avg = results.group_averages(results.aggregate(runs, rule))
+    if avg.empty:
+        return pd.DataFrame(columns=cols)
+    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(results.family)], observed=True)["score"]
+    k = fam.size()
+    per = pd.DataFrame({"ss": fam.var().fillna(0) * (k - 1), "dof": k - 1, "families": 1, "multi": k > 1})
+    g = per.groupby(level=[0, 1, 2]).sum()
+    return g.assign(sd=np.sqrt(g["ss"] / g["dof"].where(g["dof"] > 0))).reset_index()[cols]
+
+
+def _pool_replicas(avg: np.ndarray, models: list[str], sd: float, dof: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
+    """Replicas of models that differ only in their pretraining seed (`results.family`) pooled, a parametric
+    bootstrap of each family's mean: per replica the mean over its k seeds' replicas (the seeds themselves not
+    resampled) plus sd / sqrt(k) x T, T drawn from Student's t with ``dof`` degrees of freedom for each family and
+    replica, ``sd`` and ``dof`` the pooled spread of pretraining seeds of the models' source, scale and task group
+    (`pretraining_seed_spread`). So a family of k = 2-3 seeds gets the t interval its seed means call for (resampling
+    them gave one k / (k - 1) too narrow in variance, with normal tails) and a one-seed family gets its
+    pretraining-seed noise too. With ``dof`` 0 (no model with 2+ seeds) no term is drawn: the seeds stay fixed. The
+    seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw again: counted twice,
+    the interval errs wide. Returns (n_boot, families) and, per family, the column of its seed-0 model."""
+    codes, names = pd.factorize(pd.Series(models).map(results.family))
+    order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
+    pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
+    if dof > 0:
+        pooled = pooled + sd / np.sqrt(k) * rng.standard_t(dof, size=pooled.shape)
+    column = {m: i for i, m in enumerate(models)}
+    return pooled, [column.get(name, int(np.argmax(codes == c))) for c, name in enumerate(names)]
 
 
 def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
-                   instances: bool = True) -> pd.DataFrame:
+                   instances: bool = True, spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """The group averages of ``n_boot`` hierarchical bootstrap replicas of one source's default-grid runs, as scores
     (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
     test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
     validation scores (`_selected_replicas`), fine-tuning seeds resampled (the same draw for every model), the mean
     over them, the mean over the group's datasets (where a model has all of them, as `results.summarize`), then the
-    pretraining seeds of each family resampled and averaged (`_pool_replicas`): models pooled under their seed-0 id,
-    as `results.pool_pretraining_seeds` pools the point estimates. A resampled pretraining seed keeps its fine-tuning
-    draw (a copy is not fine-tuned anew). ``instances=False`` keeps the validation and test sets as they are: the
-    interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
+    mean over each family's pretraining seeds plus a Student-t pretraining-seed term (`_pool_replicas`) from the
+    pooled spread of the source, scale and task group's pretraining seeds (``spread``, default
+    `pretraining_seed_spread` of ``runs``): models pooled under their seed-0 id, as `results.pool_pretraining_seeds`
+    pools the point estimates. ``instances=False`` keeps the validation and test sets as they are: the interval then
+    counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
     runs = results.default_grid(runs)
     if runs.empty:
         return pd.DataFrame(columns=results.SCORE_COLUMNS)
@@ -682,16 +707,19 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     if not avgs:
         return pd.DataFrame(columns=results.SCORE_COLUMNS)
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
+    spread = pretraining_seed_spread(runs, rule) if spread is None else spread
+    spread = spread.set_index(["scale", "task_group"])[["sd", "dof"]]
+    attrs = sel.drop_duplicates("model").set_index("model")[["scale", *results.ATTRIBUTES]]
     pooled, keep = [], []
-    for group in dict.fromkeys(g for _, g, _ in avgs):
-        idx = [i for i, (_, g, _) in enumerate(avgs) if g == group]
-        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], rng)
+    for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
+        idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
+        sd, dof = spread.loc[key] if key in spread.index else (np.nan, 0)
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], sd, int(dof), rng)
         pooled.append(cols)
         keep += [idx[f] for f in first]
     avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
-    attrs = sel.drop_duplicates("model").set_index("model")[results.ATTRIBUTES]
     base = pd.DataFrame([a[:2] for a in avgs], columns=["model", "task_group"]).join(attrs, on="model")
-    base = _categorical(base.assign(scale=sel["scale"].iloc[0], dataset=results.AVG, flag=""))
+    base = _categorical(base.assign(dataset=results.AVG, flag=""))
     df = base.iloc[np.tile(np.arange(len(avgs)), n_boot)].reset_index(drop=True)
     df = df.assign(source=np.repeat(np.arange(n_boot), len(avgs)), score=avg.ravel(), ci=np.nan, n=pd.NA)
     return df[results.SCORE_COLUMNS]
@@ -702,21 +730,27 @@ def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, 
     """Group averages with the claims' 95% interval, per source, scale, model and task group of ``runs`` (default
     grid): ``score`` the mean over the model's pretraining seeds (one row under its seed-0 id, as
     `results.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`
-    (pretraining seeds, fine-tuning seeds, test instances, the learning rate chosen again), ``ci`` half their distance
-    (for symmetric bars), ``pretrain_seeds``. ``models``: the seed-0 ids (`results.family`) to keep; default all.
-    Test instances are shared by every model of a dataset (the bootstrap draws them once for all): their noise widens
-    each model's interval but cancels in a difference; ``instances=False`` leaves it out."""
+    (test instances, fine-tuning seeds, the learning rate chosen again, a pretraining-seed term), ``ci`` half their
+    distance (for symmetric bars), ``pretrain_seeds``, and ``pretrain_sd`` and ``pretrain_dof``, the pooled spread of
+    pretraining seeds behind that term (`pretraining_seed_spread`, from every model of the source and scale: ``dof``
+    0 means there was none to estimate, and the interval holds the seeds fixed). ``models``: the seed-0 ids
+    (`results.family`) to keep; default all. Test instances are shared by every model of a dataset (the bootstrap
+    draws them once for all): their noise widens each model's interval but cancels in a difference;
+    ``instances=False`` leaves it out."""
     runs = results.default_grid(runs)
+    spreads = pretraining_seed_spread(runs, rule)
     if models is not None:
         runs = runs[runs["model"].map(results.family).isin(set(models))]
     parts = []
-    for _, part in runs.groupby(["source", "scale"], sort=False):
+    for (source, scale), part in runs.groupby(["source", "scale"], sort=False):
+        spread = spreads[(spreads["source"] == source) & (spreads["scale"] == scale)]
         point = results.group_averages(results.pool_pretraining_seeds(results.aggregate(part)))
-        reps = replica_scores(part, n_boot, seed, rule, instances).astype({"model": str, "task_group": str})
+        reps = replica_scores(part, n_boot, seed, rule, instances, spread).astype({"model": str, "task_group": str})
         q = reps.groupby(["model", "task_group"])["score"].quantile([0.025, 0.975]).unstack()
         q = q.set_axis(["low", "high"], axis=1).reset_index()
-        parts.append(point.drop(columns="ci").merge(q, on=["model", "task_group"]))
-    cols = [*results.SCORE_COLUMNS, "pretrain_seeds", "low", "high"]
+        seeds = spread[["task_group", "sd", "dof"]].rename(columns={"sd": "pretrain_sd", "dof": "pretrain_dof"})
+        parts.append(point.drop(columns="ci").merge(q, on=["model", "task_group"]).merge(seeds, on="task_group", how="left"))
+    cols = [*results.SCORE_COLUMNS, "pretrain_seeds", "low", "high", "pretrain_sd", "pretrain_dof"]
     if not parts:
         return pd.DataFrame(columns=cols)
     out = pd.concat(parts, ignore_index=True)
@@ -814,6 +848,7 @@ class _Source:
     seeds: pd.DataFrame  # the scores before pooling: each pretraining seed of a compared model faces the control
     uncalibrated: str = ""  # the calibration criteria the runs of ours fail (`evidence.calibration_report`), if any
     replicas: pd.DataFrame | None = None
+    spread: pd.DataFrame | None = None  # `pretraining_seed_spread` of its runs, once computed
 
 
 def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
@@ -851,6 +886,19 @@ def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
     return [w for w in why if w]
 
 
+def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
+    """The pretraining-seed term of ``groups``' intervals (`pretraining_seed_spread`) in words, and the reason to add
+    where a group has none ("" when every group has one)."""
+    rows = spread[spread["task_group"].isin(groups)]
+    fixed = sorted(rows.loc[rows["dof"] == 0, "task_group"])
+    shown = ", ".join(f"{r.task_group} sd {r.sd:.2f} ({r.dof} df, {r.multi} model(s) with 2+ seeds)"
+                      for r in rows[rows["dof"] > 0].itertuples())
+    terms = [f"pretraining-seed term: {shown}"] if shown else []
+    reason = (f"pretraining-seed noise not estimable: no model with 2+ pretraining seeds ({', '.join(fixed)})"
+              if fixed else "")
+    return "; ".join(filter(None, [*terms, reason])), reason
+
+
 def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: int, rule: str) -> list[dict]:
     """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
     the verdict and the reason for it."""
@@ -867,11 +915,13 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     table = c.measure(point)
     if src.per_run:
         if src.replicas is None and not c.per_run:
-            src.replicas = replica_scores(src.runs, n_boot, seed, rule)
+            src.spread = pretraining_seed_spread(src.runs, rule)
+            src.replicas = replica_scores(src.runs, n_boot, seed, rule, spread=src.spread)
         bounds = _bounds(key, point, src.runs, split, n_boot, seed, src.replicas)
         table = table.drop(columns=["lo", "hi"]).merge(bounds, on="scope", how="left")
-        how = (f"hierarchical bootstrap over pretraining seeds, fine-tuning seeds and test instances, the learning "
-               f"rate chosen again in each of {n_boot} replicas")
+        how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
+               f"each of {n_boot} replicas" + ("" if c.per_run else ", and a Student-t term for pretraining seeds "
+                                               "from their pooled spread"))
     else:
         how = "printed ± half-widths"
     if c.choices(point) > 1:
@@ -889,6 +939,10 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
             if gates:
                 verdict, why = "no signal", "; ".join(gates)
                 notes.append(f"no signal: {why}")
+        if src.per_run and not c.per_run:
+            seeds, fixed = _seed_term(src.spread, groups)
+            notes.append(seeds)
+            why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
         statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
         out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
@@ -908,8 +962,8 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
 
     Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and
     its 95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
-    (`replica_scores`: pretraining seeds, fine-tuning seeds, test instances, the learning rate chosen again in each of
-    ``n_boot`` replicas), for the paper its printed half-widths. Models that differ only in their pretraining seed are
+    (`replica_scores`: test instances, fine-tuning seeds, the learning rate chosen again in each of ``n_boot``
+    replicas, and a Student-t pretraining-seed term, `_pool_replicas`), for the paper its printed half-widths. Models that differ only in their pretraining seed are
     one model, their mean (`results.pool_pretraining_seeds`). The verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
