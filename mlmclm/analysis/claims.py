@@ -1,15 +1,15 @@
 """The paper's headline claims (``CLAIMS``: one line each, as the paper states them) checked on any source's results.
 
 Each claim has a check, the comparison behind it (one row per source x size x task group ..., shown in the notebooks),
-and a statistic computed from it that is positive when the claim holds, with a 95% interval: for a source with
-per-run results (this repository's, EncodEval's) a hierarchical bootstrap over test instances and fine-tuning seeds,
-the learning rate chosen again in each replica, with a Student-t term for pretraining seeds from their spread pooled
-over the models with 2+ of them (`pretraining_seed_spread`; where there is none, the reason says so); for the paper, its printed half-widths (a
-difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a
-minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the
-paper's figures, and models that differ only in their pretraining seed are compared by their mean. Where a source's
-results cannot carry a claim (one model size, no IR task, no biphasic runs ...) the verdict is "not checkable at this
-scale", with the reason.
+and a statistic computed from it that is positive when the claim holds, with a 95% interval: for a source with per-run
+results (this repository's, EncodEval's) a hierarchical bootstrap over test instances and fine-tuning seeds, the
+learning rate chosen again in each replica, with a Student-t term for pretraining seeds from their spread pooled over
+the models with 2+ of them (`pretraining_seed_spread`; where there is none, the reason says so); for the paper, its
+printed half-widths (a difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values
+sqrt(sum of squares) / k; a minimum over values the minimum of their bounds). Task-group averages (``dataset ==
+"Avg"``) are compared, as in the paper's figures, and models that differ only in their pretraining seed are compared
+by their mean. Where a source's results cannot carry a claim (one model size, no IR task, no biphasic runs ...) the
+verdict is "not checkable at this scale", with the reason.
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: every compared model must
 beat the random-init control of its size beyond the combined half-width (`evidence.signal`), the difference must be
@@ -749,7 +749,8 @@ def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, 
         q = reps.groupby(["model", "task_group"])["score"].quantile([0.025, 0.975]).unstack()
         q = q.set_axis(["low", "high"], axis=1).reset_index()
         seeds = spread[["task_group", "sd", "dof"]].rename(columns={"sd": "pretrain_sd", "dof": "pretrain_dof"})
-        parts.append(point.drop(columns="ci").merge(q, on=["model", "task_group"]).merge(seeds, on="task_group", how="left"))
+        point = point.drop(columns="ci").merge(q, on=["model", "task_group"])
+        parts.append(point.merge(seeds, on="task_group", how="left"))
     cols = [*results.SCORE_COLUMNS, "pretrain_seeds", "low", "high", "pretrain_sd", "pretrain_dof"]
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -960,11 +961,12 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
              seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False) -> pd.DataFrame:
     """One row per claim, source and scope (a task group, or "all"): the evidence computed from the data and a verdict.
 
-    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and
-    its 95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
+    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and its
+    95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
     (`replica_scores`: test instances, fine-tuning seeds, the learning rate chosen again in each of ``n_boot``
-    replicas, and a Student-t pretraining-seed term, `_pool_replicas`), for the paper its printed half-widths. Models that differ only in their pretraining seed are
-    one model, their mean (`results.pool_pretraining_seeds`). The verdict is "reproduced" (for the paper: "supported")
+    replicas, and a Student-t pretraining-seed term, `_pool_replicas`), for the paper its printed half-widths. Models
+    that differ only in their pretraining seed are one model, their mean (`results.pool_pretraining_seeds`). The
+    verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
     random-init control of its size beyond the combined half-width (`evidence.signal`), when the statistic is smaller
