@@ -369,3 +369,18 @@ def test_two_scales_of_one_size_keep_their_own_full_budget(tmp_path):
     scores = pd.concat([results.load(tmp_path, sources=["ours"], scale=s).scores for s in ("long", "longer")])
     final = results.scaling_view(scores).drop_duplicates("model")
     assert sorted(zip(final["scale"], final["steps"])) == [("long", 4620)] * 2 + [("longer", 9240)] * 2
+
+
+def test_crossover_table_puts_the_paper_at_our_tokens_per_parameter():
+    # the paper's 610M checkpoints at 10 and 100 tokens per body parameter (gaps -4 and +2): ours at 31.6 (half-way
+    # in log tokens) reads -1.00 beside it; ours at 300, past the paper's last checkpoint, reads blank
+    lead = pd.DataFrame({
+        "source": ["paper", "paper", "ours", "ours"], "scale": ["paper", "paper", "longer", "longer"],
+        "size": ["610M", "610M", "mini-xs", "mini-xs"], "task_group": "SC", "steps": [1000, 10000, 316228, 3000000],
+        "final": [False, False, False, True], "gap": [-4.0, 2.0, 0.5, 1.5], "gap_ci": [0.3, 0.3, 0.4, float("nan")],
+        "pretrain_seeds": [1, 1, 1, 3]})
+    table = tables.crossover_table(lead, {"610M": 0.01, "mini-xs": 1e-4})
+    assert table["Tokens per body parameter"].tolist() == [31.6, 300.0]
+    assert table["paper 610M, same tokens per parameter"].tolist() == ["-1.00", ""]
+    assert table["MLM-40% minus CLM (ours)"].tolist() == ["+0.50 ± 0.40", "+1.50"]
+    assert table["Model"].tolist() == ["316,228 steps", "3,000,000 steps (decayed final)"]

@@ -93,7 +93,7 @@ def _pool(scores: pd.DataFrame) -> pd.DataFrame:
     """Scores with the models that differ only in their pretraining seed (`results.family`) pooled into one row under
     the seed-0 id, per source, scale, task group and dataset: ``score`` and ``ci`` from `_interval` over the seeds'
     rows, ``pretrain_seeds`` = k, ``members`` = the index labels of those rows in ``scores`` (for a difference of two
-    pooled models, `_mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
+    pooled models, `mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
     if not scores.index.is_unique:
         scores = scores.reset_index(drop=True)
     df = scores.assign(_family=scores["model"].map(results.family))
@@ -617,7 +617,7 @@ def tokens_per_parameter(architecture: dict) -> dict:
     return out
 
 
-def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
+def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
     """MLM-40% minus CLM (``gap`` and its 95% half-width ``gap_ci``, both from `_interval` over the two models'
     pretraining seeds, and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
     intermediate checkpoint and, as ``final``, at the full budget, for the sizes with intermediate checkpoints."""
@@ -638,13 +638,13 @@ def _mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> Drawn:
-    """Fig. 4 across scales: MLM-40% minus CLM (``_mlm_lead``, bars = the difference's 95% half-width) against
+    """Fig. 4 across scales: MLM-40% minus CLM (``mlm_lead``, bars = the difference's 95% half-width) against
     pretraining tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's
     610M, each scale of ours): the checkpoints of the stable phase joined by a line, the decayed final models as
     hollow markers (squares where they average several pretraining seeds). Above zero, MLM is ahead. One figure for
     all (``figures/fig04_scales``); an empty list when no source has both."""
     per_token = tokens_per_parameter(architecture)
-    rows = _mlm_lead(scores)
+    rows = mlm_lead(scores)
     rows = rows[rows["size"].isin(list(per_token))]
     if rows.empty:
         return Drawn()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..io import lr_text, write_text
@@ -342,3 +343,41 @@ def show_reference(reference: results.Results | None, data: results.Results, con
                   caption)
         display(Markdown(f"**{caption}**"))
         display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))
+
+
+def crossover_table(lead: pd.DataFrame, per_token: dict, paper_size: str = "610M") -> pd.DataFrame:
+    """Issue 26's question in one table: MLM-40% minus CLM of ours at each intermediate checkpoint and at the end
+    (``lead``: `figures.mlm_lead`, ± its 95% half-width), per scale and task group, beside the paper's ``paper_size``
+    at the same pretraining tokens per body parameter (``per_token``: `figures.tokens_per_parameter`): the paper's
+    stable-phase checkpoints interpolated linearly in log tokens per parameter, blank outside their range."""
+    lead = lead.assign(tpp=[s * per_token.get(z, float("nan")) for s, z in zip(lead["steps"], lead["size"])])
+    paper = lead[(lead["source"] == "paper") & (lead["size"] == paper_size) & ~lead["final"].astype(bool)]
+    ours = lead[lead["source"] == "ours"].dropna(subset=["tpp"])
+    rows = []
+    for r in ours.sort_values(["scale", "task_group", "tpp"]).itertuples():
+        p = paper[paper["task_group"] == r.task_group].sort_values("tpp")
+        x = np.log(p["tpp"].to_numpy(dtype=float))
+        inside = len(p) > 1 and x[0] <= np.log(r.tpp) <= x[-1]
+        at = float(np.interp(np.log(r.tpp), x, p["gap"].to_numpy(dtype=float))) if inside else float("nan")
+        rows.append({"Scale": r.scale, "Size": r.size, "Group": r.task_group,
+                     "Model": f"{r.steps:,} steps" + (" (decayed final)" if r.final else ""),
+                     "Tokens per body parameter": round(r.tpp, 1), "Pretraining seeds": int(r.pretrain_seeds),
+                     "MLM-40% minus CLM (ours)": f"{r.gap:+.2f}" + ("" if pd.isna(r.gap_ci) else f" ± {r.gap_ci:.2f}"),
+                     f"paper {paper_size}, same tokens per parameter": "" if pd.isna(at) else f"{at:+.2f}"})
+    return pd.DataFrame(rows, columns=["Scale", "Size", "Group", "Model", "Tokens per body parameter",
+                                       "Pretraining seeds", "MLM-40% minus CLM (ours)",
+                                       f"paper {paper_size}, same tokens per parameter"])
+
+
+def show_crossover(lead: pd.DataFrame, per_token: dict, tables_dir: str | Path | None = None) -> None:
+    """Display ``crossover_table`` (and write ``crossover.csv`` and ``.tex`` under ``tables_dir``)."""
+    from IPython.display import Markdown, display
+
+    table = crossover_table(lead, per_token)
+    caption = ("MLM-40% minus CLM of ours (± 95%: over pretraining seeds where there are several, else fine-tuning "
+               "seeds) beside the paper's 610M at the same pretraining tokens per body parameter (its checkpoints "
+               "interpolated in log tokens; blank outside them). Above zero, MLM is ahead.")
+    if tables_dir is not None and not table.empty:
+        write(table, tables_dir, "crossover", caption)
+    display(Markdown(f"**{caption}**"))
+    display(table.set_index(["Scale", "Group", "Model"]) if not table.empty else Markdown("No checkpoints of ours."))
