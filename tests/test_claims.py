@@ -3,6 +3,7 @@ turn a verdict into "no signal", flagged cells, pretraining seeds and the calibr
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import numpy as np
@@ -180,13 +181,23 @@ def test_claim2b_the_highest_ratio_on_ir():
 # ----------------------------------------------------------------------------------------------- controls, seeds, flags
 
 
-def _planted(root, control: float | None, clm=0.5, mlm=0.8, **extra):
+def _planted(root, control: float | None, clm=0.5, mlm=0.8, second_seed=True, **extra):
     rates = {"mini-m-clm-400": clm, "mini-m-mlm40-400": mlm, **extra}
     if control is not None:
         rates["mini-m-mlm40-400-0"] = control  # the step-0 checkpoint: the random-init control
     write_planted(root, rates, majority=0.25, lrs=(1e-3, 3e-3, 1e-2), n=5000)  # a grid that passes calibration
+    if second_seed:
+        _second_seed(root, rates)
     runs = results.load_run_tree(root, "ours", "mini")
     return results.aggregate(runs), runs
+
+
+def _second_seed(root, rates, model="mini-m-clm-400"):
+    """An identical second pretraining seed of ``model`` (unless ``rates`` plants one): the scale then estimates
+    pretraining-seed noise (zero here, so the intervals are those of the planted seed-0 runs), which a verdict of
+    ours needs."""
+    if f"{model}-p1" not in rates:
+        shutil.copytree(root / model, root / f"{model}-p1")
 
 
 @pytest.mark.parametrize("control, verdict, why", [
@@ -234,7 +245,8 @@ def test_pretraining_seeds_are_pooled_and_their_noise_is_in_the_interval(tmp_pat
 
 def test_the_statistic_is_the_mean_over_pretraining_seeds_not_seed_0(tmp_path):
     """Seed 0 of CLM lies 8 points under MLM-40% (seed 0 alone: reproduced); seeds 1 and 2 lie above it, so the mean
-    over the three is level with MLM-40%: no verdict for the claim."""
+    over the three is level with MLM-40%: no verdict for the claim (and seed 0 alone can carry none: no pretraining-seed
+    noise can be estimated from one seed a model)."""
     rates = {"mini-m-mlm40-400-p1": 0.58, "mini-m-mlm40-400-p2": 0.58,
              "mini-m-clm-400-p1": 0.62, "mini-m-clm-400-p2": 0.62}
     scores, runs = _planted(tmp_path, 0.2, clm=0.5, mlm=0.58, **rates)
@@ -242,8 +254,9 @@ def test_the_statistic_is_the_mean_over_pretraining_seeds_not_seed_0(tmp_path):
     assert set(v["verdict"]) == {"inconclusive"}, v["evidence"].tolist()
     assert v["value"].abs().max() < 2 and set(v["pretrain_seeds"]) == {"3"}
     seed0 = runs[runs["pretrain_seed"] == 0]
-    alone = claims.verdicts(results.aggregate(seed0), seed0, ["1"], n_boot=300, numbers=True)
-    assert set(alone["verdict"]) == {"reproduced"} and (alone["value"] > 6).all()
+    alone = claims.verdicts(results.aggregate(seed0), seed0, ["1"], n_boot=300, full=True)
+    assert set(alone["verdict"]) == {"no signal"} and (alone["value"] > 6).all()
+    assert alone["reason"].str.contains("pretraining-seed noise not estimable").all()
 
 
 def test_hierarchical_intervals_count_pretraining_seeds_fine_tuning_seeds_and_test_instances(tmp_path):
@@ -310,14 +323,14 @@ def test_a_one_seed_model_gets_the_pretraining_seed_noise_of_the_others(tmp_path
 
 def test_without_a_model_of_two_seeds_the_intervals_are_as_before_and_say_so(tmp_path):
     """No model with 2+ pretraining seeds (dof 0): no term is invented; the intervals are those the seed resampling
-    gave (numbers from before the term), and each verdict's reason says the noise was not estimable."""
-    scores, runs = _planted(tmp_path, 0.2)
+    gave (numbers from before the term), and a verdict of ours is "no signal", its reason saying why."""
+    scores, runs = _planted(tmp_path, 0.2, second_seed=False)
     h = claims.hierarchical_intervals(runs, n_boot=300).set_index(["model", "task_group"])
     assert (h["pretrain_dof"] == 0).all() and h["pretrain_sd"].isna().all()
     assert np.allclose(h.loc[("mini-m-clm-400", "SC"), ["low", "high"]].astype(float), [48.707375, 51.517875])
     assert np.allclose(h.loc[("mini-m-mlm40-400", "TC"), ["low", "high"]].astype(float), [79.146125, 80.692625])
     v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
-    assert set(v["verdict"]) == {"reproduced"}
+    assert set(v["verdict"]) == {"no signal"}
     assert v["reason"].str.contains("pretraining-seed noise not estimable: no model with 2\\+ pretraining seeds").all()
 
 
@@ -355,6 +368,7 @@ def test_every_compared_checkpoint_must_beat_the_control(tmp_path):
 def test_a_difference_within_the_last_epochs_gain_is_no_signal(tmp_path):
     write_planted(tmp_path, {"mini-m-clm-400": 0.5, "mini-m-mlm40-400": 0.6, "mini-m-mlm40-400-0": 0.2},
                   lrs=(1e-3, 3e-3, 1e-2), n=5000, last_gain=0.002)  # validation still rose 0.2 points: settled
+    _second_seed(tmp_path, {})
     runs = results.load_run_tree(tmp_path, "ours", "mini")
     assert set(claims.verdicts(results.aggregate(runs), runs, ["1"], n_boot=200)["verdict"]) == {"reproduced"}
     write_planted(tmp_path / "rising", {"mini-m-clm-400": 0.5, "mini-m-mlm40-400": 0.6, "mini-m-mlm40-400-0": 0.2},

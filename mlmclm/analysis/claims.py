@@ -943,6 +943,8 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
         if src.per_run and not c.per_run:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)
+            if fixed and src.controlled and verdict != "no signal":  # ours: an interval that leaves out a source of
+                verdict, why = "no signal", ""                       # noise is no evidence
             why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
         statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
@@ -971,7 +973,8 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
     random-init control of its size beyond the combined half-width (`evidence.signal`), when the statistic is smaller
     than a compared model's last-epoch validation gain (`evidence.unsettled`), or when its fine-tuning fails the
-    calibration criteria (`evidence.calibration_report`); ``reason`` says which. A source whose results cannot carry
+    calibration criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no
+    model of the scale with 2+ pretraining seeds); ``reason`` says which. A source whose results cannot carry
     the claim gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run
     results: "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns
     (``value``, ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
