@@ -362,6 +362,7 @@ class PretrainConfig:
             raise ConfigError(f"batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
                               f"({self.micro_batch_size})")
         schedule = Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps)
+        schedule.check_batch(self.batch_size)
         if self.steps is not None and schedule.total != self.steps:
             raise ConfigError(f"phases sum to {schedule.total} steps but steps (the budget) is {self.steps}")
         bad = [s for s in self.checkpoint.steps if not 0 <= s <= schedule.total]

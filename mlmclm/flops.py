@@ -33,6 +33,9 @@ The callers:
   with output_fraction = the measured fraction of labelled positions (about 0.4 for MLM40, (T - 1) / T for CLM).
 - `mlmclm.analysis.results.flops_per_step` (Fig. 10, on Table 1's architecture): `flops_per_step` as App. F,
   embeddings and softmax, no norm weights, output_fraction = the mask ratio for MLM steps, 1.0 for CLM steps.
+- `schedule_flops`: a whole schedule, any phases (`mlmclm.schedule.Schedule.output_fractions`): a mixed step
+  (`mix1clm15mlm40`) at its rows' mean fraction, an alternating phase step by step. Causal and bidirectional
+  attention count the same (full context), so objectives differ in the output layer only.
 
 With integer arguments every count is exact (Python ints). A float `output_fraction` makes the result a float; the
 order of the factors of the output-layer term is that each caller has always used, so its numbers do not move.
@@ -80,6 +83,13 @@ def flops_per_step(*, tokens_per_step: int, layers: int, d_model: int, ffn: int,
         head_dim=head_dim, embeddings=embeddings, softmax=softmax, norm_weights=norm_weights)
     forward = seq_len * rest + output_fraction * 2 * seq_len * d_model * vocab  # one sequence
     return 3 * forward * tokens_per_step / seq_len
+
+
+def schedule_flops(fractions, **step) -> float:
+    """Training FLOPs of a schedule: for each output-layer fraction, its steps x `flops_per_step` at that fraction.
+    `fractions`: {output_fraction: steps}, as `Schedule.output_fractions` counts them; `step`: the other arguments
+    of `flops_per_step`."""
+    return sum(n * flops_per_step(output_fraction=f, **step) for f, n in fractions.items())
 
 
 def body_parameters(*, layers: int, d_model: int, ffn: int, heads: int, kv_heads: int,

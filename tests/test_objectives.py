@@ -1,9 +1,14 @@
-"""MLM masking statistics, CLM labels and the warmup-stable-decay phase schedule."""
+"""MLM masking statistics, CLM labels and the warmup-stable-decay phase schedule, mixed and alternating phases
+included (their FLOPs too)."""
+
+import re
 
 import pytest
 import torch
 
+from mlmclm import flops
 from mlmclm.errors import ConfigError
+from mlmclm.schedule import CLM, Alternating, Mixed, Objective
 from mlmclm.training.objectives import IGNORE, Schedule, clm_labels, mlm_inputs, parse_objective
 
 MASK, SPECIAL = 3, torch.tensor([0, 1, 2, 3])
@@ -110,3 +115,57 @@ def test_shifted_clm_labels_are_the_causal_lm_objective_and_skip_document_starts
     a = masked(ids, labels=shifted, is_causal=True).loss
     b = causal(ids, labels=clm_labels(ids, bos_token_id=1), is_causal=True).loss
     assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("spec,kind,shares,ratio", [("mix1clm15mlm40", Mixed, (1, 15), 0.4),
+                                                   ("MIX1clm1mlm40", Mixed, (1, 1), 0.4),
+                                                   ("alt1clm1mlm40", Alternating, (1, 1), 0.4),
+                                                   ("alt2clm6mlm30", Alternating, (2, 6), 0.3)])
+def test_mixed_and_alternating_objectives_parse_and_print_as_one_id_token(spec, kind, shares, ratio):
+    o = parse_objective(spec)
+    assert type(o) is kind and (o.clm, o.mlm) == shares and o.masked == Objective("mlm", ratio)
+    assert str(o) == spec.lower() and re.fullmatch(r"[a-z0-9]+", str(o)) and parse_objective(str(o)) == o
+    assert not o.is_causal and o.has_mlm  # exported and fine-tuned as a masked LM; needs a mask token
+    assert parse_objective("mix1clm1mlm40") != parse_objective("alt1clm1mlm40")
+
+
+@pytest.mark.parametrize("spec,match", [
+    ("mix1:15", r"'mix1:15' is not valid; .*'mix\{c\}clm\{m\}mlm\{percent\}'"),
+    ("alt1mlm401clm", "not valid"), ("mix1clm1clm", "not valid"), ("mix1clm1mlm", "not valid"),
+    ("mix0clm15mlm40", r"both shares must be positive \(got 0:15\); .* 'clm' or 'mlm40'"),
+    ("alt1clm1mlm100", r"masking ratio must be in \(0, 1\)")])
+def test_bad_mixed_and_alternating_objectives(spec, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        parse_objective(spec)
+    assert "\n" not in str(err.value)
+
+
+def test_an_alternating_phase_counts_its_steps_from_its_own_start_and_a_mixed_one_splits_every_batch():
+    s = Schedule([("clm", 3), ("alt1clm2mlm40", 7), ("mix1clm3mlm40", 2)], 1e-3, 0, 0)
+    assert [str(s.step_objective(k)) for k in range(1, 13)] == (
+        ["clm"] * 3 + ["clm", "mlm40", "mlm40"] * 2 + ["clm"] + ["mix1clm3mlm40"] * 2)
+    assert {str(s.objective(k)) for k in range(4, 11)} == {"alt1clm2mlm40"} and s.phase_index(11) == 2
+    mlm = Objective("mlm", 0.4)
+    assert s.parts(11, 16) == [(CLM, 0, 4), (mlm, 4, 16)] and s.parts(5, 16) == [(mlm, 0, 16)]
+    assert s.parts(1, 16) == [(CLM, 0, 16)]
+    assert parse_objective("mix1clm15mlm40").parts(16) == [(CLM, 0, 1), (mlm, 1, 16)]
+    s.check_batch(8)
+    with pytest.raises(ConfigError, match="batch_size 6 cannot be split 1:3 .* a multiple of 4"):
+        s.check_batch(6)
+
+
+def test_flops_of_mixed_and_alternating_schedules():
+    """A mixed step costs its rows' mean output-layer fraction (attention counts the same causal or not), an
+    alternating phase each step's own: counted step by step against `flops_per_step`."""
+    arch = dict(tokens_per_step=16 * 64, layers=2, d_model=32, ffn=64, heads=4, kv_heads=2, vocab=500, seq_len=64)
+    clm, mlm = flops.flops_per_step(**arch, output_fraction=1.0), flops.flops_per_step(**arch, output_fraction=0.4)
+    assert mlm < clm
+    s = Schedule([("alt1clm3mlm40", 6), ("mix1clm15mlm40", 4), ("mix1clm1mlm40", 2)], 1e-3, 0, 0)
+    assert s.output_fractions() == {1.0: 2, 0.4: 4, (1 + 15 * 0.4) / 16: 4, 0.7: 2}
+    assert s.output_fractions(upto=5) == {1.0: 2, 0.4: 3}
+    mix15 = flops.flops_per_step(**arch, output_fraction=7 / 16)
+    assert mix15 == pytest.approx((clm + 15 * mlm) / 16, rel=1e-12)  # the mean of its rows' steps
+    assert flops.schedule_flops(s.output_fractions(), **arch) == pytest.approx(
+        2 * clm + 4 * mlm + 4 * mix15 + 2 * (clm + mlm) / 2, rel=1e-12)
+    plain = Schedule([("clm", 3), ("mlm40", 5)], 1e-3, 0, 0)
+    assert flops.schedule_flops(plain.output_fractions(), **arch) == pytest.approx(3 * clm + 5 * mlm, rel=1e-12)

@@ -1,5 +1,6 @@
-"""The pretraining engine end to end on a small local corpus: phases, checkpoints, exact resume after SIGKILL,
-biphasic reuse of a pre-decay checkpoint, two processes = one, non-finite losses, bad input."""
+"""The pretraining engine end to end on a small local corpus: phases (mixed and alternating ones too), checkpoints,
+exact resume after SIGKILL, biphasic reuse of a pre-decay checkpoint, two processes = one, non-finite losses, bad
+input."""
 
 import inspect
 import re
@@ -125,10 +126,17 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     assert (run_dir / "pretrain.csv").stat().st_mtime_ns == stamp
 
 
-def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_root):
-    straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", log_every=1)
+# an alternating phase, then a mixed one whose 2 CLM rows (of 8) straddle the first micro-batch of 4: a run killed
+# after step 8 resumes inside the alternating phase; in two processes the first holds all the CLM rows
+MIXED = (("alt1clm1mlm40", 12), ("mix1clm3mlm40", 12))
+PHASES = pytest.mark.parametrize("phases", [(("clm", 12), ("mlm40", 12)), MIXED], ids=["clm-mlm40", "alt-mix"])
+
+
+@PHASES
+def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_root, phases):
+    straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", log_every=1, phases=phases)
     pretrain(straight)
-    killed = make_config(tmp_path, text_corpus, data_root, run_id="killed", log_every=1)
+    killed = make_config(tmp_path, text_corpus, data_root, run_id="killed", log_every=1, phases=phases)
     path = tmp_path / "killed.yaml"
     path.write_text(to_yaml(killed))
     cmd = [sys.executable, "-m", "mlmclm.cli", "pretrain", str(path)]
@@ -181,10 +189,13 @@ def test_continued_pretraining_from_a_decayed_checkpoint(tmp_path, text_corpus, 
     assert not torch.equal(final_weights(cpt)["lm_head.weight"], start.lm_head.weight)
 
 
-def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root):
-    one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []})
+@PHASES
+def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases):
+    one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []},
+                      phases=phases)
     pretrain(one)
-    two = make_config(tmp_path, text_corpus, data_root, run_id="two", log_every=1, checkpoint={"steps": []})
+    two = make_config(tmp_path, text_corpus, data_root, run_id="two", log_every=1, checkpoint={"steps": []},
+                      phases=phases)
     path = tmp_path / "two.yaml"
     path.write_text(to_yaml(two))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -269,6 +280,41 @@ def test_malformed_yaml_and_unknown_keys_via_the_cli(tmp_path):
     assert "batch_size must be an integer" in _cli_error(tmp_path, "batch_size: many\n")
 
 
+def test_mixed_and_alternating_steps_run_each_part_with_its_attention_and_one_normaliser(tmp_path, text_corpus,
+                                                                                        data_root, monkeypatch):
+    """Every forward call of a mixed step (2 CLM rows : 6 MLM rows, micro-batches of 4) and of an alternating phase:
+    CLM rows causal with next-token labels, MLM rows bidirectional with labels at the masked positions only, every
+    call of a step normalised by the step's label tokens (the log's label_tokens)."""
+    calls = []
+    forward = MlmClmForMaskedLM.forward
+
+    def spy(self, input_ids=None, labels=None, is_causal=None, num_items_in_batch=None, **kwargs):
+        calls.append((input_ids.clone(), labels.clone(), is_causal, int(num_items_in_batch)))
+        return forward(self, input_ids=input_ids, labels=labels, is_causal=is_causal,
+                       num_items_in_batch=num_items_in_batch, **kwargs)
+
+    monkeypatch.setattr(MlmClmForMaskedLM, "forward", spy)
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="mixed", phases=(("mix1clm3mlm40", 2),
+                      ("alt1clm1mlm40", 3)), log_every=1, optim={"warmup_steps": 1, "decay_steps": 1},
+                      checkpoint={"steps": []})
+    pretrain(cfg)
+    steps = [calls[0:3], calls[3:6], calls[6:8], calls[8:10], calls[10:12]]
+    assert len(calls) == 12
+    mask = json.loads((Path(cfg.checkpoints_dir) / "test" / "mixed" / "step_000005" / "hf" /
+                       "config.json").read_text())["mask_token_id"]
+    expected = [[(True, 2), (False, 2), (False, 4)]] * 2 + [[(True, 4)] * 2, [(False, 4)] * 2, [(True, 4)] * 2]
+    for step_calls, want, row in zip(steps, expected, read_log(cfg), strict=True):
+        assert [(causal, len(ids)) for ids, _, causal, _ in step_calls] == want
+        for ids, labels, causal, _ in step_calls:
+            if causal:  # next tokens, nothing masked
+                assert (ids != mask).all() and (labels[:, :-1] == ids[:, 1:])[labels[:, :-1] != -100].all()
+            else:  # the masked positions and only those
+                assert torch.equal(labels != -100, ids == mask) and 0.25 < (ids == mask).float().mean() < 0.55
+        total = sum(int((labels != -100).sum()) for _, labels, _, _ in step_calls)
+        assert {n for *_, n in step_calls} == {total} == {int(row["label_tokens"])}
+    assert [r["objective"] for r in read_log(cfg)] == ["mix1clm3mlm40"] * 2 + ["alt1clm1mlm40"] * 3
+
+
 @pytest.mark.parametrize("over,match", [
     ({"phases": [["clm", 0]]}, "phase clm has 0 steps; every phase needs a positive step count"),
     ({"phases": [["clm", 10], ["mlm40", 10]], "steps": 42}, "phases sum to 20 steps but steps .the budget. is 42"),
@@ -277,6 +323,9 @@ def test_malformed_yaml_and_unknown_keys_via_the_cli(tmp_path):
     ({"init": {"kind": "run"}}, "init.path is required with init.kind=run"),
     ({"batch_size": 10, "micro_batch_size": 4}, r"batch_size \(10\) must be a multiple of micro_batch_size \(4\)"),
     ({"checkpoint": {"steps": [99]}}, r"checkpoint.steps \[99\] fall outside"),
+    ({"phases": [["mix1clm15mlm40", 10]], "batch_size": 8, "micro_batch_size": 4},
+     r"objective mix1clm15mlm40: batch_size 8 cannot be split 1:15 .* a multiple of 16"),
+    ({"phases": [["mix1:15", 10]]}, r"objective 'mix1:15' is not valid; .* 'mix1clm15mlm40'"),
 ])
 def test_bad_configs(over, match):
     base = {"phases": [["clm", 10]], "optim": {"warmup_steps": 1, "decay_steps": 1}}

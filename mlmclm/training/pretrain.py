@@ -4,6 +4,8 @@
 
 One model (`MlmClmForMaskedLM`: body + output layer, sparse loss over labelled positions) trains under every
 objective: CLM feeds it next-token labels with causal attention, MLM masked-token labels with bidirectional attention.
+A mixed phase (`mix1clm15mlm40`) splits every global batch: its first rows CLM, the rest MLM, each part its own forward
+call with its own attention; an alternating phase (`alt1clm1mlm40`) trains one objective a step (`mlmclm.schedule`).
 A run's step s reads global samples o+(s-1)*B .. o+s*B-1 of the token stream (o = data.offset) and draws its masks from a generator seeded
 by (seed, s): the data and masks of a step do not depend on how many processes run it or on where it was resumed.
 
@@ -364,7 +366,7 @@ class Trainer:
             hf_model, hf_tok = load_hf_decoder(cfg.init)
         with accelerator.main_process_first():
             self.tokenizer = prepare_tokenizer(cfg, hf_tok)
-            if any(o.name == "mlm" for o, _ in self.schedule.phases) and self.tokenizer.mask_token_id is None:
+            if any(o.has_mlm for o, _ in self.schedule.phases) and self.tokenizer.mask_token_id is None:
                 raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
                                   f"phase; set data.mask_token to an existing token (e.g. "
                                   f"'<|reserved_special_token_0|>' for Llama-3)")
@@ -444,16 +446,16 @@ class Trainer:
         """Step `step`: its learning rate, its global batch (samples o+(s-1)*B .. o+s*B-1) and labels, forward and
         backward over this process's micro-batches, clipping, the optimizer step; then the interval's sums."""
         cfg, device = self.cfg, self.accelerator.device
-        objective = self.schedule.objective(step)
+        parts = self.schedule.parts(step, cfg.batch_size)
         lr = self.schedule.lr_at(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         first = cfg.data.offset + (step - 1) * cfg.batch_size
         ids = torch.from_numpy(self.blocks.batch(first, cfg.batch_size)).to(device)
-        inputs, labels = self.objective_batch(ids, objective, step)
+        inputs, labels = self.objective_batch(ids, parts, step)
         total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
         docs = torch.cumsum(ids == self.tokenizer.bos_token_id, dim=1) if cfg.data.document_masking else None
-        step_loss = self.forward_backward(inputs, labels, docs, objective, total_labels)
+        step_loss = self.forward_backward(inputs, labels, docs, parts, total_labels)
         if cfg.optim.grad_clip:
             self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.optim.grad_clip)
         self.optimizer.step()
@@ -465,9 +467,16 @@ class Trainer:
         self.interval.tokens += ids.numel()
         self.tokens_seen += ids.numel()
 
-    def objective_batch(self, ids: torch.Tensor, objective, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The inputs and labels of a global batch under `objective`: CLM's next tokens, or MLM's masks drawn from a
-        generator seeded by (seed, step)."""
+    def objective_batch(self, ids: torch.Tensor, parts, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inputs and labels of a global batch, part by part (`Schedule.parts`: rows a..b under an objective; one
+        part except in a mixed phase). Every process builds the whole global batch, so its split and masks are those of
+        one process."""
+        pieces = [self.objective_inputs(ids[a:b], objective, step) for objective, a, b in parts]
+        return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
+
+    def objective_inputs(self, ids: torch.Tensor, objective, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inputs and labels of rows `ids` under `objective`: CLM's next tokens, or MLM's masks drawn from a
+        generator seeded by (seed, step) (a step has at most one MLM part)."""
         bos = self.tokenizer.bos_token_id
         if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
             return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
@@ -475,23 +484,32 @@ class Trainer:
         return mlm_inputs(ids, objective.mask_ratio, self.tokenizer.mask_token_id, self.special, gen,
                           self.cfg.mlm_recipe, len(self.tokenizer))
 
-    def forward_backward(self, inputs, labels, docs, objective, total_labels) -> torch.Tensor:
+    def forward_backward(self, inputs, labels, docs, parts, total_labels) -> torch.Tensor:
         """Forward and backward over this process's rows of the global batch, a micro-batch at a time (gradients
-        synchronised over processes on the last one only); the sum of their losses."""
+        synchronised over processes on the last one only); the sum of their losses.
+
+        The loss of the step is the sum of the cross-entropy of every label token of the global batch divided by
+        their number (`total_labels`), whatever its objective: in a mixed phase each CLM next-token label and each
+        MLM masked-token label weighs the same, so a part weighs its share of the label tokens (at 1:15 with 40%
+        masking, the CLM rows hold about 1 / (1 + 15 x 0.4) of them). A micro-batch that straddles the parts runs
+        one forward call per part (each with its attention) and one backward of their summed loss."""
         accelerator, micro = self.accelerator, self.cfg.micro_batch_size
         world, rank = accelerator.num_processes, accelerator.process_index
         local = self.cfg.batch_size // world
         micro_steps = local // micro
         step_loss = torch.zeros((), device=accelerator.device)
         for m in range(micro_steps):
-            rows = slice(rank * local + m * micro, rank * local + (m + 1) * micro)
+            first = rank * local + m * micro
             sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(self.model)
             with sync, accelerator.autocast():
-                out = self.model(input_ids=inputs[rows], labels=labels[rows], is_causal=objective.is_causal,
-                                 document_ids=None if docs is None else docs[rows], num_items_in_batch=total_labels)
+                losses = [self.model(input_ids=inputs[a:b], labels=labels[a:b], is_causal=objective.is_causal,
+                                     document_ids=None if docs is None else docs[a:b],
+                                     num_items_in_batch=total_labels).loss
+                          for objective, a, b in _within(parts, first, first + micro)]
+                loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
                 # DDP averages gradients over processes; the loss is a sum over the global batch
-                accelerator.backward(out.loss * world)
-            step_loss += out.loss.detach()
+                accelerator.backward(loss * world)
+            step_loss += loss.detach()
         return step_loss
 
     # ---- logging ----
@@ -557,6 +575,12 @@ class Trainer:
             "data": {"shards": str(self.shards), **shard_meta},
             **provenance(),
         })
+
+
+def _within(parts, first: int, end: int) -> list:
+    """The parts of a batch (`(objective, a, b)`: rows a..b) cut to rows first..end, those left empty dropped."""
+    cut = [(objective, max(a, first), min(b, end)) for objective, a, b in parts]
+    return [(objective, a, b) for objective, a, b in cut if a < b]
 
 
 FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is taken for a full disk
