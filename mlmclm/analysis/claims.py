@@ -847,7 +847,6 @@ class _Source:
     per_run: bool
     controlled: bool  # runs at a scale of ours: judged against the random-init controls and the plateau
     seeds: pd.DataFrame  # the scores before pooling: each pretraining seed of a compared model faces the control
-    uncalibrated: str = ""  # the calibration criteria the runs of ours fail (`evidence.calibration_report`), if any
     replicas: pd.DataFrame | None = None
     spread: pd.DataFrame | None = None  # `pretraining_seed_spread` of its runs, once computed
 
@@ -856,11 +855,7 @@ def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
     raw, r = scores[scores["source"] == source], runs[runs["source"] == source]
     s, r, note = _flagged(raw, r)
     controlled = not r.empty and (r["scale"] != "paper").all()
-    failed = ""
-    if controlled:
-        summary = evidence.calibration_report(r).summary()
-        failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
-    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, uncalibrated=failed)
+    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw)
 
 
 def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
@@ -879,12 +874,24 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
 def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
     """Why a comparison of ours carries no signal ([] when it does): a compared model (each pretraining seed of it,
     intermediate checkpoints included) not beating the random-init control, a difference within the compared models'
-    last-epoch validation gain, or the fine-tuning calibration failing."""
+    last-epoch validation gain, or the fine-tuning of the compared models failing the calibration criteria."""
     every_seed = {m for m in src.seeds["model"].unique() if results.family(m) in models}
-    why = [evidence.signal(src.seeds, every_seed, groups), evidence.unsettled(src.runs, models, groups, value)]
-    if src.uncalibrated:
-        why.append(f"the fine-tuning calibration fails: {src.uncalibrated}")
-    return [w for w in why if w]
+    return [w for w in (evidence.signal(src.seeds, every_seed, groups),
+                        evidence.unsettled(src.runs, models, groups, value),
+                        _uncalibrated(src.runs, every_seed, groups)) if w]
+
+
+def _uncalibrated(runs: pd.DataFrame, models: set, groups: list) -> str:
+    """The calibration criteria (`evidence.calibration_report`) that the fine-tuning runs of a comparison fail: those
+    of the compared models (every pretraining seed) and of the random-init controls they face, in ``groups``; ""
+    when they pass. A model of the scale that the comparison does not read cannot block it (an early checkpoint
+    still rising does not bear on the final models)."""
+    mine = runs[runs["task_group"].isin(groups) & (runs["model"].isin(models) | (runs["objective"] == "random"))]
+    if mine.empty:
+        return ""
+    summary = evidence.calibration_report(mine).summary()
+    failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
+    return f"the fine-tuning calibration of the compared models fails: {failed}" if failed else ""
 
 
 def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
@@ -972,9 +979,9 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
     random-init control of its size beyond the combined half-width (`evidence.signal`), when the statistic is smaller
-    than a compared model's last-epoch validation gain (`evidence.unsettled`), or when its fine-tuning fails the
-    calibration criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no
-    model of the scale with 2+ pretraining seeds); ``reason`` says which. A source whose results cannot carry
+    than a compared model's last-epoch validation gain (`evidence.unsettled`), or when the fine-tuning of the compared
+    models and their controls fails the calibration criteria (`evidence.calibration_report`), or when its interval
+    cannot count pretraining-seed noise (no model of the scale with 2+ pretraining seeds); ``reason`` says which. A source whose results cannot carry
     the claim gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run
     results: "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns
     (``value``, ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
