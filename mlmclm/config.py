@@ -376,7 +376,7 @@ class PretrainConfig:
 
 def step_text(steps: int, unit: str) -> str:
     """A step count as this repository spells it: whole thousands in thousands followed by ``unit``, any other count
-    as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `studies.step_token`), the paper's tables and
+    as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `runs.steps_token`), the paper's tables and
     figures ``"K"`` (42000 -> "42K", `analysis.results.step_label`)."""
     return f"{steps // 1000}{unit}" if steps % 1000 == 0 else str(steps)
 

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, finetune_config,
-                     load_config, scale_config, scale_names, step_text)
+                     load_config, scale_config, scale_names)
 from . import locks
 from .commands import runs_dir
 from .errors import ConfigError, ResultFileError
 from .fetch import fetch
 from .sizes import SIZES, flops_per_token
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
+from .runs import ModelId, Paths, grid_root, run_folder
 from .evaluation.grid import context_length, grid_runs, plan_grid, result_fault
 from .evaluation.offline_suite import build_offline
 from .training import checkpoints, runlog
@@ -62,16 +63,11 @@ PAPER_ACCOUNTING = {  # what the paper says it trained (its Sections 2 and 3)
 }
 
 
-def step_token(steps: int) -> str:
-    """Steps as in the paper's model names: 42000 -> "42k"; a scale's own counts stay as they are (420, and 0)."""
-    return step_text(steps, "k") if steps else str(steps)
-
-
 @dataclass
 class Run:
     """One pretraining run: phases from `start` (the parent's checkpoint) to `total`, in this scale's steps."""
-    run_id: str
-    size: str
+    id: ModelId
+    size: str                                    # its shape (`sizes.SIZES`): a decoder's own for a decoder's CPT
     phases: list[tuple[str, int]]
     part: str                                    # base, biphasic or cpt (the paper's accounting); reference
     parent: str | None = None                    # the run whose checkpoint this one starts from
@@ -84,6 +80,10 @@ class Run:
     decoder: str | None = None                   # a decoder of the scale's `cpt_decoders` this run continues
     checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
     studies: set[str] = field(default_factory=set)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.id)
 
     @property
     def total(self) -> int:
@@ -100,15 +100,22 @@ class Run:
 
 @dataclass
 class Evaluation:
-    """A fine-tuning grid on one checkpoint: a run's final one (step None) or an intermediate one."""
-    run_id: str
-    step: int | None
-    grid: str                                    # "default" or "stability"
+    """A fine-tuning grid on one checkpoint: a run's final one (`model.step` None) or an intermediate one."""
+    model: ModelId
+    grid: str                                    # "default", "stability" or "reference"
     studies: set[str] = field(default_factory=set)
 
     @property
     def model_id(self) -> str:
-        return self.run_id if self.step is None else f"{self.run_id}-{self.step}"
+        return str(self.model)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.model.run)
+
+    @property
+    def step(self) -> int | None:
+        return self.model.step
 
 
 @dataclass
@@ -154,15 +161,15 @@ class _Builder:
     def evaluate(self, study: str, run: Run, step: int | None = None, grid: str = "default") -> None:
         if step is not None:
             run.checkpoints.add(step)
-        e = self.evals.setdefault((run.run_id if step is None else f"{run.run_id}-{step}", grid),
-                                  Evaluation(run.run_id, step, grid))
+        model = run.id.at(step)
+        e = self.evals.setdefault((str(model), grid), Evaluation(model, grid))
         e.studies.add(study)
 
     # ---- run names and shapes: the paper's released model names (results/README.md, "Model ids") ----
     def base(self, study: str, size: str, objective: str, seed: int = 0) -> Run:
         t = self.k(TOTAL)
-        return self.add(study, Run(f"{size}-{objective}-{step_token(t)}" + (f"-p{seed}" if seed else ""), size,
-                                   [(objective, t)], "base", warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
+        return self.add(study, Run(ModelId(size, objective, t, seed=seed), size, [(objective, t)], "base",
+                                   warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
 
     def budget(self, study: str, size: str, budget: int, clm: int, seed: int = 0) -> Run:
         """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end (`seed`: a
@@ -173,11 +180,11 @@ class _Builder:
         if clm in (0, budget):  # one objective, a shorter budget: the base run's stable phase, then its own decay
             objective = "clm" if clm else MAIN
             parent = self.base(study, size, objective)
-            return self.add(study, Run(f"{size}-{objective}-{step_token(b)}", size, [(objective, b)], "biphasic",
+            return self.add(study, Run(ModelId(size, objective, b), size, [(objective, b)], "biphasic",
                                        parent.run_id, b - self.k(DECAY), True, self.k(WARMUP), self.k(DECAY)))
         parent = self.base(study, size, "clm", seed)
-        return self.add(study, Run(f"{size}-clm-{step_token(c)}-{MAIN}-{step_token(b)}" + (f"-p{seed}" if seed else ""),
-                                   size, [("clm", c), (MAIN, b - c)], "biphasic", parent.run_id, c, True,
+        return self.add(study, Run(ModelId(size, "clm", c, MAIN, b, seed=seed), size, [("clm", c), (MAIN, b - c)],
+                                   "biphasic", parent.run_id, c, True,
                                    self.k(WARMUP), self.k(DECAY), seed=seed))
 
     def cpt(self, study: str, size: str, objective: str, steps: int, seed: int = 0) -> Run:
@@ -187,8 +194,7 @@ class _Builder:
         schedules agree."""
         base = self.base(study, size, objective, seed)
         t, n, longest = base.total, self.k(steps), self.k(max(self.s.cpt_k or CPT))
-        name = lambda m: (f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
-                          + (f"-p{seed}" if seed else ""))
+        name = lambda m: ModelId(size, objective, t, MAIN, t + m, cpt=True, seed=seed)  # noqa: E731
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
         common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t, seed=seed)
         if n == longest or n - decay <= warmup:
@@ -204,7 +210,7 @@ class _Builder:
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
         common = dict(size=self.s.cpt_decoders[name]["size"], part=REFERENCE, warmup=warmup, decay=decay,
                       decoder=name)
-        run_id = f"{name}-{MAIN}-{step_token(n)}"
+        run_id = ModelId(name, MAIN, n)  # the decoder's name in the place of a size
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(run_id, phases=[(MAIN, n)], **common))
         root = self.decoder_cpt(study, name, max(self.s.cpt_k or CPT))
@@ -271,7 +277,7 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
     for objective in objectives[1:]:
         b.evaluate("biphasic", b.base("biphasic", middle, objective))
         t, switch = b.k(TOTAL), b.k(SWITCH)
-        run = b.add("biphasic", Run(f"{middle}-clm-{step_token(switch)}-{objective}-{step_token(t)}", middle,
+        run = b.add("biphasic", Run(ModelId(middle, "clm", switch, objective, t), middle,
                                     [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id, switch,
                                     True, b.k(WARMUP), b.k(DECAY)))
         b.evaluate("biphasic", run)
@@ -311,13 +317,6 @@ def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
 # ---------------------------------------------------------------------------------------------------------------
 # Configs of the runs and grids
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass
-class Paths:
-    results: Path = ROOT / "results" / "runs"
-    checkpoints: Path = ROOT / "checkpoints"
-    data: Path = ROOT / "data"
-
-
 def run_template(scale: ScaleConfig) -> dict:
     """The scale's run template (`mlmclm/recipes/<run_config>`), read from its file (`build_plan` does, once)."""
     import yaml
@@ -343,7 +342,7 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
-        parent = checkpoints.run_root(paths.checkpoints, s.scale, run.parent)
+        parent = paths.checkpoints_of(s.scale, run.parent)
         template["init"] = {"kind": "run", "path": repo_relative(parent), "step": run.parent_step,
                             "optimizer": run.optimizer}
         if run.decoder:  # the decoder's tokenizer, as the parent run saved it (mask token included)
@@ -372,12 +371,6 @@ def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict
     return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability", REFERENCE)}
 
 
-def grid_root(results: Path, grid: str) -> Path:
-    """Where a grid's results go under a runs folder: the stability and reference grids in their own trees (never
-    mixed with the default grid's)."""
-    return results / grid if grid in ("stability", REFERENCE) else results
-
-
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid))}"]
     overrides += [f"data_dir={repo_relative(data_dir)}"] if data_dir else []
@@ -391,7 +384,7 @@ def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = Non
 # ---------------------------------------------------------------------------------------------------------------
 def run_dir(plan: Plan, run: Run, paths: Paths) -> Path:
     """The results folder of `run` (a decoder's CPT: in the reference tree, beside its fine-tuning results)."""
-    return (paths.results / REFERENCE if run.decoder else paths.results) / plan.scale.scale / run.run_id
+    return paths.run(plan.scale.scale, run.id, REFERENCE if run.decoder else "default")
 
 
 def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
@@ -400,7 +393,7 @@ def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
 
 
 def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
-    return checkpoints.step_dir(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run_id), step)
+    return checkpoints.step_dir(paths.checkpoints_of(plan.scale.scale, run_id), step)
 
 
 def checkpoint_fault(plan: Plan, paths: Paths, run_id: str, step: int) -> str | None:
@@ -416,7 +409,7 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 def grid_results(e: Evaluation, cfg) -> dict:
     """The results.json files of `e`'s grid, each with its dataset's protocol."""
-    tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+    tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
     return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
@@ -441,7 +434,7 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
         wanted = grid_results(e, cfg)
-        tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+        tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
         if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
             continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
@@ -529,7 +522,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
 
     missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
     if missing:
-        root = checkpoints.run_root(paths.checkpoints, plan.scale.scale, run.run_id)
+        root = paths.checkpoints_of(plan.scale.scale, run.id)
         with locks.hold(root):
             checkpoints.claim(root, owner(cfg))
             checkpoints.drop_after(root, min(missing))
@@ -752,7 +745,7 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
     for (key, trainer, lr, seed), f in trainings.items():
         e = plan.evaluations[key]
         for root in _records(paths):
-            tree = grid_root(root, e.grid) / plan.scale.scale / e.model_id
+            tree = Paths(root).run(plan.scale.scale, e.model, e.grid)
             found = tree.glob(f"*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json")
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]

@@ -18,9 +18,10 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops", "sizes"},
-    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
-    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
-    "analysis": {"config", "errors", "flops", "io", "locks"},
+    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "runs"},
+    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
+                   "runs"},
+    "analysis": {"config", "errors", "flops", "io", "locks", "runs"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -35,6 +36,7 @@ HELPERS = {
     "locks": {"errors", "io"},
     "workspace": {"errors", "io"},
     "config": {"errors", "schedule", "sizes"},
+    "runs": {"errors", "io", "config"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {

@@ -7,6 +7,7 @@ import pytest
 from mlmclm import cli, studies
 from mlmclm.config import scale_config
 from mlmclm.errors import ConfigError
+from mlmclm.runs import steps_token
 
 
 def test_paper_plan_is_the_papers_inventory():
@@ -216,7 +217,7 @@ def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
     for scale, lengths in (("small", (100, 600, 1100)), ("paper", (2000, 12000, 22000))):
         plan = studies.build_plan(scale)
         runs = {r: run for r, run in plan.runs.items() if run.decoder == "smollm2-135m"}
-        assert set(runs) == {f"smollm2-135m-mlm40-{studies.step_token(n)}" for n in lengths}
+        assert set(runs) == {f"smollm2-135m-mlm40-{steps_token(n)}" for n in lengths}
         evals = {e.model_id: e.grid for e in plan.evaluations.values() if e.run_id in runs}
         assert set(evals.values()) == {"reference"} and f"{max(runs, key=lambda r: runs[r].total)}-0" in evals
     grids = studies.grid_configs(plan, studies.Paths(results=studies.ROOT / "r"))
