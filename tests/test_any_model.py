@@ -10,7 +10,7 @@ import torch
 
 from mlmclm.analysis.results import load_run_tree
 from mlmclm.cli import main
-from mlmclm.config import finetune_config
+from mlmclm.config import finetune_config, scale_config
 from mlmclm.errors import FinetuneError, ResultFileError
 from mlmclm.evaluation.finetune import open_checkpoint, run_grid
 from mlmclm.testing import offline_suite, random_transformers_model
@@ -57,7 +57,7 @@ def test_one_grid_end_to_end_per_family(suite, family, capsys):
 
 def test_a_decoder_fine_tunes_causally_as_an_option_an_encoder_refuses(suite, tmp_path):
     root, models = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "max_steps=2",
+    cfg = finetune_config(scale_config("tiny"), [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "max_steps=2",
                                    "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]", "is_causal=true"])
     run_grid(models["llama"], cfg, model_id="llama-causal", progress=False)
     doc = json.loads(next((tmp_path / "tiny" / "llama-causal").rglob("results.json")).read_text())
@@ -91,7 +91,7 @@ def test_arbitrary_model_ids_load_with_empty_attributes(suite):
         with pytest.raises(ResultFileError):
             results.parse_model_id(model_id)
     root, models = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
+    cfg = finetune_config(scale_config("tiny"), [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
                                    "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]"])
     run_grid(models["bert"], cfg, model_id="all-MiniLM-L6-v2", progress=False)
     scores = results.aggregate(results.load_run_tree(root / "ids" / "tiny", "ours", "tiny"))

@@ -51,7 +51,7 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, to_dict
+from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, scale_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..fetch import CACHE, sha256
 from ..io import HUB_ID, atomic_path, load_result, lr_text, misplaced, provenance, repo_relative, write_json
@@ -922,11 +922,11 @@ def _cli_finetune(args) -> int:
                                                      ("data_dir", args.data_dir)) if value is not None]
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
-    cfg = finetune_config(args.scale, overrides + args.overrides)
+    cfg = finetune_config(scale_config(args.scale), overrides + args.overrides)
     for key in ("lrs", "seeds"):  # an explicit grid on the command line is every dataset's
         if getattr(args, key) is not None:
             for entry in cfg.per_dataset.values():
-                entry.pop(key, None)
+                setattr(entry, key, None)
     out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {run_folder(cfg.results_dir, cfg.scale, out['model_id'])}")
