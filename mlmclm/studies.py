@@ -76,7 +76,6 @@ class Run:
     warmup: int = 0
     decay: int = 0
     offset: int = 0                              # first sample of the data stream, in steps of the run's batch
-    seed: int = 0                                # pretraining seed (initialisation and masks); ids end -p{seed}
     decoder: str | None = None                   # a decoder of the scale's `cpt_decoders` this run continues
     checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
     studies: set[str] = field(default_factory=set)
@@ -84,6 +83,11 @@ class Run:
     @property
     def run_id(self) -> str:
         return str(self.id)
+
+    @property
+    def seed(self) -> int:
+        """The pretraining seed (initialisation and masks), the id's -p{seed}."""
+        return self.id.seed
 
     @property
     def total(self) -> int:
@@ -172,7 +176,7 @@ class _Builder:
     def base(self, study: str, size: str, objective: str, seed: int = 0) -> Run:
         t = self.k(TOTAL)
         return self.add(study, Run(ModelId(size, objective, t, seed=seed), size, [(objective, t)], "base",
-                                   warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
+                                   warmup=self.k(WARMUP), decay=self.k(DECAY)))
 
     def budget(self, study: str, size: str, budget: int, clm: int, seed: int = 0) -> Run:
         """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end (`seed`: a
@@ -188,7 +192,7 @@ class _Builder:
         parent = self.base(study, size, "clm", seed)
         return self.add(study, Run(ModelId(size, "clm", c, MAIN, b, seed=seed), size, [("clm", c), (MAIN, b - c)],
                                    "biphasic", parent.run_id, c, True,
-                                   self.k(WARMUP), self.k(DECAY), seed=seed))
+                                   self.k(WARMUP), self.k(DECAY)))
 
     def cpt(self, study: str, size: str, objective: str, steps: int, seed: int = 0) -> Run:
         """MLM-40 continued from the decayed final checkpoint of the base run of `objective` (pretraining `seed`),
@@ -199,7 +203,7 @@ class _Builder:
         t, n, longest = base.total, self.k(steps), self.k(max(self.s.cpt_k or CPT))
         name = lambda m: ModelId(size, objective, t, MAIN, t + m, cpt=True, seed=seed)  # noqa: E731
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
-        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t, seed=seed)
+        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t)
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=base.run_id, parent_step=t, **common))
         root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT), seed)
