@@ -310,8 +310,8 @@ def test_a_dataset_sets_its_own_protocol_and_the_rest_keep_the_default():
     from mlmclm.config import finetune_config
 
     cfg = finetune_config(scale_config("long"), ["per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-3]",
-                                   "per_dataset.multiemo_sentiment.seeds=[0, 1, 2, 3, 4, 5, 6, 7]",
-                                   "per_dataset.multiemo_sentiment.max_eval=4000"])
+                                                 "per_dataset.multiemo_sentiment.seeds=[0, 1, 2, 3, 4, 5, 6, 7]",
+                                                 "per_dataset.multiemo_sentiment.max_eval=4000"])
     sc, tc = cfg.for_dataset("multiemo_sentiment"), cfg.for_dataset("brown_upos")
     assert (sc.lrs, sc.seeds, sc.max_eval, sc.epochs) == ([1e-4, 1e-3], list(range(8)), 4000, cfg.epochs)
     assert (tc.lrs, tc.seeds, tc.max_eval) == (cfg.lrs, cfg.seeds, cfg.max_eval)

@@ -59,7 +59,7 @@ def test_lineage_and_seed_family_come_from_the_id():
 def test_the_run_layout():
     paths = Paths(Path("/r"), Path("/c"), Path("/d"))
     assert paths.run("long", ModelId.parse("mini-xs-clm-4620")) == Path("/r/long/mini-xs-clm-4620")
-    assert paths.run("long", "m", "stability") == Path("/r/stability/long/m") == run_folder(grid_root("/r", "stability"),
-                                                                                           "long", "m")
+    stability = Path("/r/stability/long/m")
+    assert paths.run("long", "m", "stability") == stability == run_folder(grid_root("/r", "stability"), "long", "m")
     assert paths.run("small", "m", "reference") == Path("/r/reference/small/m")
     assert paths.checkpoints_of("long", "m") == Path("/c/long/m")
