@@ -33,13 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import finetune_config
+from .config import FinetuneConfig, ScaleConfig, finetune_config, scale_config
 from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
 from .evaluation.offline_suite import build_offline
 from .evaluation.tasks import SUITES, TASKS_DIR, load_task
@@ -197,44 +198,18 @@ def bench_mfu(size: str = "210m", seq_len: int = 2048, batch: int = 8, backends=
     selected = (torch.rand(ids.shape, generator=g) < 0.4).to(dev)
     labels = {"MLM40": torch.where(selected, ids, IGNORE), "CLM": clm_labels(ids, shift=True)}
     inputs = {"MLM40": ids.masked_fill(selected, config.mask_token_id), "CLM": ids}
-    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
     rows = []
     for backend in backends:
         for objective in objectives:
             fraction = float((labels[objective] != IGNORE).float().mean())
             flops_token = config.flops_per_token(seq_len, output_fraction=fraction)  # the rule: mlmclm.flops
             try:
-                torch.manual_seed(0)
-                model = MlmClmForMaskedLM(copy.deepcopy(config)).to(dev)
-                model.set_attention_backend(backend)
-                opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
-                fwd = torch.compile(model) if compile_model else model
-
-                def step():
-                    with autocast:
-                        loss = fwd(inputs[objective], labels=labels[objective], is_causal=objective == "CLM").loss
-                    loss.backward()
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                sync = torch.cuda.synchronize if dev.type == "cuda" else lambda: None
-                for _ in range(warmup):
-                    step()
-                sync()
-                if dev.type == "cuda":
-                    torch.cuda.reset_peak_memory_stats(dev)
-                times = []
-                for _ in range(steps):
-                    t = time.perf_counter()
-                    step()
-                    sync()
-                    times.append(time.perf_counter() - t)
-                seconds = statistics.median(times)
+                seconds = _median_step_seconds(config, backend, inputs[objective], labels[objective],
+                                               objective == "CLM", dev, steps, warmup, compile_model)
             except Exception as e:  # a backend this machine cannot run: say so in the table, go on
                 rows.append({"bench": "mfu", "size": size, "variant": f"{objective} [{backend}] failed: "
                              f"{type(e).__name__}: {str(e).splitlines()[0][:120]}", "seq_len": seq_len, "batch": batch})
                 continue
-            finally:
-                model = opt = fwd = None
             tokens = batch * seq_len / seconds
             rows.append({"bench": "mfu", "size": size, "variant": f"{objective} [{backend}]"
                          + (" compiled" if compile_model else ""), "seq_len": seq_len, "batch": batch,
@@ -242,6 +217,38 @@ def bench_mfu(size: str = "210m", seq_len: int = 2048, batch: int = 8, backends=
                          "peak_mib": f"{torch.cuda.max_memory_allocated(dev) / 2**20:.0f}" if dev.type == "cuda" else "",
                          "ratio": f"{tokens * flops_token / (peak * 1e12):.4g}", "reps": steps})
     return rows
+
+
+def _median_step_seconds(config: MlmClmConfig, backend: str, ids, labels, is_causal: bool, dev: torch.device,
+                         steps: int, warmup: int, compile_model: bool) -> float:
+    """The median wall time of a training step (forward, backward, fused AdamW; bf16 autocast on a GPU) of a fresh
+    model on `backend`, after `warmup` steps; the GPU's peak memory counted from the first timed step."""
+    torch.manual_seed(0)
+    model = MlmClmForMaskedLM(copy.deepcopy(config)).to(dev)
+    model.set_attention_backend(backend)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
+    fwd = torch.compile(model) if compile_model else model
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
+
+    def step():
+        with autocast:
+            loss = fwd(ids, labels=labels, is_causal=is_causal).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else lambda: None
+    for _ in range(warmup):
+        step()
+    sync()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 MEMORY_VARIANTS = ("mlmclm CLM", "transformers LlamaForCausalLM CLM")
@@ -308,79 +315,109 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     data_dir = Path(data_dir or TASKS_DIR)
     build_offline([dataset], data_dir, progress=False)
     grid_lrs, grid_seeds = list(FINETUNE_LRS[:lrs]), list(range(seeds))
-    base = [f"data_dir={data_dir}", f"datasets=[{dataset}]", f"groups=[{task.group}]"]
-    cfg = finetune_config("mini", base + [f"lrs={grid_lrs}", f"seeds={grid_seeds}"])
+    grid = _BenchGrid(scale_config("mini"), [f"data_dir={data_dir}", f"datasets=[{dataset}]", f"groups=[{task.group}]",
+                                             f"lrs={grid_lrs}", f"seeds={grid_seeds}"])
+    cfg = grid.config()
     data = load_task(task, data_dir, cfg.max_train, cfg.max_eval)
     tmp = Path(tempfile.mkdtemp(prefix="mlmclm-bench-finetune-"))
     try:
         field = {"SC": "text", "QA": "context", "IR": "query"}.get(task.group)
         texts = [r[field] if field else " ".join(r["tokens"]) for r in data["train"]]
         # a random init: speed does not depend on the weights, and a fresh clone has no pretrained checkpoint
-        model_dir = random_checkpoint(tmp / "ckpt" / "model", texts, vocab_size=4096, size=size)
-
-        def separate(out):
-            for lr in grid_lrs:
-                for seed in grid_seeds:
-                    subprocess.run([sys.executable, "-m", "mlmclm", "finetune", str(model_dir), "--scale", "mini",
-                                    "--data-dir", str(data_dir), "--datasets", dataset, "--groups", task.group,
-                                    "--lrs", str(lr), "--seeds", str(seed), "--model-id", "bench",
-                                    "--results-dir", str(out), "--set", "grid_workers=1"],
-                                   check=True, capture_output=True, cwd=ROOT)
-
-        def in_process(workers):
-            def go(out):
-                run_grid(model_dir, finetune_config("mini", base + [f"lrs={grid_lrs}", f"seeds={grid_seeds}",
-                                                                    f"results_dir={out}", f"grid_workers={workers}"]),
-                         model_id="bench", progress=False)
-            return go
-
-        one, separate_runs, workers = ("one process, one run after another", f"{lrs * seeds} separate processes",
-                                       "one process, grid_workers=0")
-        variants = {one: in_process(1), separate_runs: separate, workers: in_process(0)}
-        warm = tmp / "warm-up"
-        run_grid(model_dir, finetune_config("mini", base + ["lrs=[1e-3]", "seeds=[0]", "max_steps=2",
-                                                            f"results_dir={warm}"]), model_id="bench", progress=False)
-        times, results = {v: [] for v in variants}, {}
-        for rep in range(reps):
-            names = list(variants)
-            for v in names[rep % 3:] + names[:rep % 3]:  # no way always goes first
-                out = tmp / f"rep{rep}-{names.index(v)}"
-                t = time.perf_counter()
-                variants[v](out)
-                times[v].append(time.perf_counter() - t)
-                results[v] = {f.parent.name: json.loads(f.read_text()) for f in out.rglob("results.json")}
-        med = {v: statistics.median(ts) for v, ts in times.items()}
+        grid.model_dir = random_checkpoint(tmp / "ckpt" / "model", texts, vocab_size=4096, size=size)
+        separate = [[sys.executable, "-m", "mlmclm", "finetune", str(grid.model_dir), "--scale", "mini",
+                     "--data-dir", str(data_dir), "--datasets", dataset, "--groups", task.group, "--lrs", str(lr),
+                     "--seeds", str(seed), "--model-id", "bench", "--set", "grid_workers=1"]
+                    for lr in grid_lrs for seed in grid_seeds]
+        ways = {ONE: grid.in_process(1), f"{lrs * seeds} separate processes": grid.separate(separate),
+                WORKERS: grid.in_process(0)}
+        grid.in_process(None, ["lrs=[1e-3]", "seeds=[0]", "max_steps=2"])(tmp / "warm-up")
+        times, results = _time_ways(ways, tmp, reps)
         shape = {"size": f"{size} {dataset} R={lrs * seeds} ({lrs} lrs x {seeds} seeds)", "seq_len": cfg.max_length,
                  "batch": cfg.batch_size, "reps": reps}
-        rows = [{"bench": "finetune_grid_s", **shape, "variant": v, "median_s": f"{med[v]:.2f}"} for v in variants]
-        rows += [{"bench": "finetune_grid_speedup", **shape, "variant": f"{fast} vs {slow}",
-                  "ratio": f"{med[slow] / med[fast]:.3f}"}
-                 for fast, slow in ((workers, one), (workers, separate_runs), (one, separate_runs))]
-        for v in (separate_runs, workers):  # the same runs, the same results as the reference
-            if sorted(results[v]) != sorted(results[one]) or len(results[one]) != lrs * seeds:
-                raise RuntimeError(f"{v} wrote other runs than {one}")
-            for what, get in (("train loss", lambda d: d["meta"]["train_loss"]),
-                              ("test score", lambda d: d["test"]["score"])):
-                diff = max(abs(get(results[v][n]) - get(results[one][n])) for n in results[one])
-                rows.append({"bench": "finetune_max_abs_diff", **shape, "variant": f"{v} vs {one}: {what}",
-                             "ratio": f"{diff:.2e}"})
-        n_workers = next(iter(results[workers].values()))["meta"]["grid_workers"]
-        rows.append({"bench": "finetune_workers", **shape, "variant": workers, "ratio": str(n_workers)})
-        # padding waste of the grid's training batches
-        ckpt = open_checkpoint(model_dir)
-        features = encode(task, data, ckpt.tokenizer, max_length(cfg, ckpt), cfg.qa_stride)["train"]["features"]
-        lengths = [_feature_length(f) for f in features]
-        for grouping in (False, True):
-            real = padded = 0
-            for seed in grid_seeds:
-                for idx in batch_plan(lengths, cfg.batch_size, np.random.default_rng(seed), grouping)[:cfg.max_steps]:
-                    real += sum(lengths[i] for i in idx)
-                    padded += len(idx) * max(lengths[i] for i in idx)
-            rows.append({"bench": "finetune_pad_fraction", **shape, "variant": f"length grouping {'on' if grouping else 'off'}",
-                         "ratio": f"{1 - real / padded:.3f}"})
-        return rows
+        rows = _grid_rows(times, results, shape, lrs * seeds)
+        return rows + _padding_rows(task, data, cfg, grid.model_dir, grid_seeds, shape)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+ONE, WORKERS = "one process, one run after another", "one process, grid_workers=0"  # bench_finetune's ways
+
+
+@dataclass
+class _BenchGrid:
+    """`bench_finetune`'s grid: the scale's fine-tuning config with `overrides`, run each way into a folder."""
+    scale: ScaleConfig
+    overrides: list[str]
+    model_dir: Path | None = None
+
+    def config(self, *more: str) -> FinetuneConfig:
+        return finetune_config(self.scale, [*self.overrides, *more])
+
+    def in_process(self, workers: int | None, more=()):
+        """Run as one grid in this process on `workers` (None: the scale's `grid_workers`)."""
+        def go(out):
+            own = [f"grid_workers={workers}"] if workers is not None else []
+            run_grid(self.model_dir, self.config(*more, f"results_dir={out}", *own), model_id="bench", progress=False)
+        return go
+
+    def separate(self, commands: list[list[str]]):
+        def go(out):
+            for command in commands:
+                subprocess.run([*command, "--results-dir", str(out)], check=True, capture_output=True, cwd=ROOT)
+        return go
+
+
+def _time_ways(ways: dict, tmp: Path, reps: int) -> tuple[dict, dict]:
+    """Each way's wall times over `reps` repetitions (their order rotating, so that no way always goes first) and
+    its results.json of the last one, by run folder."""
+    times, results = {v: [] for v in ways}, {}
+    for rep in range(reps):
+        names = list(ways)
+        for v in names[rep % 3:] + names[:rep % 3]:
+            out = tmp / f"rep{rep}-{names.index(v)}"
+            t = time.perf_counter()
+            ways[v](out)
+            times[v].append(time.perf_counter() - t)
+            results[v] = {f.parent.name: json.loads(f.read_text()) for f in out.rglob("results.json")}
+    return times, results
+
+
+def _grid_rows(times: dict, results: dict, shape: dict, runs: int) -> list[dict]:
+    """The ways' median times and speed-ups, and how far each way's runs are from the reference's (`ONE`)."""
+    med = {v: statistics.median(ts) for v, ts in times.items()}
+    separate_runs = next(v for v in times if v not in (ONE, WORKERS))
+    rows = [{"bench": "finetune_grid_s", **shape, "variant": v, "median_s": f"{med[v]:.2f}"} for v in times]
+    rows += [{"bench": "finetune_grid_speedup", **shape, "variant": f"{fast} vs {slow}",
+              "ratio": f"{med[slow] / med[fast]:.3f}"}
+             for fast, slow in ((WORKERS, ONE), (WORKERS, separate_runs), (ONE, separate_runs))]
+    for v in (separate_runs, WORKERS):  # the same runs, the same results as the reference
+        if sorted(results[v]) != sorted(results[ONE]) or len(results[ONE]) != runs:
+            raise RuntimeError(f"{v} wrote other runs than {ONE}")
+        for what, get in (("train loss", lambda d: d["meta"]["train_loss"]),
+                          ("test score", lambda d: d["test"]["score"])):
+            diff = max(abs(get(results[v][n]) - get(results[ONE][n])) for n in results[ONE])
+            rows.append({"bench": "finetune_max_abs_diff", **shape, "variant": f"{v} vs {ONE}: {what}",
+                         "ratio": f"{diff:.2e}"})
+    n_workers = next(iter(results[WORKERS].values()))["meta"]["grid_workers"]
+    return rows + [{"bench": "finetune_workers", **shape, "variant": WORKERS, "ratio": str(n_workers)}]
+
+
+def _padding_rows(task, data: dict, cfg: FinetuneConfig, model_dir: Path, seeds: list[int], shape: dict) -> list[dict]:
+    """The padding waste of the grid's training batches, without and with length grouping."""
+    ckpt = open_checkpoint(model_dir)
+    features = encode(task, data, ckpt.tokenizer, max_length(cfg, ckpt), cfg.qa_stride)["train"]["features"]
+    lengths = [_feature_length(f) for f in features]
+    rows = []
+    for grouping in (False, True):
+        real = padded = 0
+        for seed in seeds:
+            for idx in batch_plan(lengths, cfg.batch_size, np.random.default_rng(seed), grouping)[:cfg.max_steps]:
+                real += sum(lengths[i] for i in idx)
+                padded += len(idx) * max(lengths[i] for i in idx)
+        rows.append({"bench": "finetune_pad_fraction", **shape,
+                     "variant": f"length grouping {'on' if grouping else 'off'}", "ratio": f"{1 - real / padded:.3f}"})
+    return rows
 
 
 def write_rows(name: str, rows: list[dict], started: float) -> Path:

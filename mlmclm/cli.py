@@ -101,6 +101,7 @@ def reproduce(args) -> int:
 
     from .analysis import notebooks
     from . import studies, workspace
+    from .config import scale_config
     from .io import ROOT, repo_relative
 
     start = time.perf_counter()
@@ -116,7 +117,8 @@ def reproduce(args) -> int:
     paths = studies.Paths(results=results / "runs",
                           checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
-    studies.run("all", args.scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
+    plan = studies.build_plan(scale_config(args.scale))  # the scale resolved once, here; the plan carries it
+    studies.run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),

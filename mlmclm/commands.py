@@ -65,7 +65,7 @@ def _run_config(parser) -> None:
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
 
 
-def add_cli(sub) -> None:
+def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench: five), one option a line
     p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
     _run_config(p)
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")

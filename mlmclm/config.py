@@ -80,7 +80,7 @@ def apply_overrides(data: dict, overrides: typing.Sequence[str]) -> dict:
 
 def from_dict(cls, data: dict, prefix: str = ""):
     if not isinstance(data, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping of config keys, got {data!r}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     for key in data:
@@ -129,8 +129,12 @@ def _convert(tp, value, name: str):
         if len(args) == 2:
             return {_convert(args[0], k, name): _convert(args[1], v, f"{name}.{k}") for k, v in value.items()}
         return dict(value)
-    if tp is Any:
-        return value
+    return _convert_scalar(tp, value, name)
+
+
+def _convert_scalar(tp, value, name: str):
+    """`value` checked as a bool, int, float or str of field `name` (a whole float is an int, a number's text a float);
+    any other type passes as it is."""
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{name} must be true or false, got {value!r}")
@@ -149,7 +153,7 @@ def _convert(tp, value, name: str):
                 number = None
             if number is None:
                 raise ConfigError(f"{name} must be a number, got {value!r}")
-            return _convert(float, number, name)
+            return _convert_scalar(float, number, name)
         if not math.isfinite(value):
             raise ConfigError(f"{name} must be a finite number, got {value!r}")
         return float(value)
@@ -377,7 +381,7 @@ class PretrainConfig:
 
 def step_text(steps: int, unit: str) -> str:
     """A step count as this repository spells it: whole thousands in thousands followed by ``unit``, any other count
-    as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `studies.step_token`), the paper's tables and
+    as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `runs.steps_token`), the paper's tables and
     figures ``"K"`` (42000 -> "42K", `analysis.results.step_label`)."""
     return f"{steps // 1000}{unit}" if steps % 1000 == 0 else str(steps)
 
@@ -412,6 +416,23 @@ class FinetuneOptim:
 
 
 @dataclass
+class DatasetProtocol:
+    """A dataset's own protocol (`FinetuneConfig.per_dataset`): the fields it sets (None: the grid's)."""
+    lrs: Optional[list[float]] = None
+    seeds: Optional[list[int]] = None
+    epochs: Optional[int] = None
+    max_steps: Optional[int] = None
+    max_train: Optional[int] = None
+    max_eval: Optional[int] = None
+    max_length: Optional[int] = None
+    batch_size: Optional[int] = None
+
+    def fields(self) -> dict:
+        """The fields this dataset sets."""
+        return {k: v for k, v in to_dict(self).items() if v is not None}
+
+
+@dataclass
 class FinetuneConfig:
     """One fine-tuning grid: which tasks, which learning rates x seeds, and the protocol's sizes."""
     scale: str = "paper"
@@ -440,27 +461,19 @@ class FinetuneConfig:
     data_dir: str | None = None     # offline: the built suite (default data/tasks); paper: a local hub mirror
     results_dir: str = "results/runs"
     optim: FinetuneOptim = field(default_factory=FinetuneOptim)
-    per_dataset: dict[str, dict] = field(default_factory=dict)  # dataset -> its own DATASET_FIELDS (the fields above
-    # are the default for the rest); IR: the training dataset's entry governs every dataset evaluated from it
-
-    # the protocol fields a dataset may set for itself (`per_dataset`)
-    DATASET_FIELDS = ("lrs", "seeds", "epochs", "max_steps", "max_train", "max_eval", "max_length", "batch_size")
+    per_dataset: dict[str, DatasetProtocol] = field(default_factory=dict)  # dataset -> its own protocol (the fields
+    # above are the default for the rest); IR: the training dataset's entry governs every dataset evaluated from it
 
     def for_dataset(self, name: str) -> "FinetuneConfig":
         """The protocol of dataset `name`: the defaults with its `per_dataset` entry on top (`per_dataset` emptied, so
         a run's recorded config is its resolved protocol, as before per-dataset protocols existed)."""
-        data = {**to_dict(self), **_deepcopy(self.per_dataset.get(name, {})), "per_dataset": {}}
+        own = self.per_dataset[name].fields() if name in self.per_dataset else {}
+        data = {**to_dict(self), **own, "per_dataset": {}}
         return from_dict(FinetuneConfig, data, f"per_dataset.{name}." if name in self.per_dataset else "")
 
     def validate(self):
-        for name, entry in self.per_dataset.items():
-            if not isinstance(entry, dict):
-                raise ConfigError(f"per_dataset.{name} must be a mapping of fine-tuning fields, got {entry!r}")
-            bad = [k for k in entry if k not in self.DATASET_FIELDS]
-            if bad:
-                raise ConfigError(f"per_dataset.{name}.{bad[0]} cannot be set per dataset; choose from "
-                                  f"{', '.join(self.DATASET_FIELDS)}")
-            try:  # its fields typed and checked as the defaults are
+        for name in self.per_dataset:
+            try:  # its fields checked as the defaults are
                 self.for_dataset(name)
             except ConfigError as e:
                 raise ConfigError(str(e) if str(e).startswith("per_dataset.") else f"per_dataset.{name}: {e}") from None
@@ -508,7 +521,8 @@ class ScaleConfig:
     sizes: list[str] = field(default_factory=lambda: ["tiny-s", "tiny-m", "tiny-l"])  # the paper's 210M/610M/1B
     steps_per_k: int = 1                    # this scale's steps for 1,000 of the paper's steps
     cpt_warmup_k: float = 0.0               # warmup of continued pretraining, in thousands of the paper's steps
-    finetune: dict = field(default_factory=dict)     # FinetuneConfig fields: the grid of every evaluated model
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the grid of every evaluated model (its scale:
+                                                                       # this one)
     stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s own grid (none: the
                                                      # default grid, which must then span several learning rates)
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
@@ -559,11 +573,10 @@ class ScaleConfig:
         bad = [s for s in self.sizes if s not in SIZES]
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
-        for name in ("finetune", "stability"):  # the grids' fields, checked as FinetuneConfig's, named in full
-            if not isinstance(getattr(self, name), dict):
-                raise ConfigError(f"{name} must be a mapping of fine-tuning fields, got {getattr(self, name)!r}")
-        from_dict(FinetuneConfig, {"scale": self.scale, **self.finetune}, "finetune.")
-        from_dict(FinetuneConfig, {"scale": self.scale, **self.finetune, **self.stability}, "stability.")
+        self.finetune.scale = self.scale  # the grids are this scale's
+        if not isinstance(self.stability, dict):  # its fields checked as FinetuneConfig's, named in full
+            raise ConfigError(f"stability must be a mapping of fine-tuning fields, got {self.stability!r}")
+        from_dict(FinetuneConfig, {**to_dict(self.finetune), **self.stability}, "stability.")
 
 
 def recipe_path(config: str | Path) -> Path:
@@ -587,9 +600,7 @@ def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfi
     return load_config(ScaleConfig, SCALES_DIR / f"{scale}.yaml", overrides)
 
 
-def finetune_config(scale: str | ScaleConfig, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
-    """The fine-tuning config of `scale` (a scale's name, read here, or a resolved `ScaleConfig`) with `key=value`
-    overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
-    s = scale_config(scale) if isinstance(scale, str) else scale
-    data = {"scale": s.scale, **_deepcopy(s.finetune)}
-    return load_config(FinetuneConfig, data, overrides)
+def finetune_config(scale: ScaleConfig, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
+    """The fine-tuning config of `scale` (`scale_config`) with `key=value` overrides (`batch_size=16`,
+    `lrs=[1e-4, 1e-3]`)."""
+    return load_config(FinetuneConfig, to_dict(scale.finetune), overrides)

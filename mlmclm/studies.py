@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import (PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, PretrainConfig, ScaleConfig, finetune_config,
-                     load_config, scale_config, scale_names, step_text)
+                     load_config, scale_config, scale_names)
 from . import locks
 from .commands import runs_dir
 from .errors import ConfigError, ResultFileError
 from .fetch import fetch
 from .sizes import SIZES, flops_per_token
 from .io import ROOT, check_writable, lr_text, read_json, repo_relative
+from .runs import ModelId, Paths, grid_root, run_folder
 from .evaluation.grid import context_length, grid_runs, plan_grid, result_fault
 from .evaluation.offline_suite import build_offline
 from .training import checkpoints, runlog
@@ -62,16 +63,11 @@ PAPER_ACCOUNTING = {  # what the paper says it trained (its Sections 2 and 3)
 }
 
 
-def step_token(steps: int) -> str:
-    """Steps as in the paper's model names: 42000 -> "42k"; a scale's own counts stay as they are (420, and 0)."""
-    return step_text(steps, "k") if steps else str(steps)
-
-
 @dataclass
 class Run:
     """One pretraining run: phases from `start` (the parent's checkpoint) to `total`, in this scale's steps."""
-    run_id: str
-    size: str
+    id: ModelId
+    size: str                                    # its shape (`sizes.SIZES`): a decoder's own for a decoder's CPT
     phases: list[tuple[str, int]]
     part: str                                    # base, biphasic or cpt (the paper's accounting); reference
     parent: str | None = None                    # the run whose checkpoint this one starts from
@@ -80,10 +76,18 @@ class Run:
     warmup: int = 0
     decay: int = 0
     offset: int = 0                              # first sample of the data stream, in steps of the run's batch
-    seed: int = 0                                # pretraining seed (initialisation and masks); ids end -p{seed}
     decoder: str | None = None                   # a decoder of the scale's `cpt_decoders` this run continues
     checkpoints: set[int] = field(default_factory=set)   # named checkpoints that other work needs
     studies: set[str] = field(default_factory=set)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.id)
+
+    @property
+    def seed(self) -> int:
+        """The pretraining seed (initialisation and masks), the id's -p{seed}."""
+        return self.id.seed
 
     @property
     def total(self) -> int:
@@ -100,15 +104,22 @@ class Run:
 
 @dataclass
 class Evaluation:
-    """A fine-tuning grid on one checkpoint: a run's final one (step None) or an intermediate one."""
-    run_id: str
-    step: int | None
-    grid: str                                    # "default" or "stability"
+    """A fine-tuning grid on one checkpoint: a run's final one (`model.step` None) or an intermediate one."""
+    model: ModelId
+    grid: str                                    # "default", "stability" or "reference"
     studies: set[str] = field(default_factory=set)
 
     @property
     def model_id(self) -> str:
-        return self.run_id if self.step is None else f"{self.run_id}-{self.step}"
+        return str(self.model)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.model.run)
+
+    @property
+    def step(self) -> int | None:
+        return self.model.step
 
 
 @dataclass
@@ -117,9 +128,11 @@ class Plan:
     runs: dict[str, Run]                         # in training order: parents before children
     evaluations: dict[tuple[str, str], Evaluation]
     template: dict                               # the scale's run template (`run_template`), read once; never changed
+    studies: list[str]                           # the studies it holds (`for_studies`: those asked for)
 
     def for_studies(self, names) -> "Plan":
-        """The part of the plan that `names` need: their evaluations, their runs and every run those start from."""
+        """The part of the plan that `names` (`resolve_names`) need: their evaluations, their runs and every run those
+        start from."""
         evals = {k: e for k, e in self.evaluations.items() if e.studies & set(names)}
         keep = {r for r, run in self.runs.items() if run.studies & set(names)} | {e.run_id for e in evals.values()}
         todo = list(keep)
@@ -128,7 +141,8 @@ class Plan:
             if parent and parent not in keep:
                 keep.add(parent)
                 todo.append(parent)
-        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals, self.template)
+        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals, self.template,
+                    list(names))
 
 
 class _Builder:
@@ -154,15 +168,15 @@ class _Builder:
     def evaluate(self, study: str, run: Run, step: int | None = None, grid: str = "default") -> None:
         if step is not None:
             run.checkpoints.add(step)
-        e = self.evals.setdefault((run.run_id if step is None else f"{run.run_id}-{step}", grid),
-                                  Evaluation(run.run_id, step, grid))
+        model = run.id.at(step)
+        e = self.evals.setdefault((str(model), grid), Evaluation(model, grid))
         e.studies.add(study)
 
     # ---- run names and shapes: the paper's released model names (results/README.md, "Model ids") ----
     def base(self, study: str, size: str, objective: str, seed: int = 0) -> Run:
         t = self.k(TOTAL)
-        return self.add(study, Run(f"{size}-{objective}-{step_token(t)}" + (f"-p{seed}" if seed else ""), size,
-                                   [(objective, t)], "base", warmup=self.k(WARMUP), decay=self.k(DECAY), seed=seed))
+        return self.add(study, Run(ModelId(size, objective, t, seed=seed), size, [(objective, t)], "base",
+                                   warmup=self.k(WARMUP), decay=self.k(DECAY)))
 
     def budget(self, study: str, size: str, budget: int, clm: int, seed: int = 0) -> Run:
         """A run of `budget` k steps, the first `clm` k of them CLM, the rest MLM-40, decayed at the end (`seed`: a
@@ -173,12 +187,12 @@ class _Builder:
         if clm in (0, budget):  # one objective, a shorter budget: the base run's stable phase, then its own decay
             objective = "clm" if clm else MAIN
             parent = self.base(study, size, objective)
-            return self.add(study, Run(f"{size}-{objective}-{step_token(b)}", size, [(objective, b)], "biphasic",
+            return self.add(study, Run(ModelId(size, objective, b), size, [(objective, b)], "biphasic",
                                        parent.run_id, b - self.k(DECAY), True, self.k(WARMUP), self.k(DECAY)))
         parent = self.base(study, size, "clm", seed)
-        return self.add(study, Run(f"{size}-clm-{step_token(c)}-{MAIN}-{step_token(b)}" + (f"-p{seed}" if seed else ""),
-                                   size, [("clm", c), (MAIN, b - c)], "biphasic", parent.run_id, c, True,
-                                   self.k(WARMUP), self.k(DECAY), seed=seed))
+        return self.add(study, Run(ModelId(size, "clm", c, MAIN, b, seed=seed), size, [("clm", c), (MAIN, b - c)],
+                                   "biphasic", parent.run_id, c, True,
+                                   self.k(WARMUP), self.k(DECAY)))
 
     def cpt(self, study: str, size: str, objective: str, steps: int, seed: int = 0) -> Run:
         """MLM-40 continued from the decayed final checkpoint of the base run of `objective` (pretraining `seed`),
@@ -187,10 +201,9 @@ class _Builder:
         schedules agree."""
         base = self.base(study, size, objective, seed)
         t, n, longest = base.total, self.k(steps), self.k(max(self.s.cpt_k or CPT))
-        name = lambda m: (f"{size}-{objective}-dec{step_token(t)}-{MAIN}-{step_token(t + m)}"  # noqa: E731
-                          + (f"-p{seed}" if seed else ""))
+        name = lambda m: ModelId(size, objective, t, MAIN, t + m, cpt=True, seed=seed)  # noqa: E731
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
-        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t, seed=seed)
+        common = dict(size=size, part="cpt", warmup=warmup, decay=decay, offset=t)
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=base.run_id, parent_step=t, **common))
         root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT), seed)
@@ -204,7 +217,7 @@ class _Builder:
         warmup, decay = self.k(self.s.cpt_warmup_k), self.k(DECAY)
         common = dict(size=self.s.cpt_decoders[name]["size"], part=REFERENCE, warmup=warmup, decay=decay,
                       decoder=name)
-        run_id = f"{name}-{MAIN}-{step_token(n)}"
+        run_id = ModelId(name, MAIN, n)  # the decoder's name in the place of a size
         if n == longest or n - decay <= warmup:
             return self.add(study, Run(run_id, phases=[(MAIN, n)], **common))
         root = self.decoder_cpt(study, name, max(self.s.cpt_k or CPT))
@@ -212,12 +225,10 @@ class _Builder:
                                    optimizer=True, **common))
 
 
-def build_plan(scale: ScaleConfig | str) -> Plan:
-    """Every study at `scale` (those its `studies` names): the runs (merged by id; their named checkpoints are the
+def build_plan(s: ScaleConfig) -> Plan:
+    """Every study at scale `s` (those its `studies` names): the runs (merged by id; their named checkpoints are the
     union of what every study needs, so a run's config does not depend on which study asked first) and the
-    evaluations. `scale`: a resolved scale, or a scale's name to read. The scale's run template is read here, once,
-    and travels in the plan."""
-    s = scale_config(scale) if isinstance(scale, str) else scale
+    evaluations. The scale's run template is read here, once, and travels in the plan."""
     b = _Builder(s)
     middle = s.sizes[len(s.sizes) // 2]
     wanted = scale_studies(s)
@@ -247,7 +258,7 @@ def build_plan(scale: ScaleConfig | str) -> Plan:
             b.evaluate("biphasic", b.budget("biphasic", s.sizes[-1], TOTAL, BUDGETS[TOTAL][1]))
     if "cpt" in wanted:
         _cpt(b, middle)
-    return Plan(s, _training_order(b.runs), b.evals, run_template(s))
+    return Plan(s, _training_order(b.runs), b.evals, run_template(s), wanted)
 
 
 def scale_studies(s: ScaleConfig) -> list[str]:
@@ -271,7 +282,7 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
     for objective in objectives[1:]:
         b.evaluate("biphasic", b.base("biphasic", middle, objective))
         t, switch = b.k(TOTAL), b.k(SWITCH)
-        run = b.add("biphasic", Run(f"{middle}-clm-{step_token(switch)}-{objective}-{step_token(t)}", middle,
+        run = b.add("biphasic", Run(ModelId(middle, "clm", switch, objective, t), middle,
                                     [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id, switch,
                                     True, b.k(WARMUP), b.k(DECAY)))
         b.evaluate("biphasic", run)
@@ -311,13 +322,6 @@ def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
 # ---------------------------------------------------------------------------------------------------------------
 # Configs of the runs and grids
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass
-class Paths:
-    results: Path = ROOT / "results" / "runs"
-    checkpoints: Path = ROOT / "checkpoints"
-    data: Path = ROOT / "data"
-
-
 def run_template(scale: ScaleConfig) -> dict:
     """The scale's run template (`mlmclm/recipes/<run_config>`), read from its file (`build_plan` does, once)."""
     import yaml
@@ -343,7 +347,7 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
-        parent = checkpoints.run_root(paths.checkpoints, s.scale, run.parent)
+        parent = paths.checkpoints_of(s.scale, run.parent)
         template["init"] = {"kind": "run", "path": repo_relative(parent), "step": run.parent_step,
                             "optimizer": run.optimizer}
         if run.decoder:  # the decoder's tokenizer, as the parent run saved it (mask token included)
@@ -367,15 +371,9 @@ def decoder_path(spec: dict) -> str:
 
 
 def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict:
-    """The fine-tuning config of each grid of the plan ("default", "stability", "reference": the same grid as the
-    default one, written to its own tree)."""
-    return {g: grid_config(plan, g, paths, data_dir) for g in ("default", "stability", REFERENCE)}
-
-
-def grid_root(results: Path, grid: str) -> Path:
-    """Where a grid's results go under a runs folder: the stability and reference grids in their own trees (never
-    mixed with the default grid's)."""
-    return results / grid if grid in ("stability", REFERENCE) else results
+    """The fine-tuning config of each grid the plan's evaluations use ("default", "stability", "reference": the same
+    grid as the default one, written to its own tree)."""
+    return {g: grid_config(plan, g, paths, data_dir) for g in dict.fromkeys(e.grid for e in plan.evaluations.values())}
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
@@ -391,7 +389,7 @@ def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = Non
 # ---------------------------------------------------------------------------------------------------------------
 def run_dir(plan: Plan, run: Run, paths: Paths) -> Path:
     """The results folder of `run` (a decoder's CPT: in the reference tree, beside its fine-tuning results)."""
-    return (paths.results / REFERENCE if run.decoder else paths.results) / plan.scale.scale / run.run_id
+    return paths.run(plan.scale.scale, run.id, REFERENCE if run.decoder else "default")
 
 
 def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
@@ -400,7 +398,7 @@ def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
 
 
 def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
-    return checkpoints.step_dir(checkpoints.run_root(paths.checkpoints, plan.scale.scale, run_id), step)
+    return checkpoints.step_dir(paths.checkpoints_of(plan.scale.scale, run_id), step)
 
 
 def checkpoint_fault(plan: Plan, paths: Paths, run_id: str, step: int) -> str | None:
@@ -416,7 +414,7 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 def grid_results(e: Evaluation, cfg) -> dict:
     """The results.json files of `e`'s grid, each with its dataset's protocol."""
-    tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+    tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
     return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
@@ -441,7 +439,7 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
         wanted = grid_results(e, cfg)
-        tree = ROOT / cfg.results_dir / cfg.scale / e.model_id
+        tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
         if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
             continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
@@ -529,7 +527,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
 
     missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
     if missing:
-        root = checkpoints.run_root(paths.checkpoints, plan.scale.scale, run.run_id)
+        root = paths.checkpoints_of(plan.scale.scale, run.id)
         with locks.hold(root):
             checkpoints.claim(root, owner(cfg))
             checkpoints.drop_after(root, min(missing))
@@ -543,67 +541,74 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def run(names, scale: str | ScaleConfig, paths: Paths | None = None, data_dir: Path | None = None, overrides=(),
-        progress: bool = True, pretrain_only: bool = False) -> dict:
-    """Train and fine-tune what `names` (studies, or "all") still miss at `scale` (a name, with `overrides`, or a
-    resolved `ScaleConfig`); `pretrain_only`: train, fine-tune nothing. Safe to interrupt and re-run: pretraining
-    resumes from its last checkpoint, fine-tuning skips every results.json already written."""
-    from .evaluation.finetune import run_grid  # torch: `study plan` stays without it
-    from .training.pretrain import pretrain
-
+def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, progress: bool = True,
+        pretrain_only: bool = False) -> dict:
+    """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
+    fine-tune nothing. Safe to interrupt and re-run: pretraining resumes from its last checkpoint, fine-tuning skips
+    every results.json already written."""
     paths = paths or Paths()
-    s = scale_config(scale, overrides) if isinstance(scale, str) else scale
-    names = resolve_names(names, s)
-    plan = build_plan(s).for_studies(names)
-    scale = s.scale
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
-    pairs = {g: plan_grid(cfg) for g, cfg in grids.items()}
     aside = set_aside(plan, grids)
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{repo_relative(aside[0])}", flush=True)
     state = work(plan, paths, grids)
-    runs, evals, wanted = state.runs, state.evals, state.wanted
-    if pretrain_only:
-        evals = []
+    evals = [] if pretrain_only else state.evals
     todo = 0 if pretrain_only else sum(map(len, state.missing.values()))
-    for folder in ([paths.results, paths.checkpoints, paths.data] if runs else [paths.results] if evals else []):
+    for folder in ([paths.results, paths.checkpoints, paths.data] if state.runs else [paths.results] if evals else []):
         check_writable(folder)
-    print(f"study {', '.join(names)} at scale {scale}: {len(plan.runs)} pretraining runs ({len(runs)} to train), "
+    names, scale = ", ".join(plan.studies), plan.scale.scale
+    print(f"study {names} at scale {scale}: {len(plan.runs)} pretraining runs ({len(state.runs)} to train), "
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
-    if evals and grids["default"].suite == "offline":
+    if evals and any(cfg.suite == "offline" for cfg in grids.values()):
         build_offline(task_names(plan, grids), data_dir, progress=progress)
-    # each model is fine-tuned as soon as its run is trained (first those whose runs need no training): what a run
-    # of many hours has written is its results, even where its checkpoints do not outlive the machine
-    trained = {r.run_id for r in runs}
-    order = [e for e in evals if e.run_id not in trained]
-    finetuned = 0
-
-    def finetune(batch):
-        nonlocal finetuned
-        for e in batch:
-            finetuned += 1
-            step = e.step if e.step is not None else plan.runs[e.run_id].total
-            print(f"[finetune {finetuned}/{len(evals)}] {e.model_id} ({e.grid} grid)", flush=True)
-            run_grid(checkpoint_dir(plan, paths, e.run_id, step), grids[e.grid], model_id=e.model_id,
-                     progress=progress, pairs=pairs[e.grid])
-
     with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
-        finetune(order)
-        for i, r in enumerate(runs, 1):
-            print(f"[pretrain {i}/{len(runs)}] {r.run_id}: {_phases(r)}"
+        _Runner(plan, paths, grids, evals, progress).train_and_finetune(state)
+    seconds = time.perf_counter() - start
+    print(f"study {names} at scale {scale}: done in {seconds / 60:.1f} min; results in "
+          f"{repo_relative(paths.results / scale)}", flush=True)
+    return {"trained": len(state.runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
+
+
+@dataclass
+class _Runner:
+    """The work of `run`: pretraining runs in order and fine-tuning grids (`evals`), counted as they go."""
+    plan: Plan
+    paths: Paths
+    grids: dict
+    evals: list[Evaluation]
+    progress: bool
+    finetuned: int = 0
+
+    def __post_init__(self):
+        self.pairs = {g: plan_grid(cfg) for g, cfg in self.grids.items()}  # each grid's trainings, found once
+
+    def train_and_finetune(self, state: Work) -> None:
+        """Each model is fine-tuned as soon as its run is trained (first those whose runs need no training): what a
+        run of many hours has written is its results, even where its checkpoints do not outlive the machine."""
+        from .training.pretrain import pretrain  # torch: `study plan` stays without it
+
+        trained = {r.run_id for r in state.runs}
+        self.finetune([e for e in self.evals if e.run_id not in trained])
+        for i, r in enumerate(state.runs, 1):
+            print(f"[pretrain {i}/{len(state.runs)}] {r.run_id}: {_phases(r)}"
                   + (f" from {r.parent} step {r.parent_step}" if r.parent else "") + f" ({state.status[r.run_id]})",
                   flush=True)
-            cfg = run_config(plan, r, paths)
-            _rewind(plan, paths, r, wanted[r.run_id], cfg)
+            cfg = run_config(self.plan, r, self.paths)
+            _rewind(self.plan, self.paths, r, state.wanted[r.run_id], cfg)
             pretrain(cfg)
-            finetune([e for e in evals if e.run_id == r.run_id])
-    seconds = time.perf_counter() - start
-    print(f"study {', '.join(names)} at scale {scale}: done in {seconds / 60:.1f} min; results in "
-          f"{repo_relative(paths.results / scale)}", flush=True)
-    return {"trained": len(runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
+            self.finetune([e for e in self.evals if e.run_id == r.run_id])
+
+    def finetune(self, batch: list[Evaluation]) -> None:
+        from .evaluation.finetune import run_grid  # torch: `study plan` stays without it
+
+        for e in batch:
+            self.finetuned += 1
+            print(f"[finetune {self.finetuned}/{len(self.evals)}] {e.model_id} ({e.grid} grid)", flush=True)
+            run_grid(checkpoint_dir(self.plan, self.paths, e.run_id, _step(self.plan, e)), self.grids[e.grid],
+                     model_id=e.model_id, progress=self.progress, pairs=self.pairs[e.grid])
 
 
 def resolve_names(names, scale: ScaleConfig | None = None) -> list[str]:
@@ -752,7 +757,7 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
     for (key, trainer, lr, seed), f in trainings.items():
         e = plan.evaluations[key]
         for root in _records(paths):
-            tree = grid_root(root, e.grid) / plan.scale.scale / e.model_id
+            tree = Paths(root).run(plan.scale.scale, e.model, e.grid)
             found = tree.glob(f"*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json")
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]
@@ -785,7 +790,7 @@ def estimate(plan: Plan, paths: Paths, grids: dict, state: Work, c: dict | None 
     ft_todo = sum(per_eval[k] * len(state.missing[k]) / c["results"][k] for k in state.missing)
     if plan.scale.scale == "paper":  # the paper's accounting, per FLOP of the whole paper plan
         whole = plan if len(plan.evaluations) == len(build_plan(plan.scale).evaluations) else build_plan(plan.scale)
-        full = c if whole is plan else compute(whole, grids)
+        full = c if whole is plan else compute(whole, grid_configs(whole, paths))
         hours = PAPER_ACCOUNTING["gpu_hours"]
         base = sum(f for r, f in full["runs"].items() if whole.runs[r].part == "base")
         pre_s, ft_s = hours["base"] * 3600 / base, hours["finetune"] * 3600 / sum(full["trainings"].values())
@@ -814,21 +819,37 @@ def _status_line(status: str) -> str:
     return "" if status == COMPLETE else f"\n      {status}"
 
 
-def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
+def format_plan(plan: Plan, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
+    """The plan as `mlmclm study plan` prints it: its runs and grids with their status, their steps, tokens and
+    FLOPs (`compute`, `part_totals`), and the wall time of what is missing and of a full run (`estimate`; `rate`:
+    this machine's matmul rate, measured when needed and not given)."""
     paths = paths or Paths()
-    s = plan.scale
-    template = plan.template
-    tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
     grids = grid_configs(plan, paths)
     state = work(plan, paths, grids)
-    lines = [f"Study plan: {', '.join(names)} at scale {s.scale} ({s.purpose})",
-             f"  sizes {' / '.join(s.sizes)} stand for the paper's "
-             f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
-             f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
-             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)",
-             f"  results: {repo_relative(paths.results / s.scale)}; checkpoints: "
-             f"{repo_relative(paths.checkpoints / s.scale)}", "",
-             f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
+    c = compute(plan, grids)
+    parts = part_totals(plan, c)
+    lines = [*_header_lines(plan, paths), "", *_run_lines(plan, state), "", *_parts_table(parts), "",
+             *_finetune_lines(plan, grids, state, c)]
+    if plan.scale.scale == "paper":
+        lines += ["", *_paper_accounting_lines(parts)]
+    return "\n".join(lines + ["", *_compute_lines(estimate(plan, paths, grids, state, c, rate), state)])
+
+
+def _header_lines(plan: Plan, paths: Paths) -> list[str]:
+    s, template = plan.scale, plan.template
+    tokens_per_step = template["batch_size"] * template["data"]["seq_len"]
+    return [f"Study plan: {', '.join(plan.studies)} at scale {s.scale} ({s.purpose})",
+            f"  sizes {' / '.join(s.sizes)} stand for the paper's "
+            f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
+            f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
+            f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)",
+            f"  results: {repo_relative(paths.results / s.scale)}; checkpoints: "
+            f"{repo_relative(paths.checkpoints / s.scale)}"]
+
+
+def _run_lines(plan: Plan, state: Work) -> list[str]:
+    """The pretraining runs, with where each starts and its status, and how many models are evaluated."""
+    lines = [f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
              f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  {'status':<10} studies"]
     for r in plan.runs.values():
         start = f"{r.parent} @{r.parent_step}" if r.parent else (f"{r.decoder} (its weights)" if r.decoder else
@@ -847,19 +868,33 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     if refs:
         lines.append(f"  -> and {len(refs)} models from decoders pretrained elsewhere (`cpt_decoders`: before and "
                      "after their CPT), apart in the reference tree")
-    c = compute(plan, grids)
-    parts = {p: [0, 0, 0, 0.0] for p in ("base", "biphasic", "cpt", REFERENCE)}  # runs, steps, tokens, FLOPs
+    return lines
+
+
+def part_totals(plan: Plan, c: dict) -> dict[str, list]:
+    """Runs, steps, tokens and FLOPs of each part of the paper's accounting (base, biphasic, cpt) and of the
+    reference runs. `c`: the plan's `compute`."""
+    tokens_per_step = plan.template["batch_size"] * plan.template["data"]["seq_len"]
+    parts = {p: [0, 0, 0, 0.0] for p in ("base", "biphasic", "cpt", REFERENCE)}
     for r in plan.runs.values():
         v = parts[r.part]
         for i, add in enumerate((1, r.trained, r.trained * tokens_per_step, c["runs"][r.run_id])):
             v[i] += add
-    lines += ["", f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}"]
-    lines += [f"  {part:<10} {n:>5} {steps:>11,} {tokens:>18,} {f:>10.2e}"
-              for part, (n, steps, tokens, f) in parts.items()]
+    return parts
+
+
+def _parts_table(parts: dict) -> list[str]:
+    return [f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}",
+            *(f"  {part:<10} {n:>5} {steps:>11,} {tokens:>18,} {f:>10.2e}"
+              for part, (n, steps, tokens, f) in parts.items())]
+
+
+def _finetune_lines(plan: Plan, grids: dict, state: Work, c: dict) -> list[str]:
+    """The fine-tuning grids (each dataset's own protocol) and the status of every evaluated model."""
     by_grid = collections.Counter(e.grid for e in plan.evaluations.values())
-    lines += ["", f"Fine-tuning: {len(plan.evaluations)} grids (" + ", ".join(f"{n} {g}" for g, n in by_grid.items())
-              + f"), {len(c['trainings']):,} trainings, {sum(c['results'].values()):,} results.json, "
-              f"~{sum(c['trainings'].values()):.2e} FLOPs"]
+    lines = [f"Fine-tuning: {len(plan.evaluations)} grids (" + ", ".join(f"{n} {g}" for g, n in by_grid.items())
+             + f"), {len(c['trainings']):,} trainings, {sum(c['results'].values()):,} results.json, "
+             f"~{sum(c['trainings'].values()):.2e} FLOPs"]
     for g in by_grid:
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
@@ -871,28 +906,35 @@ def format_plan(plan: Plan, names, paths: Paths | None = None, rate: tuple[float
     for key, e in plan.evaluations.items():
         status = state.status[key]
         lines.append(f"  {e.model_id:<40} {e.grid:<10} {status.split(':')[0]}" + _status_line(status))
-    if s.scale == "paper":
-        p = PAPER_ACCOUNTING
-        per_flop = p["gpu_hours"]["base"] / parts["base"][3]
-        lines += ["", f"The paper's own accounting: {p['models']}; {p['finetune_runs']:,} fine-tuning runs.",
-                  f"  {'part':<10} {'steps here':>11} {'steps (paper)':>14} {'GPU-h at the base rate':>23} "
-                  f"{'GPU-h (paper)':>14}"]
-        for part in ("base", "biphasic", "cpt"):
-            lines.append(f"  {part:<10} {parts[part][1]:>11,} {p['steps'][part]:>14,} "
-                         f"{parts[part][3] * per_flop:>23,.0f} {p['gpu_hours'][part]:>14,}")
-        lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
-                     "each part's FLOPs)")
-    t = estimate(plan, paths, grids, state, c, rate)
+    return lines
+
+
+def _paper_accounting_lines(parts: dict) -> list[str]:
+    """Each part's steps and GPU-hours beside the paper's own accounting."""
+    p = PAPER_ACCOUNTING
+    per_flop = p["gpu_hours"]["base"] / parts["base"][3]
+    lines = [f"The paper's own accounting: {p['models']}; {p['finetune_runs']:,} fine-tuning runs.",
+             f"  {'part':<10} {'steps here':>11} {'steps (paper)':>14} {'GPU-h at the base rate':>23} "
+             f"{'GPU-h (paper)':>14}"]
+    for part in ("base", "biphasic", "cpt"):
+        lines.append(f"  {part:<10} {parts[part][1]:>11,} {p['steps'][part]:>14,} "
+                     f"{parts[part][3] * per_flop:>23,.0f} {p['gpu_hours'][part]:>14,}")
+    lines.append("  (GPU-h at the base rate: the paper's 81k GPU-h for its 15 base runs, per FLOP, applied to "
+                 "each part's FLOPs)")
+    return lines
+
+
+def _compute_lines(t: dict, state: Work) -> list[str]:
+    """What is to do, and the wall time of what is missing and of a full run (`estimate`'s `t`)."""
     unit = (lambda x: f"{x / 3600:,.0f} GPU-h") if t["gpu"] else _hours
 
     def when(pair):
         return f"~{unit(sum(pair))} ({unit(pair[0])} pretraining, {unit(pair[1])} fine-tuning)"
-    lines += ["", state.counts(),
-              "Compute (an estimate, without data building and notebooks):",
-              f"  missing now: {when(t['missing']) if state.runs or state.evals else 'nothing'}",
-              f"  a full run:  {when(t['full'])}",
-              f"  ({t['how']})"]
-    return "\n".join(lines)
+    return [state.counts(),
+            "Compute (an estimate, without data building and notebooks):",
+            f"  missing now: {when(t['missing']) if state.runs or state.evals else 'nothing'}",
+            f"  a full run:  {when(t['full'])}",
+            f"  ({t['how']})"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -929,11 +971,11 @@ def _cli(args) -> int:
     paths = paths_from(args)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     names = resolve_names(args.name, scale)
-    plan = build_plan(scale).for_studies(names)
+    plan = build_plan(scale).for_studies(names)  # built once
     check_overrides(args.overrides, plan, names)
     if args.action == "plan":
-        print(format_plan(plan, names, paths))
+        print(format_plan(plan, paths))
         return 0
-    run(names, scale, paths, data_dir=paths.data / "tasks" if args.data_dir else None,  # all data under --data-dir
+    run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None,  # all data under --data-dir
         pretrain_only=args.pretrain_only)
     return 0

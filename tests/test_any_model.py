@@ -10,11 +10,12 @@ import torch
 
 from mlmclm.analysis.results import load_run_tree
 from mlmclm.cli import main
-from mlmclm.config import finetune_config
+from mlmclm.config import finetune_config, scale_config
 from mlmclm.errors import FinetuneError, ResultFileError
 from mlmclm.evaluation.finetune import open_checkpoint, run_grid
 from mlmclm.testing import offline_suite, random_transformers_model
 
+TINY = scale_config("tiny")  # the scale of every grid here
 FAMILIES = {"bert": ("encoder", False), "modernbert": ("encoder", False), "llama": ("converted", True),
             "eurobert": ("converted", False)}  # kind, whether the source model is causal
 
@@ -57,8 +58,8 @@ def test_one_grid_end_to_end_per_family(suite, family, capsys):
 
 def test_a_decoder_fine_tunes_causally_as_an_option_an_encoder_refuses(suite, tmp_path):
     root, models = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "max_steps=2",
-                                   "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]", "is_causal=true"])
+    cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "max_steps=2",
+                                 "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]", "is_causal=true"])
     run_grid(models["llama"], cfg, model_id="llama-causal", progress=False)
     doc = json.loads(next((tmp_path / "tiny" / "llama-causal").rglob("results.json")).read_text())
     assert doc["meta"]["is_causal"] is True and doc["meta"]["config"]["is_causal"] is True
@@ -91,8 +92,8 @@ def test_arbitrary_model_ids_load_with_empty_attributes(suite):
         with pytest.raises(ResultFileError):
             results.parse_model_id(model_id)
     root, models = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
-                                   "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]"])
+    cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
+                                 "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]"])
     run_grid(models["bert"], cfg, model_id="all-MiniLM-L6-v2", progress=False)
     scores = results.aggregate(results.load_run_tree(root / "ids" / "tiny", "ours", "tiny"))
     row = scores[scores["model"] == "all-MiniLM-L6-v2"]

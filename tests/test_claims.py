@@ -531,6 +531,7 @@ def test_committed_mini_results_meet_the_calibration_criteria():
     in >= 80% of cells and group means within 2 points (else no verdict of ours at all); a verdict of ours only where
     the controls are beaten."""
     from mlmclm import studies
+    from mlmclm.config import scale_config
 
     data = results.load(REPO / "results", sources=["paper", "ours"], scale="mini")
     ours = data.runs[data.runs["source"] == "ours"]
@@ -538,7 +539,7 @@ def test_committed_mini_results_meet_the_calibration_criteria():
         pytest.skip("no committed mini results")
     report = evidence.calibration_report(ours)
     assert report.unequal.empty, report.unequal
-    plan = studies.build_plan("mini")
+    plan = studies.build_plan(scale_config("mini"))
     grid = studies.grid_config(plan, "default", studies.Paths())
     expected = len(plan.evaluations) * len(grid.datasets) * len(grid.lrs) * len(grid.seeds)
     v = claims.verdicts(data.scores, data.runs, ["1"])

@@ -76,7 +76,7 @@ def test_data_dir_moves_the_task_suite_too(tmp_path, monkeypatch):
 
     seen = []
 
-    def fake_run(names, scale, paths=None, data_dir=None, **kwargs):
+    def fake_run(plan, paths=None, data_dir=None, **kwargs):
         seen.append((paths.data, data_dir))
         raise SystemExit(0)
 

@@ -173,7 +173,7 @@ def test_the_config_checks_a_model_as_mlmclmconfig_does_without_importing_it():
 @pytest.mark.parametrize("override,match", [
     ("finetune.lrz=[1]", "unknown config key finetune.lrz; did you mean finetune.lrs?"),
     ("stability.sedes=[1]", "unknown config key stability.sedes; did you mean stability.seeds?"),
-    ("finetune=3", "finetune must be a mapping of fine-tuning fields"),
+    ("finetune=3", "finetune must be a mapping of config keys, got 3"),
 ])
 def test_a_scales_grid_fields_are_named_in_full(override, match):
     from mlmclm.config import scale_config
@@ -309,18 +309,18 @@ def test_a_dataset_sets_its_own_protocol_and_the_rest_keep_the_default():
     protocol holds no per_dataset (a run records what it was computed with)."""
     from mlmclm.config import finetune_config
 
-    cfg = finetune_config("long", ["per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-3]",
-                                   "per_dataset.multiemo_sentiment.seeds=[0, 1, 2, 3, 4, 5, 6, 7]",
-                                   "per_dataset.multiemo_sentiment.max_eval=4000"])
+    cfg = finetune_config(scale_config("long"), ["per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-3]",
+                                                 "per_dataset.multiemo_sentiment.seeds=[0, 1, 2, 3, 4, 5, 6, 7]",
+                                                 "per_dataset.multiemo_sentiment.max_eval=4000"])
     sc, tc = cfg.for_dataset("multiemo_sentiment"), cfg.for_dataset("brown_upos")
     assert (sc.lrs, sc.seeds, sc.max_eval, sc.epochs) == ([1e-4, 1e-3], list(range(8)), 4000, cfg.epochs)
     assert (tc.lrs, tc.seeds, tc.max_eval) == (cfg.lrs, cfg.seeds, cfg.max_eval)
-    assert sc.per_dataset == tc.per_dataset == {} and cfg.per_dataset["multiemo_sentiment"]["max_eval"] == 4000
+    assert sc.per_dataset == tc.per_dataset == {} and cfg.per_dataset["multiemo_sentiment"].max_eval == 4000
 
 
 @pytest.mark.parametrize("override,match", [
-    ("finetune.per_dataset.multiemo_sentiment.qa_stride=4", "per_dataset.multiemo_sentiment.qa_stride cannot be "
-                                                            "set per dataset; choose from lrs, seeds, epochs"),
+    ("finetune.per_dataset.multiemo_sentiment.qa_stride=4", "unknown config key finetune.per_dataset.multiemo_sentiment"
+                                                            ".qa_stride; known keys: lrs, seeds, epochs"),
     ("finetune.per_dataset.multiemo_sentiment.lrs=[-1]", "per_dataset.multiemo_sentiment: lrs must be positive"),
     ("finetune.per_dataset.multiemo_sentiment.epochs=x", "per_dataset.multiemo_sentiment.epochs must be an integer"),
     ("finetune.per_dataset.multiemo_sentiment=3", "per_dataset.multiemo_sentiment must be a mapping"),

@@ -13,7 +13,7 @@ import torch
 from mlmclm.testing import offline_suite, random_checkpoint, tokenizer
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
-from mlmclm.config import finetune_config
+from mlmclm.config import finetune_config, scale_config
 from mlmclm.evaluation.finetune import (
     _encode_qa, _encode_tc, batch_plan, collate, info_nce, open_checkpoint, qa_answers, run_grid,
 )
@@ -22,6 +22,7 @@ from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
+TINY = scale_config("tiny")  # the scale of every grid here
 GRID = ["multiemo_sentiment", "brown_upos", "brown_propn_spans", "squad11", "squad_retrieval", "nq_retrieval"]
 
 
@@ -90,9 +91,9 @@ def test_worker_processes_write_the_same_results_as_one_run_after_another(suite,
     root, ckpt = suite
     docs, outs = {}, {}
     for name, workers in (("sequential", 1), ("workers", 2)):
-        cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / name}",
-                                       "datasets=[multiemo_sentiment,brown_propn_spans,squad11,squad_retrieval]",
-                                       "lrs=[1e-3,3e-3]", "seeds=[0,1]", f"grid_workers={workers}"])
+        cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / name}",
+                                     "datasets=[multiemo_sentiment,brown_propn_spans,squad11,squad_retrieval]",
+                                     "lrs=[1e-3,3e-3]", "seeds=[0,1]", f"grid_workers={workers}"])
         outs[name] = run_grid(ckpt, cfg, progress=False)
         docs[name] = _grid_docs(tmp_path / name)
     assert outs["workers"]["workers"] == 2 and outs["workers"]["runs"] == outs["sequential"]["runs"] == 16
@@ -112,8 +113,8 @@ def test_seeds_are_reproducible_and_matter(suite, tmp_path):
     root, ckpt = suite
     docs = []
     for i, seed in enumerate((3, 3, 4)):
-        cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / str(i)}",
-                                       "datasets=[brown_propn_spans]", "lrs=[1e-3]", f"seeds=[{seed}]"])
+        cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / str(i)}",
+                                     "datasets=[brown_propn_spans]", "lrs=[1e-3]", f"seeds=[{seed}]"])
         run_grid(ckpt, cfg, progress=False)
         f = next((tmp_path / str(i)).rglob("results.json"))
         docs.append(json.loads(f.read_text()))
@@ -187,7 +188,7 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
     root, ckpt = suite
     base = [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[multiemo_sentiment]", "lrs=[1e-3]",
             "seeds=[0,1,2,3]", "grid_workers=1"]
-    run_grid(ckpt, finetune_config("tiny", base), progress=False)
+    run_grid(ckpt, finetune_config(TINY, base), progress=False)
     files = sorted(tmp_path.rglob("results.json"))
     assert len(files) == 4
     files[0].write_text(files[0].read_text()[:100])  # truncated
@@ -197,15 +198,15 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
     files[2].write_text(json.dumps(doc))
     stamp = files[3].stat().st_mtime_ns
     capsys.readouterr()
-    out = run_grid(ckpt, finetune_config("tiny", base + ["seeds=[0,1,2,3,4]"]), progress=False)
+    out = run_grid(ckpt, finetune_config(TINY, base + ["seeds=[0,1,2,3,4]"]), progress=False)
     assert (out["runs"], out["skipped"]) == (4, 1) and files[3].stat().st_mtime_ns == stamp
     said = capsys.readouterr().out
     for path, fault in zip(files, ("not valid JSON", "'test' has no 'score'", "no meta.config")):
         assert f"{path}: {fault}" in said and "; it is redone" in said
     assert all(json.loads(f.read_text())["meta"]["config"]["max_steps"] == 4 for f in files)
-    out = run_grid(ckpt, finetune_config("tiny", base + ["max_steps=3"]), progress=False)  # another protocol
+    out = run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3"]), progress=False)  # another protocol
     assert out["runs"] == 4 and "computed with other settings (max_steps 4 -> 3)" in capsys.readouterr().out
-    assert run_grid(ckpt, finetune_config("tiny", base + ["max_steps=3", "grid_workers=2"]), progress=False)[
+    assert run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3", "grid_workers=2"]), progress=False)[
         "runs"] == 0  # how many workers does not change a result
 
 
@@ -215,8 +216,8 @@ def test_a_result_counts_only_in_the_folder_its_meta_names(suite, tmp_path, caps
     from mlmclm.evaluation.finetune import MISPLACED, result_fault
 
     root, ckpt = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]",
-                                   "datasets=[multiemo_sentiment]", "seeds=[0,1]", "grid_workers=1"])
+    cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]",
+                                 "datasets=[multiemo_sentiment]", "seeds=[0,1]", "grid_workers=1"])
     run_grid(ckpt, cfg, progress=False)
     sd0, sd1 = sorted(tmp_path.rglob("results.json"))
     sd1.write_text(sd0.read_text())  # seed 0's result in seed 1's folder
@@ -369,9 +370,9 @@ def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
     build_offline(["bbc_news_topic"], tmp_path / "tasks", progress=False)
     data = load_task(SUITES["offline"]["bbc_news_topic"], tmp_path / "tasks")
     ckpt = random_checkpoint(tmp_path / "bbc-random-init", [r["text"] for r in data["train"]], vocab_size=2048)
-    cfg = finetune_config("tiny", [f"data_dir={tmp_path / 'tasks'}", f"results_dir={tmp_path / 'results'}",
-                                   "groups=[SC]", "datasets=[bbc_news_topic]", "lrs=[1e-3]", "seeds=[0]",
-                                   "max_steps=120", "batch_size=16", "max_train=null", "max_eval=null"])
+    cfg = finetune_config(TINY, [f"data_dir={tmp_path / 'tasks'}", f"results_dir={tmp_path / 'results'}",
+                                 "groups=[SC]", "datasets=[bbc_news_topic]", "lrs=[1e-3]", "seeds=[0]",
+                                 "max_steps=120", "batch_size=16", "max_train=null", "max_eval=null"])
     run_grid(ckpt, cfg, progress=False)
     result = json.loads(next((tmp_path / "results").rglob("results.json")).read_text())
     majority = collections.Counter(r["label"] for r in data["train"]).most_common(1)[0][0]
@@ -386,9 +387,9 @@ def test_several_epochs_reshuffle_and_record_a_validation_curve(suite, tmp_path)
     after epochs 1 and 2 and at the end (the curve's last point is the final validation score); the results loader
     turns the curve into the last epoch's gain."""
     root, ckpt = suite
-    cfg = finetune_config("tiny", [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[brown_upos]",
-                                   "groups=[TC]", "lrs=[1e-3]", "seeds=[0]", "max_steps=-1", "epochs=3",
-                                   "max_train=20"])
+    cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[brown_upos]",
+                                 "groups=[TC]", "lrs=[1e-3]", "seeds=[0]", "max_steps=-1", "epochs=3",
+                                 "max_train=20"])
     assert run_grid(ckpt, cfg, progress=False)["runs"] == 1
     doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
     assert doc["meta"]["train_steps"] == 9 and doc["meta"]["train_examples"] == 60
@@ -412,7 +413,7 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
             "datasets=[multiemo_sentiment, brown_propn_spans, squad_retrieval, nq_retrieval]",
             "per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-2]", "per_dataset.multiemo_sentiment.max_eval=3",
             "per_dataset.squad_retrieval.seeds=[1]", "per_dataset.squad_retrieval.max_steps=2"]
-    cfg = finetune_config("tiny", base)
+    cfg = finetune_config(TINY, base)
     out = run_grid(ckpt, cfg, progress=False)
     assert (out["runs"], out["trainings"]) == (5, 4)
     docs = {str(p.parent.relative_to(tmp_path / "tiny" / "tiny-mlm40-100")): json.loads(p.read_text())
@@ -431,7 +432,7 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
                 str(tmp_path / "cli"), "--set", "per_dataset.multiemo_sentiment.lrs=[1e-4]") == 0
     assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
     with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):
-        run_grid(ckpt, finetune_config("tiny", base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False)
+        run_grid(ckpt, finetune_config(TINY, base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False)
 
 
 def test_every_task_group_is_one_entry_of_each_table():

@@ -18,9 +18,10 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops", "sizes"},
-    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
-    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks"},
-    "analysis": {"config", "errors", "flops", "io", "locks"},
+    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "runs"},
+    "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
+                   "runs"},
+    "analysis": {"config", "errors", "flops", "io", "locks", "runs"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -35,6 +36,7 @@ HELPERS = {
     "locks": {"errors", "io"},
     "workspace": {"errors", "io"},
     "config": {"errors", "schedule", "sizes"},
+    "runs": {"errors", "io", "config"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {
@@ -236,3 +238,22 @@ def test_the_kernels_build_folders_are_not_ignored():
         out = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=ROOT)
         assert out.returncode == 1, f"{path} is ignored"
     assert subprocess.run(["git", "check-ignore", "--no-index", "-q", "build/x.py"], cwd=ROOT).returncode == 0
+
+
+LONGEST = 60  # lines of a function in mlmclm/, its decorators and docstring included
+
+
+def test_functions_are_short_or_say_why():
+    """No function in mlmclm/ runs over `LONGEST` lines unless a comment on its `def` line or the line above says why
+    it stays long (an argparse table, say): a longer one does several jobs, each of which can be named."""
+    long = []
+    for path in _sources():
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                size = node.end_lineno - first + 1
+                said = "#" in lines[node.lineno - 1] or lines[first - 2].lstrip().startswith("#")
+                if size > LONGEST and not said:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size} lines)")
+    assert not long, "\n".join(long) + "\n(split it into named parts, or say on or above its def why it stays long)"

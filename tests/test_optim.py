@@ -4,7 +4,7 @@ for the fused kernel."""
 import torch
 
 from mlmclm import MlmClmConfig, MlmClmForMaskedLM, MlmClmForSequenceClassification
-from mlmclm.config import OptimSpec, finetune_config
+from mlmclm.config import OptimSpec, finetune_config, scale_config
 from mlmclm.evaluation import finetune
 from mlmclm.evaluation.tasks import SUITES
 from mlmclm.training import optim, pretrain
@@ -34,7 +34,7 @@ def test_pretraining_and_fine_tuning_build_the_same_optimizer(monkeypatch):
         return opt
 
     monkeypatch.setattr(finetune, "build_optimizer", spy)
-    cfg = finetune_config("tiny", ["max_steps=1", "batch_size=2"])
+    cfg = finetune_config(scale_config("tiny"), ["max_steps=1", "batch_size=2"])
     model = MlmClmForSequenceClassification(MlmClmConfig.from_size("tiny", vocab_size=64, num_labels=4))
     features = [{"input_ids": [1, 5 + i, 9, 2], "labels": i % 4} for i in range(4)]
     finetune.train(model, SUITES["offline"]["multiemo_sentiment"], features, cfg, 1e-3, 0, 0, torch.device("cpu"))

@@ -306,7 +306,7 @@ def test_the_pinned_revisions_resolve_on_the_hub():
 def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, monkeypatch):
     """Fine-tuning on MS MARCO and evaluating NQ zero-shot: NQ is loaded once a run seed and each seed's run is
     scored on the splits its own seed drew (MS MARCO, not seeded, is loaded once)."""
-    from mlmclm.config import finetune_config
+    from mlmclm.config import finetune_config, scale_config
     from mlmclm.evaluation import finetune
     from mlmclm.testing import random_checkpoint
 
@@ -325,8 +325,9 @@ def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, mo
     monkeypatch.setattr(finetune, "load_task", load)
     monkeypatch.setattr(finetune, "evaluate", evaluate)
     ckpt = random_checkpoint(tmp_path / "ckpt" / "tiny-mlm40-100", [f"question {i} doc text Title" for i in range(50)])
-    cfg = finetune_config("tiny", [f"data_dir={mirror}", f"results_dir={tmp_path / 'out'}", "suite=paper",
-                                   "groups=[IR]", "datasets=[nq]", "lrs=[1e-3]", "seeds=[0,1]", "grid_workers=1"])
+    cfg = finetune_config(scale_config("tiny"), [f"data_dir={mirror}", f"results_dir={tmp_path / 'out'}",
+                                                 "suite=paper", "groups=[IR]", "datasets=[nq]", "lrs=[1e-3]",
+                                                 "seeds=[0,1]", "grid_workers=1"])
     assert finetune.run_grid(ckpt, cfg, progress=False)["runs"] == 2
     assert sorted((name, seed) for name, seed, _ in loaded) == [("msmarco", 0), ("nq", 0), ("nq", 1)]
     halves = {seed: ids for name, seed, ids in loaded if name == "nq"}

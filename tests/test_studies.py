@@ -7,10 +7,11 @@ import pytest
 from mlmclm import cli, studies
 from mlmclm.config import scale_config
 from mlmclm.errors import ConfigError
+from mlmclm.runs import steps_token
 
 
 def test_paper_plan_is_the_papers_inventory():
-    plan = studies.build_plan("paper")
+    plan = studies.build_plan(scale_config("paper"))
     parts = {p: [r for r in plan.runs.values() if r.part == p] for p in ("base", "biphasic", "cpt")}
     # 38 models (paper.md, "Model inventory") + Fig. 11's 1B 25%-75% run, which the paper's 38 seem to omit
     assert [len(parts[p]) for p in parts] == [15, 18, 6]
@@ -35,7 +36,7 @@ def test_paper_plan_is_the_papers_inventory():
 
 
 def test_a_study_needs_only_its_runs_and_their_parents():
-    plan = studies.build_plan("tiny").for_studies(["cpt"])
+    plan = studies.build_plan(scale_config("tiny")).for_studies(["cpt"])
     assert set(plan.runs) == {"tiny-m-clm-42", "tiny-m-mlm40-42"} | {
         f"tiny-m-{o}-dec42-mlm40-{42 + n}" for o in ("clm", "mlm40") for n in (2, 12, 22)}
     assert {e.model_id for e in plan.evaluations.values()} == set(plan.runs)
@@ -69,7 +70,7 @@ def test_bad_study_input_is_one_line(capsys, argv, message):
 
 
 def test_mini_plan_one_size_controls_and_pretraining_seeds():
-    plan = studies.build_plan("mini")
+    plan = studies.build_plan(scale_config("mini"))
     assert set(plan.runs) == {"mini-m-clm-840", "mini-m-mlm40-840", "mini-m-clm-840-p1", "mini-m-mlm40-840-p1"}
     assert plan.runs["mini-m-clm-840-p1"].seed == 1 and plan.runs["mini-m-clm-840"].seed == 0
     cfg = studies.run_config(plan, plan.runs["mini-m-mlm40-840-p1"], studies.Paths())
@@ -84,7 +85,7 @@ def test_mini_plan_one_size_controls_and_pretraining_seeds():
 
 
 def test_stability_grid_writes_its_own_tree(tmp_path):
-    plan = studies.build_plan("tiny")
+    plan = studies.build_plan(scale_config("tiny"))
     grids = studies.grid_configs(plan, studies.Paths(results=tmp_path / "runs"))
     assert grids["default"].results_dir.endswith("runs") and grids["stability"].results_dir.endswith("runs/stability")
     assert grids["stability"].lrs != grids["default"].lrs
@@ -131,7 +132,7 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
             "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert cli.main(["reproduce", *args, "--output-dir", str(out)]) == 0
     runs = tmp_path / "results" / "runs" / "tiny"
-    plan = studies.build_plan("tiny")
+    plan = studies.build_plan(scale_config("tiny"))
     metas = [json.loads((runs / r / "meta.json").read_text()) for r in plan.runs]
     assert len(metas) == 39 and all(m["status"] == "complete" and m["commit"] for m in metas)
     results = sorted(runs.rglob("results.json"))
@@ -150,13 +151,13 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
 
     stamps = {p: p.stat().st_mtime_ns for p in results}
     paths = studies.Paths(results=tmp_path / "results" / "runs", checkpoints=tmp_path / "ckpt")
-    done = studies.run(["all"], "tiny", paths, progress=False)
+    done = studies.run(studies.build_plan(scale_config("tiny")), paths, progress=False)
     assert (done["trained"], done["evaluated"]) == (0, 0)
     lost = runs / "tiny-m-clm-6-mlm40-12" / "SC" / "multiemo_sentiment" / "lr1e-03_sd1" / "results.json"
     lost.unlink()
     import shutil
     shutil.rmtree(tmp_path / "ckpt" / "tiny" / "tiny-m-clm-6-mlm40-12")  # its checkpoint is gone too
-    done = studies.run(["biphasic"], "tiny", paths, progress=False)
+    done = studies.run(studies.build_plan(scale_config("tiny")).for_studies(["biphasic"]), paths, progress=False)
     assert (done["trained"], done["evaluated"], done["results"]) == (1, 1, 1) and lost.is_file()
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p != lost)
 
@@ -177,7 +178,7 @@ def test_long_plan_trains_far_enough_for_the_late_claims():
     reading text after its base run's, inside a 23.7M-token corpus (the offline corpus at a 4k BPE)."""
     from mlmclm.models.configuration import MlmClmConfig
 
-    plan = studies.build_plan("long")
+    plan = studies.build_plan(scale_config("long"))
     base = studies.run_config(plan, plan.runs["mini-xs-mlm40-4620"], studies.Paths())
     tokens = base.batch_size * base.data.seq_len * 4620
     assert 50 <= tokens / MlmClmConfig.from_size("mini-xs").num_parameters_by_part()["body"] <= 100
@@ -214,9 +215,9 @@ def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
     and after CPT on the scale's grid, into the reference tree; a shorter CPT starts from the longest one's checkpoint
     before its decay with the decoder's own tokenizer, as the parent saved it."""
     for scale, lengths in (("small", (100, 600, 1100)), ("paper", (2000, 12000, 22000))):
-        plan = studies.build_plan(scale)
+        plan = studies.build_plan(scale_config(scale))
         runs = {r: run for r, run in plan.runs.items() if run.decoder == "smollm2-135m"}
-        assert set(runs) == {f"smollm2-135m-mlm40-{studies.step_token(n)}" for n in lengths}
+        assert set(runs) == {f"smollm2-135m-mlm40-{steps_token(n)}" for n in lengths}
         evals = {e.model_id: e.grid for e in plan.evaluations.values() if e.run_id in runs}
         assert set(evals.values()) == {"reference"} and f"{max(runs, key=lambda r: runs[r].total)}-0" in evals
     grids = studies.grid_configs(plan, studies.Paths(results=studies.ROOT / "r"))
@@ -273,7 +274,7 @@ def test_committed_runs_keep_their_identity_and_are_complete(scale):
     from mlmclm.io import ROOT
     from mlmclm.training.pretrain import identity
 
-    plan = studies.build_plan(scale)
+    plan = studies.build_plan(scale_config(scale))
     paths = studies.Paths()
     for run in plan.runs.values():
         cfg = studies.run_config(plan, run, paths)
@@ -305,7 +306,7 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     stream after the base run's steps), named -p{seed} so the analysis pools them with seed 0."""
     from mlmclm.analysis.results import family
 
-    plan = studies.build_plan("longer")
+    plan = studies.build_plan(scale_config("longer"))
     runs = plan.runs
     split, cpt = runs["mini-xs-clm-2200-mlm40-9240-p1"], runs["mini-xs-clm-dec9240-mlm40-11440-p1"]
     assert (split.parent, split.parent_step, split.optimizer, split.seed) == ("mini-xs-clm-9240-p1", 2200, True, 1)
@@ -364,7 +365,7 @@ def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, ca
     from mlmclm.io import ROOT
 
     paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
-    plan = studies.build_plan("long").for_studies(["biphasic"])
+    plan = studies.build_plan(scale_config("long")).for_studies(["biphasic"])
     committed = ROOT / "results" / "runs" / "long"
     for run_id in ("mini-xs-clm-4620", "mini-xs-clm-1100-mlm40-4620"):  # complete, with their fine-tuning results
         shutil.copytree(committed / run_id, paths.results / "long" / run_id)
@@ -401,7 +402,7 @@ def test_full_run_estimate_is_within_1_5x_of_the_measured_time(tmp_path, scale, 
     long took 87.6 min on a 2-core CPU (mlmclm/scales/long.yaml), mini 8.5 min of pretraining and about 31 of
     fine-tuning (README, its data build aside)."""
     paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
-    plan = studies.build_plan(scale)
+    plan = studies.build_plan(scale_config(scale))
     grids = studies.grid_configs(plan, paths)
     state = studies.work(plan, paths, grids)
     assert len(state.runs) == len(plan.runs) and len(state.evals) == len(plan.evaluations)

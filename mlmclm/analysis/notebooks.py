@@ -210,33 +210,10 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
         out = papermill_output()
         figures_dir = figures_dir or (out.parent / "figures" if out else "figures")
         tables_dir = tables_dir or (out.parent / "tables" if out else "results/tables")
-    if run_study:  # the study runner trains models: it runs in its own process, so analysis never imports torch
-        import subprocess
-
-        if study is None or not scales:
-            raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling')) and scales")
-        for scale in scales:
-            cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
-                   str(res_dir / "runs"), "--checkpoints-dir", str(res_dir.parent / "checkpoints")]  # beside results
-            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
-                for line in proc.stdout:  # the runner's report, into the notebook as it comes
-                    print(line, end="", flush=True)
-            if proc.returncode:
-                raise RuntimeError(f"`{' '.join(cmd[1:])}` failed with exit status {proc.returncode} "
-                                   "(its output is above)")
-    ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
+    if run_study:
+        _run_study(study, scales, res_dir)
+    ours = _our_scales(root, res_dir, scales, sources)
     encodeval = _resolve(root, encodeval_dir)
-    if "ours" in sources:
-        missing = [s for s in ours if not (res_dir / "runs" / s).is_dir()]
-        ours = [s for s in ours if s not in missing]
-        for scale in missing:
-            print(f"This repository's runs: none at {_shown(root, res_dir / 'runs' / scale)}/ yet.")
-        print(f"This repository's runs: scale {', '.join(ours)}." if ours else
-              f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
-              "shown.")
-    else:
-        ours = []
     if "encodeval" in sources and encodeval is None:
         print("EncodEval per-run results: not given "
               "(set encodeval_dir to a folder of the authors' results.json files).")
@@ -247,12 +224,55 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
     data = dataclasses.replace(
         first, scores=figures.with_metrics(pd.concat([p.scores for p in parts], ignore_index=True), metrics),
         runs=figures.with_metrics(pd.concat([p.runs for p in parts], ignore_index=True), metrics))
+    return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
+                   scales=ours, data=data, controls=evidence.controls(data.scores, data.runs),
+                   reference=_reference(res_dir, ours))
+
+
+def _run_study(study: str | None, scales, res_dir: Path) -> None:
+    """Train and fine-tune what `study` still misses at each of `scales` (`mlmclm study run`), in its own process
+    (the study runner trains models: analysis never imports torch), its report printed into the notebook."""
+    import subprocess
+
+    if study is None or not scales:
+        raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling')) and scales")
+    for scale in scales:
+        cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
+               str(res_dir / "runs"), "--checkpoints-dir", str(res_dir.parent / "checkpoints")]  # beside results
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "TQDM_DISABLE": "1"}) as proc:
+            for line in proc.stdout:  # the runner's report, into the notebook as it comes
+                print(line, end="", flush=True)
+        if proc.returncode:
+            raise RuntimeError(f"`{' '.join(cmd[1:])}` failed with exit status {proc.returncode} "
+                               "(its output is above)")
+
+
+def _our_scales(root: Path, res_dir: Path, scales, sources) -> list[str]:
+    """The scales of ours to show (`scales`, None: every one with results), those with runs, saying which."""
+    if "ours" not in sources:
+        return []
+    ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
+    missing = [s for s in ours if not (res_dir / "runs" / s).is_dir()]
+    ours = [s for s in ours if s not in missing]
+    for scale in missing:
+        print(f"This repository's runs: none at {_shown(root, res_dir / 'runs' / scale)}/ yet.")
+    print(f"This repository's runs: scale {', '.join(ours)}." if ours else
+          f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
+          "shown.")
+    return ours
+
+
+def _reference(res_dir: Path, ours: list[str]):
+    """The models pretrained elsewhere at `ours` scales (`results.REFERENCE`), None where there are none."""
+    import pandas as pd
+
+    from . import results
+
     refs = [results.load(res_dir, sources=[results.REFERENCE], scale=s) for s in ours
             if (res_dir / "runs" / results.REFERENCE / s).is_dir()]
-    reference = None if not refs else results.Results(scores=pd.concat([r.scores for r in refs], ignore_index=True),
-                                                      runs=pd.concat([r.runs for r in refs], ignore_index=True))
-    return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
-                   scales=ours, data=data, controls=evidence.controls(data.scores, data.runs), reference=reference)
+    return None if not refs else results.Results(scores=pd.concat([r.scores for r in refs], ignore_index=True),
+                                                 runs=pd.concat([r.runs for r in refs], ignore_index=True))
 
 
 def _strip_volatile(path: Path) -> None:

@@ -32,6 +32,7 @@ from ..errors import ConfigError, ResultFileError
 from .. import flops
 from ..io import load_result, misplaced
 from ..locks import busy
+from ..runs import ModelId, grid_root
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -64,65 +65,46 @@ SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 
 # ----------------------------------------------------------------------------------------------- model ids
 
-_MODEL_ID = re.compile(
-    r"^(?P<size>[a-z0-9][a-z0-9-]*?)-(?P<obj>clm|mlm(?P<ratio1>\d+))-(?P<dec>dec)?(?P<steps1>\d+k?)"
-    r"(?:-mlm(?P<ratio2>\d+)-(?P<total>\d+k?))?(?:-p(?P<pseed>\d+))?(?:-(?P<ckpt>\d+))?$"
-)
-
-
-def _steps(token: str) -> int:
-    return int(token[:-1]) * 1000 if token.endswith("k") else int(token)
-
-
 def _size_label(size: str) -> str:
     return size.upper() if re.fullmatch(r"\d+[mb]", size) else size
 
 
 def parse_model_id(model: str) -> dict:
-    """Size, objective, masking ratio and step counts from a run id (results/README.md, "Model ids").
-
-    ``{size}-{clm|mlmR}-{steps}``, ``{size}-clm-{k1}-mlmR-{total}`` (two phases from scratch),
-    ``{size}-{clm|mlmR}-dec{steps}-mlmR-{total}`` (MLM continued pretraining from a decayed checkpoint), each with an
-    optional ``-p{N}`` (pretraining seed N, ``pretrain_seed``; 0 when absent) and an optional ``-{step}`` suffix for an
-    intermediate checkpoint. ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps ==
-    steps``; ``cpt_steps`` counts the continued-pretraining part; ``objective`` is ``clm``, ``mlm`` or ``clm+mlm``
-    (both phases present), or ``random`` for a run's step-0 checkpoint (its initial weights: the random-init control
-    of its size, which stands for every objective since fine-tuning is always bidirectional).
+    """Size, objective, masking ratio and step counts from a model id (`runs.ModelId`; results/README.md, "Model
+    ids"). ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps == steps``;
+    ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent);
+    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present), or ``random`` for a run's step-0
+    checkpoint (its initial weights: the random-init control of its size, which stands for every objective since
+    fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an id that does not follow the
+    naming.
     """
-    m = _MODEL_ID.match(model)
-    if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
-        raise ResultFileError(f"model id {model!r} does not follow "
-                         "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-p{N}][-{step}]")
-    first = _steps(m["steps1"])
-    total = _steps(m["total"]) if m["total"] else first
-    if total < first:
-        raise ResultFileError(f"model id {model!r}: total {total} steps is less than its first phase ({first})")
-    pretrain_seed = int(m["pseed"]) if m["pseed"] else 0
-    if m["ckpt"] is not None and int(m["ckpt"]) == 0 and not m["dec"]:
-        return {"size": _size_label(m["size"]), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
-                "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": pretrain_seed}
-    steps = int(m["ckpt"]) if m["ckpt"] else total
-    clm = min(first, steps) if m["obj"] == "clm" else 0
+    m = ModelId.parse(model)
+    if m.step == 0 and not m.cpt:
+        return {"size": _size_label(m.size), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
+                "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": m.seed}
+    steps = m.step if m.step is not None else m.length
+    clm = min(m.steps, steps) if m.objective == "clm" else 0
     mlm = steps - clm
-    ratio = m["ratio2"] or m["ratio1"]
     return {
-        "size": _size_label(m["size"]),
+        "size": _size_label(m.size),
         "objective": "clm+mlm" if clm and mlm else ("clm" if clm else "mlm"),
-        "mask_ratio": int(ratio) if ratio and mlm else pd.NA,
+        "mask_ratio": m.mask_ratio if m.mask_ratio is not None and mlm else pd.NA,
         "steps": steps,
         "clm_steps": clm,
         "mlm_steps": mlm,
-        "cpt_steps": steps - first if m["dec"] else 0,
-        "intermediate": m["ckpt"] is not None,
-        "pretrain_seed": pretrain_seed,
+        "cpt_steps": steps - m.steps if m.cpt else 0,
+        "intermediate": m.step is not None,
+        "pretrain_seed": m.seed,
     }
 
 
 def family(model: str) -> str:
     """The model id without its pretraining seed (``mini-xs-clm-4620-p2`` -> ``mini-xs-clm-4620``, the id of seed 0):
     the runs that differ only in their pretraining seed share it. Ids that do not follow the naming are their own."""
-    m = _MODEL_ID.match(model)
-    return model if m is None or m["pseed"] is None else model[:m.start("pseed") - 2] + model[m.end("pseed"):]
+    try:
+        return str(ModelId.parse(model).family)
+    except ValueError:
+        return model
 
 
 def _with_attributes(df: pd.DataFrame) -> pd.DataFrame:
@@ -148,7 +130,7 @@ def output_subdir(source: str, scale: str) -> str:
 
 def step_label(steps: int) -> str:
     """Steps as the paper prints them: 42000 -> "42K", 0 -> "0K" (a scale's own counts that are not thousands stay as
-    they are). Run ids spell steps with a small k (`studies.step_token`); both are `config.step_text`."""
+    they are). Run ids spell steps with a small k (`runs.steps_token`); both are `config.step_text`."""
     return step_text(int(steps), "K")
 
 
@@ -504,9 +486,9 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
     if unknown:
         raise ConfigError(f"unknown source(s) {', '.join(sorted(unknown))}: use {', '.join(SOURCES)}")
     runs = []
-    trees = [("ours", "default", results_dir / "runs" / scale),
-             ("ours", "stability", results_dir / "runs" / "stability" / scale),
-             (REFERENCE, "default", results_dir / "runs" / REFERENCE / scale)]
+    trees = [("ours", "default", grid_root(results_dir / "runs", "default") / scale),
+             ("ours", "stability", grid_root(results_dir / "runs", "stability") / scale),
+             (REFERENCE, "default", grid_root(results_dir / "runs", REFERENCE) / scale)]
     for source, grid, tree in trees:
         if source in sources and tree.is_dir():
             runs.append(load_run_tree(tree, source, scale, relative_to=results_dir.parent, grid=grid))
@@ -737,7 +719,8 @@ def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
     a run from scratch; the curve is each ancestor's log up to where the next one branched off, then the run's own.
     A shorter CPT run that continues the longest one's checkpoint so draws the longest run's steps up to there. A run
     that resumed its parent counts the parent's steps; one with a fresh optimizer counts from 0 at the branch point.
-    Logs without a config: a CPT run's parent is its id's base run at the CPT's start, resumed if its log starts there.
+    Logs without a config: a CPT run's parent is the decayed run its id continues (`ModelId.continues`) at the CPT's
+    start, resumed if its log starts there.
     """
     logs = _parsed(logs)
     first = logs.drop_duplicates("model").set_index("model")
@@ -751,8 +734,8 @@ def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
             return r["parent"], int(at), bool(r["resumed"])
         if r["cpt_steps"] > 0:
             start = int(r["steps"] - r["cpt_steps"])
-            head, tail = model.split("-dec")
-            return f"{head}-{tail.split('-')[0]}", start, bool(logs.loc[logs["model"] == model, "step"].min() >= start)
+            resumed = bool(logs.loc[logs["model"] == model, "step"].min() >= start)
+            return str(ModelId.parse(model).continues), start, resumed
         return None, 0, False
 
     def lineage(model):

@@ -51,11 +51,12 @@ import torch.nn.functional as F
 
 from . import metrics
 from .. import locks
-from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, to_dict
+from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, scale_config, to_dict
 from ..errors import ConversionError, FinetuneError, ResultFileError
 from ..fetch import CACHE, sha256
 from ..io import HUB_ID, atomic_path, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
+from ..runs import run_folder
 from ..models.configuration import MlmClmConfig
 from ..models.convert import from_hf
 from ..models.modeling import (
@@ -662,7 +663,7 @@ HANDLERS: dict[str, Group] = {
 # ----------------------------------------------------------------------------------------------- the grid
 
 def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
-    return Path(cfg.results_dir) / cfg.scale / model_id / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
+    return run_folder(cfg.results_dir, cfg.scale, model_id) / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
 
 
 MISPLACED = "results.misplaced.json"
@@ -813,7 +814,7 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     ckpt = open_checkpoint(model_dir, model_id)
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
-    with locks.hold(Path(cfg.results_dir) / cfg.scale / ckpt.model_id):  # what is done is read under the lock
+    with locks.hold(run_folder(cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under the lock
         for c, group in _by_protocol(pairs):
             out.update(_run_protocol(ckpt, c, group, progress, report_to))
     return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
@@ -921,12 +922,12 @@ def _cli_finetune(args) -> int:
                                                      ("data_dir", args.data_dir)) if value is not None]
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
-    cfg = finetune_config(args.scale, overrides + args.overrides)
+    cfg = finetune_config(scale_config(args.scale), overrides + args.overrides)
     for key in ("lrs", "seeds"):  # an explicit grid on the command line is every dataset's
         if getattr(args, key) is not None:
             for entry in cfg.per_dataset.values():
-                entry.pop(key, None)
+                setattr(entry, key, None)
     out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
-          f"in {out['seconds']:.1f} s -> {Path(cfg.results_dir) / cfg.scale / out['model_id']}")
+          f"in {out['seconds']:.1f} s -> {run_folder(cfg.results_dir, cfg.scale, out['model_id'])}")
     return 0

@@ -41,6 +41,7 @@ from pathlib import Path
 from ..errors import ConfigError, ResultFileError
 from ..fetch import sha256
 from ..io import read_json, write_json
+from ..runs import run_folder
 
 STATE = "trainer_state.json"
 HF = "hf"
@@ -51,8 +52,8 @@ _STEP = re.compile(r"step_(\d+)")
 
 # ---- the layout ----
 def run_root(checkpoints_dir: str | Path, scale: str, run_id: str) -> Path:
-    """The folder of a run's checkpoints."""
-    return Path(checkpoints_dir) / scale / run_id
+    """The folder of a run's checkpoints (`runs.run_folder`)."""
+    return run_folder(checkpoints_dir, scale, run_id)
 
 
 def step_dir(root: Path, step: int) -> Path:

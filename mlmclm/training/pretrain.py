@@ -47,6 +47,7 @@ from ..models.convert import from_hf
 from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
+from ..runs import run_folder
 from . import checkpoints, trackers
 from .runlog import CSV_FIELDS, _valid_rows, finished, log_end
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
@@ -190,8 +191,8 @@ def identity(cfg: PretrainConfig) -> str:
 
 def owner(cfg: PretrainConfig) -> dict:
     """What a checkpoint folder records of the run it belongs to (`checkpoints.claim`)."""
-    return {"identity": identity(cfg), "run_id": cfg.run_id, "results": str(Path(cfg.results_dir) / cfg.scale /
-                                                                                cfg.run_id)}
+    return {"identity": identity(cfg), "run_id": cfg.run_id,
+            "results": str(run_folder(cfg.results_dir, cfg.scale, cfg.run_id))}
 
 
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
@@ -228,7 +229,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
                         cfg.optim.final_lr_ratio)
     _check_before_work(cfg, schedule)
-    run_dir = Path(cfg.results_dir) / cfg.scale / cfg.run_id
+    run_dir = run_folder(cfg.results_dir, cfg.scale, cfg.run_id)
     ckpt_root = checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)
     with contextlib.ExitStack() as held:
         if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)

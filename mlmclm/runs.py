@@ -1,0 +1,141 @@
+"""A model id and where a run lives: the one module that writes a model id and parses it back (`ModelId`), and
+the one that builds the folders of a run, its checkpoints and its fine-tuning results (`run_folder`, `grid_root`,
+`Paths`). Torch- and pandas-free.
+
+A model id (results/README.md, "Model ids") is the paper's released model name, in a scale's steps:
+
+    {size}-{clm|mlmR}-{steps}                     one objective from scratch          mini-xs-clm-9240
+    {size}-clm-{steps}-mlmR-{total}               CLM to `steps`, then MLM (biphasic)  mini-xs-clm-2200-mlm40-9240
+    {size}-{clm|mlmR}-dec{steps}-mlmR-{total}     MLM continued pretraining (CPT) of   mini-xs-clm-dec9240-mlm40-11440
+                                                  the decayed run {size}-{obj}-{steps}
+    ...-p{N}                                      pretraining seed N (none: seed 0)   mini-xs-clm-9240-p1
+    ...-{step}                                    the run's checkpoint after `step`   mini-xs-clm-9240-2200
+                                                  (0: its initial weights, the random-init control)
+
+Step counts of the run are written `42k` when they are whole thousands (`config.step_text`); a checkpoint's step
+always in full (`610m-mlm40-42k-1000`). The size is a model size (`sizes.SIZES`) or, for the CPT of a decoder pretrained
+elsewhere (`cpt_decoders`), the decoder's name.
+
+Where things live:
+
+    <runs>/<scale>/<model id>/                a run's pretraining record (config.yaml, meta.json, pretrain.csv)
+                                              and a model's fine-tuning results (<group>/<dataset>/lr.._sd../)
+    <runs>/stability/<scale>/<model id>/      the stability grid's results (`grid_root`)
+    <runs>/reference/<scale>/<model id>/      models pretrained elsewhere and their CPT runs
+    <checkpoints>/<scale>/<run id>/           a run's checkpoints (their step folders: `training.checkpoints`)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import REFERENCE, step_text
+from .errors import ResultFileError
+from .io import ROOT
+
+_ID = re.compile(
+    r"^(?P<size>[a-z0-9][a-z0-9-]*?)-(?P<obj>clm|mlm\d+)-(?P<dec>dec)?(?P<steps>\d+k?)"
+    r"(?:-(?P<then>mlm\d+)-(?P<total>\d+k?))?(?:-p(?P<seed>\d+))?(?:-(?P<step>\d+))?$"
+)
+FORM = "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-p{N}][-{step}]"
+
+
+def steps_token(steps: int) -> str:
+    """A run's step count as its id writes it: 42000 -> "42k"; a scale's own counts stay as they are (420, and 0)."""
+    return step_text(steps, "k") if steps else str(steps)
+
+
+def _steps(token: str) -> int:
+    return int(token[:-1]) * 1000 if token.endswith("k") else int(token)
+
+
+@dataclass(frozen=True)
+class ModelId:
+    """One model id, written by `str()` and read by `ModelId.parse` (the module's docstring has the forms)."""
+    size: str
+    objective: str                 # the first phase's: clm or mlmR (R: the masking ratio, in percent)
+    steps: int                     # where the first phase ends (a CPT: the length of the decayed run it continues)
+    then: str | None = None        # the second phase's objective (mlmR), up to `total`
+    total: int | None = None
+    cpt: bool = False              # the second phase continues the decayed run `continues` ("dec")
+    seed: int = 0                  # the pretraining seed
+    step: int | None = None        # the evaluated checkpoint; None: the run's final one
+
+    def __str__(self) -> str:
+        text = f"{self.size}-{self.objective}-{'dec' if self.cpt else ''}{steps_token(self.steps)}"
+        text += f"-{self.then}-{steps_token(self.total)}" if self.then else ""
+        text += f"-p{self.seed}" if self.seed else ""
+        return text + (f"-{self.step}" if self.step is not None else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "ModelId":
+        """The id `text` names; a `ResultFileError` (a `ValueError`) when it does not follow the naming."""
+        m = _ID.match(text)
+        if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
+            raise ResultFileError(f"model id {text!r} does not follow {FORM}")
+        first = _steps(m["steps"])
+        total = _steps(m["total"]) if m["total"] else None
+        if total is not None and total < first:
+            raise ResultFileError(f"model id {text!r}: total {total} steps is less than its first phase ({first})")
+        return cls(m["size"], m["obj"], first, m["then"], total, bool(m["dec"]), int(m["seed"] or 0),
+                   int(m["step"]) if m["step"] is not None else None)
+
+    @property
+    def length(self) -> int:
+        """The run's steps (from its own start or, for a CPT, from the decayed run's)."""
+        return self.total if self.total is not None else self.steps
+
+    @property
+    def mask_ratio(self) -> int | None:
+        """The masking ratio of the run's MLM (its last MLM phase), None for a CLM-only run."""
+        mlm = self.then or self.objective
+        return int(mlm[3:]) if mlm.startswith("mlm") else None
+
+    @property
+    def run(self) -> "ModelId":
+        """The run whose checkpoint this is (the id without its checkpoint step)."""
+        return dataclasses.replace(self, step=None)
+
+    def at(self, step: int | None) -> "ModelId":
+        """The run's checkpoint after `step` (None: its final one)."""
+        return dataclasses.replace(self, step=step)
+
+    @property
+    def family(self) -> "ModelId":
+        """The id without its pretraining seed: the models that differ only in their pretraining seed share it."""
+        return dataclasses.replace(self, seed=0)
+
+    @property
+    def continues(self) -> "ModelId | None":
+        """A CPT run's lineage: the decayed run it continues (same size, objective and seed), None for other runs."""
+        return ModelId(self.size, self.objective, self.steps, seed=self.seed) if self.cpt else None
+
+
+def run_folder(root: str | Path, scale: str, model: str | ModelId) -> Path:
+    """`<root>/<scale>/<model id>`: a run's record or a model's fine-tuning results (`root`: a runs folder, or a grid's
+    tree in it, `grid_root`), or a run's checkpoints (`root`: a checkpoints folder)."""
+    return Path(root) / scale / str(model)
+
+
+def grid_root(runs: str | Path, grid: str) -> Path:
+    """Where a grid's results go under a runs folder: the stability and reference grids in their own trees (never
+    mixed with the default grid's)."""
+    return Path(runs) / grid if grid in ("stability", REFERENCE) else Path(runs)
+
+
+@dataclass
+class Paths:
+    """The folders of a study: runs (results), checkpoints and data (corpora, tokenizers, shards, the task suite)."""
+    results: Path = ROOT / "results" / "runs"
+    checkpoints: Path = ROOT / "checkpoints"
+    data: Path = ROOT / "data"
+
+    def run(self, scale: str, model: str | ModelId, grid: str = "default") -> Path:
+        """A run's record and its model's fine-tuning results of `grid` (a decoder's CPT: the reference grid)."""
+        return run_folder(grid_root(self.results, grid), scale, model)
+
+    def checkpoints_of(self, scale: str, run: str | ModelId) -> Path:
+        return run_folder(self.checkpoints, scale, run)

@@ -1,0 +1,65 @@
+"""A model id round-trips (`runs.ModelId`): every id of every scale's plan and every run folder committed under
+results/runs/ parses back to itself; a CPT run's lineage comes from its id; and the run layout is one function."""
+
+from pathlib import Path
+
+import pytest
+
+from mlmclm import studies
+from mlmclm.config import scale_config, scale_names
+from mlmclm.io import ROOT
+from mlmclm.runs import ModelId, Paths, grid_root, run_folder
+
+
+@pytest.mark.parametrize("scale", scale_names())
+def test_every_id_of_every_plan_parses_back_to_itself(scale):
+    plan = studies.build_plan(scale_config(scale))
+    ids = [r.id for r in plan.runs.values()] + [e.model for e in plan.evaluations.values()]
+    for model in ids:
+        assert ModelId.parse(str(model)) == model, str(model)
+        assert str(ModelId.parse(str(model))) == str(model)
+    for r in plan.runs.values():  # a CPT run's parent (or its root) continues the decayed run its id names
+        if r.id.cpt:
+            root = r if r.parent == str(r.id.continues) else plan.runs[r.parent]
+            assert root.parent == str(r.id.continues) and root.parent_step == r.id.steps
+
+
+def test_every_committed_run_folder_parses_back_to_itself():
+    runs = ROOT / "results" / "runs"
+    folders = [p for grid in ("default", "stability") for scale in scale_names()
+               for p in sorted((grid_root(runs, grid) / scale).glob("*")) if p.is_dir()]
+    assert len(folders) > 20
+    for folder in folders:
+        assert str(ModelId.parse(folder.name)) == folder.name
+
+
+@pytest.mark.parametrize("text, fields", [
+    ("mini-xs-clm-2200-mlm40-9240", ("mini-xs", "clm", 2200, "mlm40", 9240, False, 0, None)),
+    ("mini-xs-clm-9240-2200", ("mini-xs", "clm", 9240, None, None, False, 0, 2200)),
+    ("mini-xs-clm-9240-p1", ("mini-xs", "clm", 9240, None, None, False, 1, None)),
+    ("mini-xs-clm-dec9240-mlm40-11440-p1", ("mini-xs", "clm", 9240, "mlm40", 11440, True, 1, None)),
+    ("mini-xs-mlm40-9240-0", ("mini-xs", "mlm40", 9240, None, None, False, 0, 0)),
+    ("610m-mlm40-42k-1000", ("610m", "mlm40", 42000, None, None, False, 0, 1000)),
+])
+def test_a_model_id_writes_and_reads_its_parts(text, fields):
+    model = ModelId.parse(text)
+    assert (model.size, model.objective, model.steps, model.then, model.total, model.cpt, model.seed,
+            model.step) == fields
+    assert str(model) == text and str(ModelId(*fields)) == text
+
+
+def test_lineage_and_seed_family_come_from_the_id():
+    cpt = ModelId.parse("mini-xs-clm-dec9240-mlm40-11440-p1")
+    assert str(cpt.continues) == "mini-xs-clm-9240-p1" and str(cpt.family) == "mini-xs-clm-dec9240-mlm40-11440"
+    assert ModelId.parse("mini-xs-clm-9240").continues is None
+    assert str(cpt.at(2200)) == "mini-xs-clm-dec9240-mlm40-11440-p1-2200" and str(cpt.at(2200).run) == str(cpt)
+    assert (cpt.length, cpt.mask_ratio, ModelId.parse("mini-xs-clm-9240").mask_ratio) == (11440, 40, None)
+
+
+def test_the_run_layout():
+    paths = Paths(Path("/r"), Path("/c"), Path("/d"))
+    assert paths.run("long", ModelId.parse("mini-xs-clm-4620")) == Path("/r/long/mini-xs-clm-4620")
+    stability = Path("/r/stability/long/m")
+    assert paths.run("long", "m", "stability") == stability == run_folder(grid_root("/r", "stability"), "long", "m")
+    assert paths.run("small", "m", "reference") == Path("/r/reference/small/m")
+    assert paths.checkpoints_of("long", "m") == Path("/c/long/m")
