@@ -606,6 +606,20 @@ def test_the_paper_views_leave_the_beyond_models_out():
         "m-clm-400": "CLM-only"}
 
 
+def test_the_beyond_table_shows_each_new_schedule_beside_what_it_faces():
+    from mlmclm.analysis import tables
+
+    cells = _mixed({"mix1clm15mlm40": 74}, {0: 70, 25: 72, 100: 68}, groups=("SC", "TC")) + [
+        ("m-mlm40-dec400-mlm40-500", "SC", 72, 0.4), ("m-mlm40-dec400-clm-450-mlm40-500", "SC", 75, 0.4),
+        ("m-mix1clm15mlm40-400-p1", "SC", 76, 0.3), ("m-mix1clm15mlm40-400-p1", "TC", 76, 0.3)]
+    table = tables.beyond_table(scores_frame(cells, source="ours", scale="long"))
+    assert list(table["Schedule"]) == ["mix1clm15mlm40", "MLM-only", "25/75 split", "CLM-only", "detour", "MLM-CPT"]
+    assert list(table.columns[-2:]) == ["SC", "TC"] and table.loc[4, "TC"] == ""
+    mixed = table.iloc[0]
+    assert mixed["Pretraining seeds"] == 2 and mixed["SC"].startswith("75.00 (±")  # the mean over its two seeds
+    assert tables.beyond_table(scores_frame(cells[:3], source="paper")).empty
+
+
 def _beyond(root, mixed: float, detour: float):
     """Planted runs of the beyond study at mini-m: MLM-only 0.6, CLM-only 0.5, the 25/75 split 0.62, a mixed model at
     ``mixed``; the plain MLM-CPT of the MLM model 0.65 and its CLM detour at ``detour``; a second pretraining seed of
