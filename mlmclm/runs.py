@@ -17,7 +17,9 @@ A model id (results/README.md, "Model ids") is the paper's released model name, 
                                                   (0: its initial weights, the random-init control)
 
 Every step count is counted from the start of the first run (a CPT's and a detour's `k` and `total` too: the detour
-above trains CLM for 1,210 steps after the decayed run's 4,620, then MLM-40% to 7,040). Step counts of the run are written `42k` when they are whole thousands (`config.step_text`); a checkpoint's step
+above trains CLM for 1,210 steps after the decayed run's 4,620, then MLM-40% to 7,040).
+
+Step counts of the run are written `42k` when they are whole thousands (`config.step_text`); a checkpoint's step
 always in full (`610m-mlm40-42k-1000`). The size is a model size (`sizes.SIZES`) or, for the CPT of a decoder pretrained
 elsewhere (`cpt_decoders`), the decoder's name. An id that starts with a model size and a dash has that size (the
 longest that fits), so that a longer id never reads as a size (`mini-xs-mlm40-dec9240-clm-1100-mlm40-2200` is not

@@ -241,10 +241,19 @@ def show_beyond(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> N
         caption = (f"Beyond the paper (issue 27; not claims of the paper), ours at scale {scale}: mixed and "
                    "alternating objectives against the sequential schedules of their budget, the CLM detour against "
                    "plain MLM-CPT; task-group averages, mean over pretraining seeds ± the 95% half-width.")
-        if tables_dir is not None:
-            write(part, Path(tables_dir) / results.output_subdir("ours", scale), "beyond", caption)
-        display(Markdown(f"**{caption}**"))
-        display(part.drop(columns="Scale").set_index(["Size", "Comparison", "Schedule"]))
+        _show(part.drop(columns="Scale"), tables_dir, scale, "beyond", caption, ["Size", "Comparison", "Schedule"])
+
+
+def _show(table: pd.DataFrame, tables_dir: str | Path | None, scale: str, name: str, caption: str,
+          index: list[str]) -> None:
+    """Write ``table`` of ours at ``scale`` as ``<name>.csv`` and ``.tex`` (if ``tables_dir`` is given) and display
+    it under its caption, indexed by ``index``."""
+    from IPython.display import Markdown, display
+
+    if tables_dir is not None:
+        write(table, Path(tables_dir) / results.output_subdir("ours", scale), name, caption)
+    display(Markdown(f"**{caption}**"))
+    display(table.set_index(index))
 
 
 def models_table(scores: pd.DataFrame) -> pd.DataFrame:
@@ -263,16 +272,10 @@ def models_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
     """Display ``models_table`` for each scale of ours (and write ``models.csv`` and ``.tex`` under ``tables_dir``)."""
-    from IPython.display import Markdown, display
-
     for scale, part in scores[scores["source"] == "ours"].groupby("scale", sort=False):
         caption = (f"Every model of ours at scale {scale}: task-group averages, mean test score over fine-tuning "
                    "seeds ± the 95% half-width.")
-        table = models_table(part)
-        if tables_dir is not None:
-            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "models", caption)
-        display(Markdown(f"**{caption}**"))
-        display(table.set_index(["Model", "Group"]))
+        _show(models_table(part), tables_dir, scale, "models", caption, ["Model", "Group"])
 
 
 def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
@@ -298,8 +301,6 @@ def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
 def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
     """Display ``seeds_table`` for each source and scale of ours with several pretraining seeds (and write
     ``seeds.csv`` and ``.tex`` under ``tables_dir``, if given)."""
-    from IPython.display import Markdown, display
-
     ours = scores[scores["source"] == "ours"]
     for scale, part in ours.groupby("scale", sort=False):
         table = seeds_table(part)
@@ -308,10 +309,7 @@ def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> No
         caption = (f"Pretraining seeds (ours, scale {scale}): each seed's score ± its fine-tuning seeds' 95% "
                    "half-width, and the mean over the seeds ± the 95% t half-width over them (what the claims "
                    "compare).")
-        if tables_dir is not None:
-            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "seeds", caption)
-        display(Markdown(f"**{caption}**"))
-        display(table.set_index(["Model", "Group", "Dataset"]))
+        _show(table, tables_dir, scale, "seeds", caption, ["Model", "Group", "Dataset"])
 
 
 def _lrs(lrs) -> str:
