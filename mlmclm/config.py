@@ -22,7 +22,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 
 from .errors import ConfigError
-from .schedule import Schedule
+from .schedule import Objective, Schedule, parse_objective
 from .sizes import FIELDS, SIZES, shape
 
 
@@ -539,6 +539,18 @@ class ScaleConfig:
     cpt_decoders: dict[str, dict] = field(default_factory=dict)  # (e) also from decoders of the LLM ecosystem: name ->
     # {size: its shape (for the plan's accounting), path: a folder, a hub id or a folder inside package:
     # "name==version" (PyPI), gguf_file, lr: the peak lr (default: the scale's)}
+    # beyond the paper (issue 27; the "beyond" study, off while both lists are empty):
+    mixed: list[str] = field(default_factory=list)   # mixed or alternating objectives (mix1clm15mlm40, alt1clm1mlm40)
+                                                     # trained from scratch at the 42k budget
+    detour_k: list[int] = field(default_factory=list)  # CLM-detour CPT lengths of the decayed MLM-40% run (each one of
+                                                       # cpt_k: compared with the plain MLM-CPT of that length)
+    detour_clm: float = 0.5                 # the detour's CLM share of its CPT length (then MLM-40% with the decay)
+    beyond_seeds: int = 2                   # pretraining seeds of each of those runs and of the runs they face
+
+    @property
+    def beyond(self) -> bool:
+        """Whether the scale runs the "beyond" study (its `mixed` or `detour_k` name runs)."""
+        return bool(self.mixed or self.detour_k)
 
     def validate(self):
         if len(self.sizes) not in (1, 3):
@@ -573,10 +585,28 @@ class ScaleConfig:
         bad = [s for s in self.sizes if s not in SIZES]
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
+        self._validate_beyond()
         self.finetune.scale = self.scale  # the grids are this scale's
         if not isinstance(self.stability, dict):  # its fields checked as FinetuneConfig's, named in full
             raise ConfigError(f"stability must be a mapping of fine-tuning fields, got {self.stability!r}")
         from_dict(FinetuneConfig, {**to_dict(self.finetune), **self.stability}, "stability.")
+
+    def _validate_beyond(self):
+        """The keys of the "beyond" study: two-objective phases, detour lengths among the CPT lengths, a CLM share
+        that leaves the MLM phase its steps, seeds the scale's base runs have."""
+        for spec in self.mixed:
+            if isinstance(parse_objective(spec), Objective):
+                raise ConfigError(f"mixed: {spec!r} is one objective; write a mixed or alternating one, e.g. "
+                                  f"mix1clm15mlm40 or alt1clm1mlm40")
+        lengths = self.cpt_k or list(PAPER_CPT_K)
+        bad = [k for k in self.detour_k if k not in lengths]
+        if bad:
+            raise ConfigError(f"detour_k: {bad[0]} is not one of the CPT lengths {lengths} (cpt_k); a detour is "
+                              f"compared with the plain MLM-CPT of its length, so choose one of them")
+        check_range("detour_clm", self.detour_clm, 0, 1, low_open=True, high_open=True, why="the CLM share of a detour")
+        if self.beyond and not 1 <= self.beyond_seeds <= self.pretrain_seeds:
+            raise ConfigError(f"beyond_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the mixed "
+                              f"runs and detours face base runs of those seeds; got {self.beyond_seeds}")
 
 
 def recipe_path(config: str | Path) -> Path:

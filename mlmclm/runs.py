@@ -8,13 +8,23 @@ A model id (results/README.md, "Model ids") is the paper's released model name, 
     {size}-clm-{steps}-mlmR-{total}               CLM to `steps`, then MLM (biphasic)  mini-xs-clm-2200-mlm40-9240
     {size}-{clm|mlmR}-dec{steps}-mlmR-{total}     MLM continued pretraining (CPT) of   mini-xs-clm-dec9240-mlm40-11440
                                                   the decayed run {size}-{obj}-{steps}
+    {size}-{mix|alt}{c}clm{m}mlmR-{steps}         a mixed or alternating objective    mini-xs-mix1clm15mlm40-4620
+                                                  from scratch (`mlmclm.schedule`)
+    {size}-mlmR-dec{steps}-clm-{k}-mlmR-{total}   the CLM detour: CPT of the decayed   mini-xs-mlm40-dec4620-clm-5830-
+                                                  run with CLM to step `k`, then MLM   mlm40-7040
     ...-p{N}                                      pretraining seed N (none: seed 0)   mini-xs-clm-9240-p1
     ...-{step}                                    the run's checkpoint after `step`   mini-xs-clm-9240-2200
                                                   (0: its initial weights, the random-init control)
 
+Every step count is counted from the start of the first run (a CPT's and a detour's `k` and `total` too: the detour
+above trains CLM for 1,210 steps after the decayed run's 4,620, then MLM-40% to 7,040).
+
 Step counts of the run are written `42k` when they are whole thousands (`config.step_text`); a checkpoint's step
 always in full (`610m-mlm40-42k-1000`). The size is a model size (`sizes.SIZES`) or, for the CPT of a decoder pretrained
-elsewhere (`cpt_decoders`), the decoder's name.
+elsewhere (`cpt_decoders`), the decoder's name. An id that starts with a model size and a dash has that size (the
+longest that fits), so that a longer id never reads as a size (`mini-xs-mlm40-dec9240-clm-1100-mlm40-2200` is not
+the biphasic run of a size `mini-xs-mlm40-dec9240`: it is a detour of `mini-xs-mlm40-9240` ending before that run
+did, and refused).
 
 Where things live:
 
@@ -35,12 +45,27 @@ from pathlib import Path
 from .config import REFERENCE, step_text
 from .errors import ResultFileError
 from .io import ROOT
+from .schedule import Objective, parse_objective
+from .sizes import SIZES
 
-_ID = re.compile(
-    r"^(?P<size>[a-z0-9][a-z0-9-]*?)-(?P<obj>clm|mlm\d+)-(?P<dec>dec)?(?P<steps>\d+k?)"
-    r"(?:-(?P<then>mlm\d+)-(?P<total>\d+k?))?(?:-p(?P<seed>\d+))?(?:-(?P<step>\d+))?$"
-)
-FORM = "{size}-{clm|mlmR}-[dec]{steps}[-mlmR-{total}][-p{N}][-{step}]"
+_REST = (r"(?P<obj>clm|mlm\d+|(?:mix|alt)\d+clm\d+mlm\d+)-(?P<dec>dec)?(?P<steps>\d+k?)(?:-clm-(?P<detour>\d+k?))?"
+         r"(?:-(?P<then>mlm\d+)-(?P<total>\d+k?))?(?:-p(?P<seed>\d+))?(?:-(?P<step>\d+))?$")
+_ID = re.compile(r"^(?P<size>[a-z0-9][a-z0-9-]*?)-" + _REST)  # a decoder's name (`cpt_decoders`) as the size
+_SIZED = re.compile(r"^(?P<size>" + "|".join(sorted(map(re.escape, SIZES), key=len, reverse=True)) + ")-" + _REST)
+FORM = "{size}-{clm|mlmR|mix{c}clm{m}mlmR|alt{c}clm{m}mlmR}-[dec]{steps}[-clm-{k}][-mlmR-{total}][-p{N}][-{step}]"
+
+
+def _match(text: str) -> re.Match | None:
+    """The id's parts: its size a model size where it starts with one and a dash (`_SIZED`), else any name."""
+    sized = any(text.startswith(f"{size}-") for size in SIZES)
+    return (_SIZED if sized else _ID).match(text)
+
+
+def _malformed(m: re.Match | None) -> bool:
+    """Whether the parts break the forms' rules: "dec" and "-clm-{k}" need a second phase, a second phase without
+    "dec" follows CLM only (the biphasic form)."""
+    return (m is None or (m["total"] is None and m["dec"]) or (m["detour"] and not m["dec"])
+            or (m["total"] and not m["dec"] and m["obj"] != "clm"))
 
 
 def steps_token(steps: int) -> str:
@@ -56,16 +81,18 @@ def _steps(token: str) -> int:
 class ModelId:
     """One model id, written by `str()` and read by `ModelId.parse` (the module's docstring has the forms)."""
     size: str
-    objective: str                 # the first phase's: clm or mlmR (R: the masking ratio, in percent)
+    objective: str                 # the first phase's: clm, mlmR (R: the masking ratio, in percent), mix.. or alt..
     steps: int                     # where the first phase ends (a CPT: the length of the decayed run it continues)
     then: str | None = None        # the second phase's objective (mlmR), up to `total`
     total: int | None = None
     cpt: bool = False              # the second phase continues the decayed run `continues` ("dec")
     seed: int = 0                  # the pretraining seed
     step: int | None = None        # the evaluated checkpoint; None: the run's final one
+    detour: int | None = None      # a CPT's CLM detour: CLM up to this step, then `then` up to `total`
 
     def __str__(self) -> str:
         text = f"{self.size}-{self.objective}-{'dec' if self.cpt else ''}{steps_token(self.steps)}"
+        text += f"-clm-{steps_token(self.detour)}" if self.detour is not None else ""
         text += f"-{self.then}-{steps_token(self.total)}" if self.then else ""
         text += f"-p{self.seed}" if self.seed else ""
         return text + (f"-{self.step}" if self.step is not None else "")
@@ -73,15 +100,19 @@ class ModelId:
     @classmethod
     def parse(cls, text: str) -> "ModelId":
         """The id `text` names; a `ResultFileError` (a `ValueError`) when it does not follow the naming."""
-        m = _ID.match(text)
-        if m is None or (m["total"] is None and m["dec"]) or (m["total"] and not m["dec"] and m["obj"] != "clm"):
+        m = _match(text)
+        if _malformed(m):
             raise ResultFileError(f"model id {text!r} does not follow {FORM}")
         first = _steps(m["steps"])
         total = _steps(m["total"]) if m["total"] else None
+        detour = _steps(m["detour"]) if m["detour"] else None
         if total is not None and total < first:
             raise ResultFileError(f"model id {text!r}: total {total} steps is less than its first phase ({first})")
+        if detour is not None and not first < detour < total:
+            raise ResultFileError(f"model id {text!r}: its CLM detour must end after step {first} (the decayed "
+                                  f"run's) and before {total} (its total)")
         return cls(m["size"], m["obj"], first, m["then"], total, bool(m["dec"]), int(m["seed"] or 0),
-                   int(m["step"]) if m["step"] is not None else None)
+                   int(m["step"]) if m["step"] is not None else None, detour)
 
     @property
     def length(self) -> int:
@@ -91,8 +122,14 @@ class ModelId:
     @property
     def mask_ratio(self) -> int | None:
         """The masking ratio of the run's MLM (its last MLM phase), None for a CLM-only run."""
-        mlm = self.then or self.objective
-        return int(mlm[3:]) if mlm.startswith("mlm") else None
+        ratio = re.search(r"mlm(\d+)$", self.then or self.objective)
+        return int(ratio[1]) if ratio else None
+
+    @property
+    def kind(self) -> str:
+        """The first phase's objective kind: "clm", "mlm", "mix" (mixed batches) or "alt" (alternating steps)."""
+        o = parse_objective(self.objective)
+        return o.name if isinstance(o, Objective) else o.kind
 
     @property
     def run(self) -> "ModelId":
@@ -110,7 +147,8 @@ class ModelId:
 
     @property
     def continues(self) -> "ModelId | None":
-        """A CPT run's lineage: the decayed run it continues (same size, objective and seed), None for other runs."""
+        """A CPT run's (or a detour's) lineage: the decayed run it continues (same size, objective and seed), None for
+        other runs."""
         return ModelId(self.size, self.objective, self.steps, seed=self.seed) if self.cpt else None
 
 

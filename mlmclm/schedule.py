@@ -74,6 +74,11 @@ class _Pair:
     def __str__(self):
         return f"{self.kind}{self.clm}clm{self.mlm}{self.masked}"
 
+    def clm_steps(self, steps: int) -> int:
+        """CLM's share of the phase's first `steps` steps, in steps: those of an alternating phase that train CLM, a
+        mixed phase's CLM rows counted as whole-batch steps (rounded)."""
+        return round(steps * self.clm / (self.clm + self.mlm))
+
 
 class Mixed(_Pair):
     """`mix{c}clm{m}mlm{p}`: every batch split c : m, its first rows CLM, the rest MLM-p%."""
@@ -102,6 +107,11 @@ class Alternating(_Pair):
     def at(self, index: int) -> Objective:
         """The objective of the phase's step `index` (0-based)."""
         return CLM if index % (self.clm + self.mlm) < self.clm else self.masked
+
+    def clm_steps(self, steps: int) -> int:
+        """How many of the phase's first `steps` steps train CLM."""
+        period = self.clm + self.mlm
+        return steps // period * self.clm + min(steps % period, self.clm)
 
 
 AnyObjective = Union[Objective, Mixed, Alternating]

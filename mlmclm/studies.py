@@ -10,6 +10,10 @@ optimizer) and the fine-tuning grids. Runs share prefixes as in the paper: a run
 that run's checkpoint (biphasic runs from the CLM run's checkpoints before any decay, shorter budgets from the base
 runs' stable phase, CPT from the decayed final checkpoints), so no segment is trained twice.
 
+A sixth study, "beyond", is not the paper's (issue 27): mixed and alternating objectives from scratch and the CLM
+detour in CPT, beside the sequential schedules they compete with. A scale runs it only where it names those runs
+(`mixed`, `detour_k`); no shipped scale does.
+
 Completeness lives in the results: a run is complete when its meta.json says so and its pretrain.csv is whole
 (`runlog.run_fault`), an evaluation when every results.json of its grid is complete (`grid.result_fault`: it
 parses, holds its scores and was computed with the grid's settings). Checkpoints are only needed for work still to
@@ -43,7 +47,8 @@ from .evaluation.grid import context_length, grid_runs, plan_grid, result_fault
 from .evaluation.offline_suite import build_offline
 from .training import checkpoints, runlog
 
-STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt")
+STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt", "beyond")
+BEYOND = "beyond"  # not the paper's (issue 27): mixed objectives and the CLM detour, where a scale names them
 NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
                   "04_biphasic": "biphasic", "05_cpt": "cpt"}
 
@@ -69,7 +74,7 @@ class Run:
     id: ModelId
     size: str                                    # its shape (`sizes.SIZES`): a decoder's own for a decoder's CPT
     phases: list[tuple[str, int]]
-    part: str                                    # base, biphasic or cpt (the paper's accounting); reference
+    part: str                                    # base, biphasic or cpt (the paper's accounting); reference; beyond
     parent: str | None = None                    # the run whose checkpoint this one starts from
     parent_step: int | None = None
     optimizer: bool = False                      # carries the parent's optimizer and step count on
@@ -173,9 +178,10 @@ class _Builder:
         e.studies.add(study)
 
     # ---- run names and shapes: the paper's released model names (results/README.md, "Model ids") ----
-    def base(self, study: str, size: str, objective: str, seed: int = 0) -> Run:
+    def base(self, study: str, size: str, objective: str, seed: int = 0, part: str = "base") -> Run:
+        """A run of one phase from scratch at the full budget (`part`: a mixed objective's is "beyond")."""
         t = self.k(TOTAL)
-        return self.add(study, Run(ModelId(size, objective, t, seed=seed), size, [(objective, t)], "base",
+        return self.add(study, Run(ModelId(size, objective, t, seed=seed), size, [(objective, t)], part,
                                    warmup=self.k(WARMUP), decay=self.k(DECAY)))
 
     def budget(self, study: str, size: str, budget: int, clm: int, seed: int = 0) -> Run:
@@ -209,6 +215,20 @@ class _Builder:
         root = self.cpt(study, size, objective, max(self.s.cpt_k or CPT), seed)
         return self.add(study, Run(name(n), phases=[(MAIN, n)], parent=root.run_id, parent_step=n - decay,
                                    optimizer=True, **common))
+
+    def detour(self, study: str, size: str, steps: int, seed: int = 0) -> Run:
+        """The CLM detour (issue 27): the decayed MLM-40 base run continued for `steps` k steps, CLM for the scale's
+        `detour_clm` share of them, then MLM-40 with the decay; the fresh optimizer, schedule and data of the plain
+        MLM-CPT of that length (`cpt`), always from the base run (no shorter run shares its schedule)."""
+        base = self.base(study, size, MAIN, seed)
+        t, n, decay = base.total, self.k(steps), self.k(DECAY)
+        clm = round(n * self.s.detour_clm)
+        if not 0 < clm <= n - decay:
+            raise ConfigError(f"detour_clm {self.s.detour_clm}: the CLM phase of the {steps}k detour ({clm} of {n} "
+                              f"steps) must leave its MLM phase the {decay}-step decay; choose a smaller detour_clm")
+        run_id = ModelId(size, MAIN, t, MAIN, t + n, cpt=True, seed=seed, detour=t + clm)
+        return self.add(study, Run(run_id, size, [("clm", clm), (MAIN, n - clm)], BEYOND, base.run_id, t,
+                                   warmup=self.k(self.s.cpt_warmup_k), decay=decay, offset=t))
 
     def decoder_cpt(self, study: str, name: str, steps: int) -> Run:
         """MLM-40 continued pretraining of a decoder of the LLM ecosystem (`cpt_decoders`): its own weights and
@@ -258,15 +278,18 @@ def build_plan(s: ScaleConfig) -> Plan:
             b.evaluate("biphasic", b.budget("biphasic", s.sizes[-1], TOTAL, BUDGETS[TOTAL][1]))
     if "cpt" in wanted:
         _cpt(b, middle)
+    if BEYOND in wanted:
+        _beyond(b, middle)
     return Plan(s, _training_order(b.runs), b.evals, run_template(s), wanted)
 
 
 def scale_studies(s: ScaleConfig) -> list[str]:
-    """The studies `s` can test, in the paper's order (its `studies`, or all five)."""
+    """The studies `s` can test, in the paper's order (its `studies`, or all five), and "beyond" after them where
+    the scale names its runs (`ScaleConfig.beyond`)."""
     bad = [n for n in s.studies if n not in STUDIES]
     if bad:
         raise ConfigError(f"scale {s.scale}: unknown study {bad[0]!r} in studies; choose from {', '.join(STUDIES)}")
-    return [n for n in STUDIES if n in (s.studies or STUDIES)]
+    return [n for n in STUDIES if n in (s.studies or STUDIES) and (n != BEYOND or s.beyond)]
 
 
 def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
@@ -302,6 +325,24 @@ def _cpt(b: _Builder, middle: str) -> None:
         b.evaluate("cpt", b.decoder_cpt("cpt", name, max(b.s.cpt_k or CPT)), 0, grid=REFERENCE)  # before CPT
         for steps in b.s.cpt_k or CPT:
             b.evaluate("cpt", b.decoder_cpt("cpt", name, steps), grid=REFERENCE)
+
+
+def _beyond(b: _Builder, middle: str) -> None:
+    """Beyond the paper (issue 27), each with the scale's `beyond_seeds` pretraining seeds: its `mixed` objectives
+    from scratch at the full budget beside MLM-only, CLM-only and the 25/75 split of that budget; and the CLM detour
+    at each `detour_k` length beside the plain MLM-CPT of the same decayed MLM-40 model. The random-init control
+    with them, so that the study alone carries its verdicts' gates."""
+    b.evaluate(BEYOND, b.base(BEYOND, middle, MAIN), 0)
+    for seed in range(b.s.beyond_seeds):
+        for objective in b.s.mixed:
+            b.evaluate(BEYOND, b.base(BEYOND, middle, objective, seed, part=BEYOND))
+        if b.s.mixed:
+            for objective in ("clm", MAIN):
+                b.evaluate(BEYOND, b.base(BEYOND, middle, objective, seed))
+            b.evaluate(BEYOND, b.budget(BEYOND, middle, TOTAL, BUDGETS[TOTAL][1], seed))
+        for steps in b.s.detour_k:
+            b.evaluate(BEYOND, b.cpt(BEYOND, middle, MAIN, steps, seed))
+            b.evaluate(BEYOND, b.detour(BEYOND, middle, steps, seed))
 
 
 def _training_order(runs: dict[str, Run]) -> dict[str, Run]:
@@ -622,8 +663,9 @@ def resolve_names(names, scale: ScaleConfig | None = None) -> list[str]:
         raise ConfigError(f"unknown study {bad[0]!r}; choose from {', '.join(STUDIES)} or all")
     left = [n for n in names if n not in at]
     if left:
-        raise ConfigError(f"scale {scale.scale} does not run the {left[0]} study (it runs {', '.join(at)}); "
-                          f"choose another scale")
+        how = "set its runs (--set mixed=[mix1clm15mlm40] or detour_k=[...])" if left[0] == BEYOND else \
+            "choose another scale"
+        raise ConfigError(f"scale {scale.scale} does not run the {left[0]} study (it runs {', '.join(at)}); {how}")
     return names
 
 
@@ -872,12 +914,12 @@ def _run_lines(plan: Plan, state: Work) -> list[str]:
 
 
 def part_totals(plan: Plan, c: dict) -> dict[str, list]:
-    """Runs, steps, tokens and FLOPs of each part of the paper's accounting (base, biphasic, cpt) and of the
-    reference runs. `c`: the plan's `compute`."""
+    """Runs, steps, tokens and FLOPs of each part of the paper's accounting (base, biphasic, cpt), of the
+    reference runs and of those beyond the paper (where the plan has them). `c`: the plan's `compute`."""
     tokens_per_step = plan.template["batch_size"] * plan.template["data"]["seq_len"]
     parts = {p: [0, 0, 0, 0.0] for p in ("base", "biphasic", "cpt", REFERENCE)}
     for r in plan.runs.values():
-        v = parts[r.part]
+        v = parts.setdefault(r.part, [0, 0, 0, 0.0])  # beyond: only where the plan has such runs
         for i, add in enumerate((1, r.trained, r.trained * tokens_per_step, c["runs"][r.run_id])):
             v[i] += add
     return parts

@@ -44,7 +44,8 @@ def test_claims_on_the_paper_match_paper_md_section7():
     assert set(eff["total"]) == {42000}
     v = claims.verdicts(scores, NO_RUNS, list(claims.CLAIMS), numbers=True)
     by_claim = v.set_index([v["claim"].str.split(".").str[0], "scope"])["verdict"]
-    assert (by_claim.drop(["1", "2b", "4", "6", "7"]) == "supported").all(), v
+    assert (by_claim.drop(["1", "2b", "4", "6", "7", "B1", "B2"]) == "supported").all(), v
+    assert (by_claim[["B1", "B2"]] == "not checkable").all()  # beyond the paper: it has no such runs
     assert by_claim["1"].to_dict() == {"IR": "supported", "QA": "supported", "SC": "supported", "TC": "not supported"}
     assert (by_claim[["4", "6"]] == "not checkable").all()
     # 2b: 50% is best on IR at every size, but at 610M by +0.07 within the printed ± (0.64): not beyond the runner-up
@@ -349,6 +350,9 @@ def test_claim7_gates_read_the_models_after_cpt_not_the_bases(tmp_path):
 
 def test_every_claim_names_the_paper_tables_and_quotes_or_says_paraphrased():
     for key, claim in claims.CLAIMS.items():
+        if key.startswith("B"):  # beyond the paper: says so instead
+            assert claim.paper.startswith("not a claim of the paper; issue 27"), key
+            continue
         assert ("Table" in claim.paper or "Fig." in claim.paper), key
         assert "paraphrased" in claim.paper or claim.paper.count('"') >= 2, (key, claim.paper)
 
@@ -449,7 +453,9 @@ def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
     reason = v.set_index(v["claim"].str.split(".").str[0])
     assert reason.loc["1b", "verdict"] == "not checkable at this scale" and reason.loc["1b", "evidence"] == \
         "one model size"
-    judged = v[~v["claim"].str.startswith("1b.")]
+    beyond = v["claim"].str.startswith("B")  # the synthetic study has none of the runs beyond the paper
+    assert set(v[beyond]["verdict"]) == {"not checkable at this scale"} and beyond.sum() == 2
+    judged = v[~v["claim"].str.startswith("1b.") & ~beyond]
     assert set(judged["verdict"]) == {"no signal"}  # no random-init control in the synthetic study
     assert judged["evidence"].str.contains("95% CI").all()
 
@@ -554,3 +560,84 @@ def test_committed_mini_results_meet_the_calibration_criteria():
         judged = every[(every["source"] == "ours") & every["verdict"].isin(["reproduced", "not reproduced",
                                                                              "inconclusive"])]
         assert not judged["reason"].str.contains("calibration").any(), judged[["claim", "verdict"]]
+
+
+# ----------------------------------------------------------------------------------------------- beyond the paper
+
+
+def _mixed(mixed: dict, seq: dict, ci: float = 0.3, groups=("SC",)):
+    """A 400-step budget: mixed objectives (spelling -> score) beside MLM-only, the 25/75 split and CLM-only (CLM
+    share -> score)."""
+    ids = {0: "m-mlm40-400", 25: "m-clm-100-mlm40-400", 100: "m-clm-400"}
+    return [(model, g, score, ci) for g in groups for model, score in
+            [*((f"m-{o}-400", s) for o, s in mixed.items()), *((ids[share], s) for share, s in seq.items())]]
+
+
+def test_claimB1_the_best_mixed_model_against_the_best_sequential_one():
+    held = _verdict(_mixed({"mix1clm15mlm40": 74, "alt1clm1mlm40": 71}, {0: 70, 25: 72, 100: 68}), "B1")
+    assert held["verdict"] == "reproduced" and held["value"] == 2.0, held["evidence"]
+    assert "best mixed: mix1clm15mlm40 in 1; best sequential: 25/75 split in 1" in held["evidence"]
+    behind = _verdict(_mixed({"mix1clm1mlm40": 69}, {0: 70, 25: 72, 100: 68}), "B1")
+    assert behind["verdict"] == "not reproduced" and behind["value"] == -3.0
+    no_split = _verdict(_mixed({"mix1clm1mlm40": 75}, {0: 70, 100: 68}), "B1")  # the best of three needs all three
+    assert no_split["verdict"] == "not checkable" and "25/75 split" in no_split["evidence"]
+    assert claims.CLAIMS["B1"].paper.startswith("not a claim of the paper")
+
+
+def test_claimB2_the_detour_against_plain_mlm_cpt_of_the_same_model():
+    cells = [("m-mlm40-400", "TC", 70, 0.4), ("m-mlm40-dec400-mlm40-500", "TC", 72, 0.4),
+             ("m-clm-dec400-mlm40-500", "TC", 90, 0.4)]  # CPT of the CLM model: not what the detour faces
+    held = _verdict(cells + [("m-mlm40-dec400-clm-450-mlm40-500", "TC", 75, 0.4)], "B2")
+    assert held["verdict"] == "reproduced" and held["value"] == 3.0
+    assert _verdict(cells + [("m-mlm40-dec400-clm-450-mlm40-500", "TC", 71, 0.4)], "B2")["verdict"] == \
+        "not reproduced"
+    assert _verdict(cells, "B2")["verdict"] == "not checkable"
+
+
+def test_the_paper_views_leave_the_beyond_models_out():
+    """A mixed model is no MLM-only model of the biphasic study, nor a detour a CPT of claim 7 (its base is MLM)."""
+    scores = scores_frame(_mixed({"mix1clm1mlm40": 75}, {0: 70, 25: 72, 100: 68}) + [
+        ("m-mlm40-dec400-mlm40-500", "SC", 72, 0.4), ("m-mlm40-dec400-clm-450-mlm40-500", "SC", 75, 0.4)])
+    assert set(results.biphasic_view(scores)["model"]) == {"m-mlm40-400", "m-clm-100-mlm40-400", "m-clm-400"}
+    assert set(results.cpt_view(scores)["model"]) == {"m-mlm40-400", "m-clm-400", "m-mlm40-dec400-mlm40-500"}
+    assert set(results.scaling_view(scores)["model"]) == {"m-mlm40-400", "m-clm-400"}
+    assert dict(zip(results.mixed_view(scores)["model"], results.mixed_view(scores)["schedule"])) == {
+        "m-mix1clm1mlm40-400": "mix1clm1mlm40", "m-mlm40-400": "MLM-only", "m-clm-100-mlm40-400": "25/75 split",
+        "m-clm-400": "CLM-only"}
+
+
+def test_the_beyond_table_shows_each_new_schedule_beside_what_it_faces():
+    from mlmclm.analysis import tables
+
+    cells = _mixed({"mix1clm15mlm40": 74}, {0: 70, 25: 72, 100: 68}, groups=("SC", "TC")) + [
+        ("m-mlm40-dec400-mlm40-500", "SC", 72, 0.4), ("m-mlm40-dec400-clm-450-mlm40-500", "SC", 75, 0.4),
+        ("m-mix1clm15mlm40-400-p1", "SC", 76, 0.3), ("m-mix1clm15mlm40-400-p1", "TC", 76, 0.3)]
+    table = tables.beyond_table(scores_frame(cells, source="ours", scale="long"))
+    assert list(table["Schedule"]) == ["mix1clm15mlm40", "MLM-only", "25/75 split", "CLM-only", "detour", "MLM-CPT"]
+    assert list(table.columns[-2:]) == ["SC", "TC"] and table.loc[4, "TC"] == ""
+    mixed = table.iloc[0]
+    assert mixed["Pretraining seeds"] == 2 and mixed["SC"].startswith("75.00 (±")  # the mean over its two seeds
+    assert tables.beyond_table(scores_frame(cells[:3], source="paper")).empty
+
+
+def _beyond(root, mixed: float, detour: float):
+    """Planted runs of the beyond study at mini-m: MLM-only 0.6, CLM-only 0.5, the 25/75 split 0.62, a mixed model at
+    ``mixed``; the plain MLM-CPT of the MLM model 0.65 and its CLM detour at ``detour``; a second pretraining seed of
+    CLM (identical) so that the scale estimates pretraining-seed noise."""
+    return _planted(root, 0.2, clm=0.5, mlm=0.6, **{
+        "mini-m-clm-100-mlm40-400": 0.62, "mini-m-mix1clm15mlm40-400": mixed,
+        "mini-m-mlm40-dec400-mlm40-500": 0.65, "mini-m-mlm40-dec400-clm-450-mlm40-500": detour})
+
+
+def test_beyond_claims_on_planted_runs_a_planted_advantage_is_reproduced_a_planted_null_is_not(tmp_path):
+    scores, runs = _beyond(tmp_path / "ahead", mixed=0.72, detour=0.75)
+    v = claims.verdicts(scores, runs, ["B1", "B2"], n_boot=200, full=True)
+    assert set(v["verdict"]) == {"reproduced"}, v[["claim", "scope", "verdict", "reason"]].values.tolist()
+    assert list(v["scope"]) == ["SC", "TC", "SC", "TC"] and (v["value"] > 7).all()
+    scores, runs = _beyond(tmp_path / "null", mixed=0.62, detour=0.65)
+    v = claims.verdicts(scores, runs, ["B1", "B2"], n_boot=200, full=True)
+    assert "reproduced" not in set(v["verdict"]), v[["claim", "scope", "verdict", "evidence"]].values.tolist()
+    assert (v["ci_low"] < 0).all() and (v["value"].abs() < 3).all()
+    kept = runs[~runs["model"].str.contains("mix|clm-450")]
+    v = claims.verdicts(results.aggregate(kept), kept, ["B1", "B2"], n_boot=50)
+    assert set(v["verdict"]) == {"not checkable at this scale"}  # a scale of ours without those runs

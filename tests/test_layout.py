@@ -21,7 +21,7 @@ ALLOWED = {
     "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "runs"},
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
                    "runs"},
-    "analysis": {"config", "errors", "flops", "io", "locks", "runs"},
+    "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -36,7 +36,7 @@ HELPERS = {
     "locks": {"errors", "io"},
     "workspace": {"errors", "io"},
     "config": {"errors", "schedule", "sizes"},
-    "runs": {"errors", "io", "config"},
+    "runs": {"errors", "io", "config", "schedule", "sizes"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {

@@ -40,11 +40,15 @@ def test_every_committed_run_folder_parses_back_to_itself():
     ("mini-xs-clm-dec9240-mlm40-11440-p1", ("mini-xs", "clm", 9240, "mlm40", 11440, True, 1, None)),
     ("mini-xs-mlm40-9240-0", ("mini-xs", "mlm40", 9240, None, None, False, 0, 0)),
     ("610m-mlm40-42k-1000", ("610m", "mlm40", 42000, None, None, False, 0, 1000)),
+    ("mini-xs-mix1clm15mlm40-4620", ("mini-xs", "mix1clm15mlm40", 4620, None, None, False, 0, None)),
+    ("mini-xs-alt1clm1mlm40-4620-p1-2310", ("mini-xs", "alt1clm1mlm40", 4620, None, None, False, 1, 2310)),
+    ("mini-xs-mlm40-dec4620-clm-5830-mlm40-7040-p1", ("mini-xs", "mlm40", 4620, "mlm40", 7040, True, 1, None, 5830)),
+    ("smollm2-135m-mlm40-22k", ("smollm2-135m", "mlm40", 22000, None, None, False, 0, None)),
 ])
 def test_a_model_id_writes_and_reads_its_parts(text, fields):
     model = ModelId.parse(text)
     assert (model.size, model.objective, model.steps, model.then, model.total, model.cpt, model.seed,
-            model.step) == fields
+            model.step, model.detour)[:len(fields)] == fields
     assert str(model) == text and str(ModelId(*fields)) == text
 
 
@@ -63,3 +67,25 @@ def test_the_run_layout():
     assert paths.run("long", "m", "stability") == stability == run_folder(grid_root("/r", "stability"), "long", "m")
     assert paths.run("small", "m", "reference") == Path("/r/reference/small/m")
     assert paths.checkpoints_of("long", "m") == Path("/c/long/m")
+
+
+def test_mixed_runs_and_the_clm_detour_name_their_kind_ratio_and_lineage():
+    mixed = ModelId.parse("mini-xs-mix1clm15mlm40-4620-p1")
+    assert (mixed.kind, mixed.mask_ratio, mixed.continues, str(mixed.family)) == (
+        "mix", 40, None, "mini-xs-mix1clm15mlm40-4620")
+    assert ModelId.parse("mini-xs-alt2clm6mlm30-4620").kind == "alt"
+    detour = ModelId.parse("mini-xs-mlm40-dec4620-clm-5830-mlm40-7040-p1")
+    assert (detour.kind, detour.mask_ratio, detour.length, detour.cpt) == ("mlm", 40, 7040, True)
+    assert str(detour.continues) == "mini-xs-mlm40-4620-p1" and str(detour.at(0).run) == str(detour)
+    assert str(ModelId.parse("610m-mlm40-dec42k-clm-53k-mlm40-64k").continues) == "610m-mlm40-42k"
+
+
+@pytest.mark.parametrize("text", [
+    "mini-xs-mlm40-dec9240-clm-1100-mlm40-2200",  # read by the lazy size as the biphasic run of "mini-xs-mlm40-dec9240"
+    "mini-xs-mlm40-dec4620-clm-7040-mlm40-7040",  # a detour must leave steps to its MLM phase
+    "mini-xs-mlm40-4620-clm-5830-mlm40-7040",     # a detour continues a decayed run ("dec")
+    "mini-xs-mix1clm15mlm40-1100-mlm40-4620",     # a second phase from scratch follows CLM only
+])
+def test_ids_that_break_the_forms_are_refused(text):
+    with pytest.raises(ValueError):
+        ModelId.parse(text)

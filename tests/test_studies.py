@@ -441,3 +441,71 @@ def test_results_dir_of_the_other_kind_is_refused_in_one_line(capsys, argv, mess
     with pytest.raises(SystemExit):
         cli.main([a.format(root=ROOT) for a in argv])
     assert message.format(root=ROOT) in capsys.readouterr().err
+
+
+BEYOND_KEYS = ["pretrain_seeds=2", "mixed=[mix1clm1mlm40, alt1clm1mlm40]", "detour_k=[22]"]
+
+
+def test_beyond_plans_mixed_runs_and_the_clm_detour_beside_what_they_face():
+    """The "beyond" study (issue 27; no shipped scale runs it): each mixed objective from scratch at the full budget
+    and the CLM detour of the decayed MLM-40% run, 2 pretraining seeds each, beside MLM-only, CLM-only, the 25/75
+    split and the plain MLM-CPT of the same length (those of the same seeds), and the random-init control."""
+    plan = studies.build_plan(scale_config("tiny", BEYOND_KEYS)).for_studies(["beyond"])
+    mixed = {f"tiny-m-{o}-42{p}" for o in ("mix1clm1mlm40", "alt1clm1mlm40") for p in ("", "-p1")}
+    detours = {f"tiny-m-mlm40-dec42-clm-53-mlm40-64{p}" for p in ("", "-p1")}
+    faced = {f"tiny-m-{o}-42{p}" for o in ("clm", "mlm40", "clm-10-mlm40") for p in ("", "-p1")} | {
+        f"tiny-m-mlm40-dec42-mlm40-64{p}" for p in ("", "-p1")}
+    assert set(plan.runs) == mixed | detours | faced
+    assert {e.model_id for e in plan.evaluations.values()} == set(plan.runs) | {"tiny-m-mlm40-42-0"}
+    assert {r for r, run in plan.runs.items() if run.part == "beyond"} == mixed | detours
+    run = plan.runs["tiny-m-alt1clm1mlm40-42-p1"]
+    assert (run.phases, run.parent, run.seed, run.warmup, run.decay) == ([("alt1clm1mlm40", 42)], None, 1, 2, 2)
+    detour, plain = plan.runs["tiny-m-mlm40-dec42-clm-53-mlm40-64-p1"], plan.runs["tiny-m-mlm40-dec42-mlm40-64-p1"]
+    assert detour.phases == [("clm", 11), ("mlm40", 11)] and detour.id.continues == plain.id.continues
+    same = ("parent", "parent_step", "optimizer", "warmup", "decay", "offset", "total", "seed")
+    assert [getattr(detour, k) for k in same] == [getattr(plain, k) for k in same] == [
+        "tiny-m-mlm40-42-p1", 42, False, 0, 2, 42, 22, 1]
+    assert studies.resolve_names("all", plan.scale)[-1] == "beyond"
+    with pytest.raises(ConfigError, match="does not run the beyond study .* set its runs"):
+        studies.resolve_names(["beyond"], scale_config("tiny"))
+
+
+def test_beyond_runs_are_configs_pretrain_takes_and_the_plan_counts_their_flops(tmp_path, capsys):
+    from mlmclm.config import to_yaml
+
+    scale = scale_config("tiny", BEYOND_KEYS + ["seed_data_order=true"])
+    plan = studies.build_plan(scale).for_studies(["beyond"])
+    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    for run_id in ("tiny-m-mix1clm1mlm40-42-p1", "tiny-m-mlm40-dec42-clm-53-mlm40-64-p1"):
+        cfg = studies.run_config(plan, plan.runs[run_id], paths)
+        assert (cfg.seed, cfg.data.seed) == (1, 1)  # its own data order, as its seed's base runs
+        (tmp_path / f"{run_id}.yaml").write_text(to_yaml(cfg))
+        assert cli.main(["pretrain", str(tmp_path / f"{run_id}.yaml"), "--dry-run"]) == 0
+    assert (cfg.init.kind, cfg.init.step, cfg.init.optimizer, cfg.phases) == ("run", 42, False,
+                                                                              [("clm", 11), ("mlm40", 11)])
+    c = studies.compute(plan, studies.grid_configs(plan, paths))
+    beyond = [r for r in plan.runs.values() if r.part == "beyond"]
+    assert all(c["runs"][r.run_id] > 0 for r in beyond)
+    parts = studies.part_totals(plan, c)
+    assert parts["beyond"][:2] == [6, sum(r.trained for r in beyond)]
+    assert parts["beyond"][3] == pytest.approx(sum(c["runs"][r.run_id] for r in beyond))
+    plain = studies.build_plan(scale_config("tiny")).for_studies(["cpt"])
+    assert "beyond" not in studies.part_totals(plain, studies.compute(plain, studies.grid_configs(plain, paths)))
+    capsys.readouterr()
+    assert cli.main(["study", "plan", "beyond", "--scale", "tiny", *(f"--set={k}" for k in BEYOND_KEYS)]) == 0
+    assert "  beyond " in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="batch_size 8 cannot be split 1:15"):
+        wide = studies.build_plan(scale_config("tiny", BEYOND_KEYS + ["mixed=[mix1clm15mlm40]"]))
+        studies.run_config(wide, wide.runs["tiny-m-mix1clm15mlm40-42"], paths)
+    with pytest.raises(ConfigError, match="detour_clm 0.95: the CLM phase of the 22k detour"):
+        studies.build_plan(scale_config("tiny", BEYOND_KEYS + ["detour_clm=0.95"]))
+
+
+@pytest.mark.parametrize("override, match", [
+    ("mixed=[mlm40]", "mixed: 'mlm40' is one objective"),
+    ("detour_k=[10]", r"detour_k: 10 is not one of the CPT lengths \[2, 12, 22\]"),
+    ("beyond_seeds=3", "beyond_seeds must be between 1 and pretrain_seeds"),
+])
+def test_bad_beyond_keys_are_one_line(override, match):
+    with pytest.raises(ConfigError, match=match):
+        scale_config("tiny", BEYOND_KEYS + [override])

@@ -185,6 +185,43 @@ def check_cpt(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     return _sorted(out, "cpt_steps")
 
 
+# Beyond the paper (issue 27): not claims of the paper, judged with the same statistics, intervals and gates.
+
+
+def _best(v: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The highest-scoring row of each ``keys`` cell (ties: the first schedule by name)."""
+    return v.sort_values(["score", "schedule"], ascending=[False, True]).drop_duplicates(keys)
+
+
+def check_mixed(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
+    """Claim B1: per source, size, budget and task group, the best mixed or alternating model minus the best of the
+    sequential schedules of that budget (MLM-only, CLM-only, the 25/75 split; cells with all three), both chosen
+    on the scores at hand (in a bootstrap replica: chosen again, so the interval counts the choice, as claim 5's)."""
+    v = results.group_averages(results.mixed_view(scores))
+    keys = ["source", "scale", "size", "budget", "task_group"]
+    cols = [*keys, "best mixed", "mixed", "best sequential", "sequential", "diff", "diff ±", "call"]
+    seq = v[~v["mixed"].astype(bool)]
+    seq = seq[seq.groupby(keys)["schedule"].transform("nunique") == len(results.SEQUENTIAL)]
+    m = _best(v[v["mixed"].astype(bool)], keys)[[*keys, "schedule", "score", "ci"]].merge(
+        _best(seq, keys)[[*keys, "schedule", "score", "ci"]], on=keys, suffixes=("", "_seq"))
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    diff, ci = (m["score"] - m["score_seq"]).round(2), np.hypot(m["ci"].astype(float), m["ci_seq"].astype(float))
+    out = m[keys].assign(**{"best mixed": m["schedule"], "mixed": m["score"], "best sequential": m["schedule_seq"],
+                            "sequential": m["score_seq"], "diff": diff, "diff ±": ci.round(2)},
+                         call=_calls(diff, ci.round(2), ("mixed ahead", "sequential ahead")))
+    return _sorted(out[cols], "budget")
+
+
+def check_detour(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
+    """Claim B2: the CLM detour minus the plain MLM-CPT of the same decayed MLM-40% model and CPT length, per source,
+    size, CPT length and task group."""
+    v = results.group_averages(results.detour_view(scores))
+    out = _compare(v[v["schedule"] == "detour"], v[v["schedule"] == "MLM-CPT"],
+                   ["source", "scale", "size", "cpt_steps", "task_group"], ("detour", "MLM-CPT"))
+    return _sorted(out, "cpt_steps")
+
+
 # ----------------------------------------------------------------------------------------------- statistics
 # A statistic reads a check's rows (one source's, or the bootstrap replicas', each replica a ``source``) and returns
 # one row per source and scope: ``value``, and ``lo`` / ``hi`` from the rows' half-widths (used for the paper).
@@ -304,7 +341,8 @@ def _stat_sd(first: str, second: str):
 
 
 def _stat_mean_diff(rows, point=None):
-    """5: the best inner split's lead over the better extreme, mean over budgets (and sizes), per task group."""
+    """5, B1, B2: the rows' ``diff`` (5: the best inner split's lead over the better extreme), mean over budgets or
+    CPT lengths (and sizes), per task group."""
     return _mean(rows, rows["diff"], "task_group")
 
 
@@ -369,6 +407,14 @@ def _detail_biphasic(rows):
     shares = ", ".join(f"{s}% in {n}" for s, n in rows["best split"].value_counts().sort_index().items())
     ahead = int((rows["call"] == "split ahead").sum())
     return f"best inner split: {shares}; ahead of both extremes beyond the CI in {ahead}/{len(rows)} cells"
+
+
+def _detail_mixed(rows):
+    def counts(col):
+        return ", ".join(f"{name} in {n}" for name, n in rows[col].value_counts().sort_index().items())
+    ahead = int((rows["call"] == "mixed ahead").sum())
+    return (f"best mixed: {counts('best mixed')}; best sequential: {counts('best sequential')}; mixed ahead beyond "
+            f"the CI in {ahead}/{len(rows)} cells")
 
 
 def _detail_cpt(rows):
@@ -454,6 +500,14 @@ def _cpt_models(scores, runs=None) -> set:
     return set(results.cpt_view(scores).merge(ends, on=["source", "scale", "size", "cpt_steps"])["model"])
 
 
+def _mixed_models(scores, runs=None) -> set:
+    return set(results.mixed_view(scores)["model"])
+
+
+def _detour_models(scores, runs=None) -> set:
+    return set(results.detour_view(scores)["model"])
+
+
 def _stability_models(scores, runs) -> set:
     return set(results.centered_scores(runs)["model"])
 
@@ -491,6 +545,8 @@ class Claim:
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         return (self.table or self.check)(scores, runs, split=split)
 
+
+BEYOND_PAPER = "not a claim of the paper; issue 27"  # ``paper`` of the claims beyond it (their keys: B1, B2)
 
 # Each claim as the paper states it (``paper``: its tables and figures, the paper's words where the notes on the paper
 # quote them, else a paraphrase; results/paper holds the numbers), and the statistic that judges it as stated.
@@ -561,6 +617,21 @@ CLAIMS = {
                paper="Tables 14-17, Figs. 8-9 (§5), paraphrased: after the same MLM-CPT the CLM-based model matches "
                      "or beats the MLM-based one; at 22K the 610M CLM-based model leads on SC, TC and IR (+0.93, "
                      "+0.59, +0.25) and trails on QA (-1.04)"),
+    # beyond the paper (issue 27): the same statistics, intervals and gates, on runs of the "beyond" study
+    "B1": Claim("Mixed or alternating CLM+MLM beats the best sequential schedule at a fixed budget", check_mixed,
+                statistic="best mixed or alternating model minus the best of MLM-only, CLM-only and the 25/75 split "
+                          "of its budget, both chosen again in each replica, mean over budgets (points)",
+                measure=_stat_mean_diff, models=_mixed_models, describe=_detail_mixed,
+                unavailable=_empty("no mixed or alternating run beside MLM-only, CLM-only and the 25/75 split of "
+                                   "its budget"),
+                paper=BEYOND_PAPER + "; GPT-BERT (Charpentier & Samuel, BabyLM 2024) mixed batches, AntLM "
+                                     "alternating objectives"),
+    "B2": Claim("The CLM detour beats plain MLM continued pretraining of an MLM model", check_detour,
+                statistic="CLM detour (CLM then MLM-40% CPT) minus plain MLM-40% CPT of the same decayed MLM-40% "
+                          "model, mean over CPT lengths (points)",
+                measure=_stat_mean_diff, models=_detour_models,
+                unavailable=_empty("no CLM-detour run beside the plain MLM-CPT of its model and length"),
+                paper=BEYOND_PAPER + "; Touchent & de la Clergerie, arXiv 2605.12438"),
 }
 
 

@@ -33,6 +33,7 @@ from .. import flops
 from ..io import load_result, misplaced
 from ..locks import busy
 from ..runs import ModelId, grid_root
+from ..schedule import parse_objective
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -73,7 +74,8 @@ def parse_model_id(model: str) -> dict:
     """Size, objective, masking ratio and step counts from a model id (`runs.ModelId`; results/README.md, "Model
     ids"). ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps == steps``;
     ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent);
-    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present), or ``random`` for a run's step-0
+    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the paper ``mixed``, ``alternating``
+    (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`); or ``random`` for a run's step-0
     checkpoint (its initial weights: the random-init control of its size, which stands for every objective since
     fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an id that does not follow the
     naming.
@@ -83,11 +85,12 @@ def parse_model_id(model: str) -> dict:
         return {"size": _size_label(m.size), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
                 "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": m.seed}
     steps = m.step if m.step is not None else m.length
-    clm = min(m.steps, steps) if m.objective == "clm" else 0
+    clm = _clm_steps(m, steps)
     mlm = steps - clm
     return {
         "size": _size_label(m.size),
-        "objective": "clm+mlm" if clm and mlm else ("clm" if clm else "mlm"),
+        "objective": BEYOND_OBJECTIVES.get(m.kind if m.detour is None else "detour") or (
+            "clm+mlm" if clm and mlm else ("clm" if clm else "mlm")),
         "mask_ratio": m.mask_ratio if m.mask_ratio is not None and mlm else pd.NA,
         "steps": steps,
         "clm_steps": clm,
@@ -96,6 +99,27 @@ def parse_model_id(model: str) -> dict:
         "intermediate": m.step is not None,
         "pretrain_seed": m.seed,
     }
+
+
+# the objectives beyond the paper's schedules (issue 27), as ``objective`` names them; the paper's study views leave
+# them out (`sequential`)
+BEYOND_OBJECTIVES = {"mix": "mixed", "alt": "alternating", "detour": "detour"}
+
+
+def _clm_steps(m: ModelId, steps: int) -> int:
+    """How many of the first `steps` steps of model `m`'s lineage trained CLM (a mixed run's CLM rows counted as
+    whole-batch steps: `schedule`'s ``clm_steps``; a detour's CLM phase after the decayed MLM run)."""
+    if m.detour is not None:
+        return min(max(steps - m.steps, 0), m.detour - m.steps)
+    if m.kind in BEYOND_OBJECTIVES:
+        return parse_objective(m.objective).clm_steps(min(m.steps, steps))
+    return min(m.steps, steps) if m.objective == "clm" else 0
+
+
+def sequential(df: pd.DataFrame) -> pd.Series:
+    """Whether each row is a model of the paper's schedules: one objective, or CLM then MLM (not a mixed, alternating
+    or detour model: `BEYOND_OBJECTIVES`)."""
+    return df["objective"].isin(["clm", "mlm", "clm+mlm"])
 
 
 def family(model: str) -> str:
@@ -556,7 +580,7 @@ def biphasic_view(scores: pd.DataFrame) -> pd.DataFrame:
     masking-ratio runs, 40K CLM + 2K MLM) are left out.
     """
     scores = _studied(scores)
-    df = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)]
+    df = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0) & sequential(scores)]
     df = df[is_clm_or_mlm40(df)]
     two_phase = df[df["objective"] == "clm+mlm"][["source", "scale", "size"]].drop_duplicates()
     df = df.merge(two_phase, on=["source", "scale", "size"])
@@ -574,7 +598,7 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
     Adds ``base`` (``CLM`` or ``MLM``, the objective of the decayed starting point).
     """
     scores = _studied(scores)
-    cpt = scores[scores["cpt_steps"] > 0]
+    cpt = scores[(scores["cpt_steps"] > 0) & sequential(scores)]
     starts = (cpt["steps"] - cpt["cpt_steps"]).rename("steps")
     keys = pd.concat([cpt[["source", "scale", "size"]], starts], axis=1).drop_duplicates()
     bases = scores[~scores["intermediate"] & (scores["cpt_steps"] == 0)
@@ -582,6 +606,39 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
     bases = bases[is_clm_or_mlm40(bases)].merge(keys, on=["source", "scale", "size", "steps"])
     df = pd.concat([bases, cpt], ignore_index=True)
     return df.assign(base=np.where(df["clm_steps"] > 0, "CLM", "MLM"))
+
+
+# the sequential schedules a mixed model faces at its budget (`mixed_view`): biphasic_view's CLM share -> its name
+SEQUENTIAL = {0: "MLM-only", 25: "25/75 split", 100: "CLM-only"}
+
+
+def mixed_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Beyond the paper (issue 27): mixed and alternating models from scratch beside the sequential schedules of the
+    same size and budget (MLM-only, CLM-only and the 25/75 CLM-then-MLM split: `biphasic_view`'s shares 0, 100 and
+    25). Adds ``budget``, ``schedule`` (a mixed model's objective as its id spells it, ``mix1clm15mlm40``; else the
+    `SEQUENTIAL` name) and ``mixed`` (True for the mixed and alternating models)."""
+    studied = _studied(scores)
+    mixed = studied[~studied["intermediate"] & studied["objective"].isin(["mixed", "alternating"])]
+    mixed = mixed.assign(budget=mixed["steps"], mixed=True,
+                         schedule=[ModelId.parse(m).objective for m in mixed["model"]])
+    seq = biphasic_view(scores)
+    seq = seq[seq["clm_share"].isin(list(SEQUENTIAL))]
+    seq = seq.assign(schedule=seq["clm_share"].map(SEQUENTIAL), mixed=False).drop(columns="clm_share")
+    seq = seq.merge(mixed[["source", "scale", "size", "budget"]].drop_duplicates())
+    return pd.concat([mixed, seq], ignore_index=True)
+
+
+def detour_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Beyond the paper (issue 27): the CLM detour (CPT of the decayed MLM-40% model, CLM then MLM-40%) beside the
+    plain MLM-CPT of the same model and length (`cpt_view`'s MLM-based rows). Adds ``schedule``: "detour" or
+    "MLM-CPT"."""
+    studied = _studied(scores)
+    detour = studied[~studied["intermediate"] & (studied["objective"] == "detour")]
+    plain = cpt_view(scores)
+    keys = ["source", "scale", "size", "steps", "cpt_steps"]
+    plain = plain[(plain["base"] == "MLM") & (plain["cpt_steps"] > 0)].merge(detour[keys].drop_duplicates())
+    return pd.concat([detour.assign(schedule="detour"), plain.drop(columns="base").assign(schedule="MLM-CPT")],
+                     ignore_index=True)
 
 
 def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test") -> pd.DataFrame:
@@ -750,7 +807,7 @@ def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
         return pd.concat([head[head["step"] <= branch], own.assign(step=own["step"] + start)]), start
 
     rows = []
-    for model, a in first[first["cpt_steps"] > 0].iterrows():
+    for model, a in first[(first["cpt_steps"] > 0) & sequential(first)].iterrows():
         curve = lineage(model)[0].sort_values("step", kind="stable").drop_duplicates("step", keep="last")
         rows.append(curve.assign(model=model, size=a["size"], cpt_steps=int(a["cpt_steps"]),
                                  base="CLM" if a["clm_steps"] > 0 else "MLM"))

@@ -207,6 +207,55 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
         display(table.set_index(["Size", "Group", "Dataset"]))
 
 
+BEYOND_COLUMNS = ["Scale", "Size", "Comparison", "Schedule", "Model", "Pretraining seeds"]
+
+
+def beyond_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Beyond the paper (issue 27), ours only: the mixed and alternating models against MLM-only, CLM-only and the
+    25/75 split of their budget (`results.mixed_view`), then the CLM detour against the plain MLM-CPT of the same
+    decayed MLM-40% model (`results.detour_view`). One row per model: its task-group averages, the mean over its
+    pretraining seeds ± the 95% half-width (`results.pool_pretraining_seeds`); no rows where no scale has such runs."""
+    pooled = results.pool_pretraining_seeds(scores[scores["source"] == "ours"])
+    views = ((results.mixed_view(pooled), "mixed vs sequential"), (results.detour_view(pooled), "detour vs MLM-CPT"))
+    v = pd.concat([results.group_averages(view).assign(Comparison=name) for view, name in views], ignore_index=True)
+    groups = [g for g in results.GROUPS if g in set(v["task_group"])]
+    rows = []
+    for (scale, size, comparison, schedule, model), part in v.groupby(
+            ["scale", "size", "Comparison", "schedule", "model"], sort=False):
+        cells = part.set_index("task_group")
+        rows.append({"Scale": scale, "Size": size, "Comparison": comparison, "Schedule": schedule, "Model": model,
+                     "Pretraining seeds": int(part["pretrain_seeds"].max()),
+                     **{g: cell(cells.at[g, "score"], cells.at[g, "ci"]) if g in cells.index else "" for g in groups}})
+    return pd.DataFrame(rows, columns=[*BEYOND_COLUMNS, *groups])
+
+
+def show_beyond(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
+    """Display ``beyond_table`` for each scale of ours with such runs (and write ``beyond.csv`` and ``.tex`` under
+    ``tables_dir``, if given)."""
+    from IPython.display import Markdown, display
+
+    table = beyond_table(scores)
+    if table.empty:
+        display(Markdown("*No runs beyond the paper: a scale runs them where it sets `mixed` or `detour_k`.*"))
+    for scale, part in table.groupby("Scale", sort=False):
+        caption = (f"Beyond the paper (issue 27; not claims of the paper), ours at scale {scale}: mixed and "
+                   "alternating objectives against the sequential schedules of their budget, the CLM detour against "
+                   "plain MLM-CPT; task-group averages, mean over pretraining seeds ± the 95% half-width.")
+        _show(part.drop(columns="Scale"), tables_dir, scale, "beyond", caption, ["Size", "Comparison", "Schedule"])
+
+
+def _show(table: pd.DataFrame, tables_dir: str | Path | None, scale: str, name: str, caption: str,
+          index: list[str]) -> None:
+    """Write ``table`` of ours at ``scale`` as ``<name>.csv`` and ``.tex`` (if ``tables_dir`` is given) and display
+    it under its caption, indexed by ``index``."""
+    from IPython.display import Markdown, display
+
+    if tables_dir is not None:
+        write(table, Path(tables_dir) / results.output_subdir("ours", scale), name, caption)
+    display(Markdown(f"**{caption}**"))
+    display(table.set_index(index))
+
+
 def models_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Every model of one source and scale (controls, intermediate checkpoints, every pretraining seed and run outside
     the paper's tables included): its task-group averages, ± the 95% half-width over fine-tuning seeds, in size,
@@ -223,16 +272,10 @@ def models_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
     """Display ``models_table`` for each scale of ours (and write ``models.csv`` and ``.tex`` under ``tables_dir``)."""
-    from IPython.display import Markdown, display
-
     for scale, part in scores[scores["source"] == "ours"].groupby("scale", sort=False):
         caption = (f"Every model of ours at scale {scale}: task-group averages, mean test score over fine-tuning "
                    "seeds ± the 95% half-width.")
-        table = models_table(part)
-        if tables_dir is not None:
-            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "models", caption)
-        display(Markdown(f"**{caption}**"))
-        display(table.set_index(["Model", "Group"]))
+        _show(models_table(part), tables_dir, scale, "models", caption, ["Model", "Group"])
 
 
 def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
@@ -258,8 +301,6 @@ def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
 def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> None:
     """Display ``seeds_table`` for each source and scale of ours with several pretraining seeds (and write
     ``seeds.csv`` and ``.tex`` under ``tables_dir``, if given)."""
-    from IPython.display import Markdown, display
-
     ours = scores[scores["source"] == "ours"]
     for scale, part in ours.groupby("scale", sort=False):
         table = seeds_table(part)
@@ -268,10 +309,7 @@ def show_seeds(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> No
         caption = (f"Pretraining seeds (ours, scale {scale}): each seed's score ± its fine-tuning seeds' 95% "
                    "half-width, and the mean over the seeds ± the 95% t half-width over them (what the claims "
                    "compare).")
-        if tables_dir is not None:
-            write(table, Path(tables_dir) / results.output_subdir("ours", scale), "seeds", caption)
-        display(Markdown(f"**{caption}**"))
-        display(table.set_index(["Model", "Group", "Dataset"]))
+        _show(table, tables_dir, scale, "seeds", caption, ["Model", "Group", "Dataset"])
 
 
 def _lrs(lrs) -> str:
