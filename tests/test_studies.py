@@ -306,7 +306,8 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     stream after the base run's steps), named -p{seed} so the analysis pools them with seed 0."""
     from mlmclm.analysis.results import family
 
-    plan = studies.build_plan(scale_config("longer"))
+    paper_only = ["mixed=[]", "detour_k=[]"]  # the "beyond" study faces the seed-1 split and CPT runs too
+    plan = studies.build_plan(scale_config("longer", paper_only))
     runs = plan.runs
     split, cpt = runs["mini-xs-clm-2200-mlm40-9240-p1"], runs["mini-xs-clm-dec9240-mlm40-11440-p1"]
     assert (split.parent, split.parent_step, split.optimizer, split.seed) == ("mini-xs-clm-9240-p1", 2200, True, 1)
@@ -317,7 +318,7 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     assert (cfg.data.seed, cfg.data.offset, cfg.seed) == (1, 9240 * 32, 1)
     evaluated = {e.model_id for e in plan.evaluations.values()}
     assert {"mini-xs-clm-2200-mlm40-9240-p1", "mini-xs-mlm40-dec9240-mlm40-11440-p1", "mini-xs-mlm40-9240-p1"} <= evaluated
-    assert len(studies.build_plan(scale_config("longer", ["split_cpt_seeds=1"])).runs) == len(runs) - 3
+    assert len(studies.build_plan(scale_config("longer", [*paper_only, "split_cpt_seeds=1"])).runs) == len(runs) - 3
     with pytest.raises(ConfigError, match="split_cpt_seeds must be between 1 and pretrain_seeds"):
         scale_config("longer", ["split_cpt_seeds=4"])
 
