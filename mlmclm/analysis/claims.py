@@ -19,6 +19,7 @@ pass; otherwise the verdict is "no signal", with the reason. Cells with fewer fi
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from itertools import combinations
 from statistics import NormalDist
@@ -638,21 +639,29 @@ CLAIMS = {
 # ----------------------------------------------------------------------------------------------- bootstrap
 
 
-def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def _stream(seed: int, *names) -> np.random.Generator:
+    """The bootstrap's random stream for one named part of it (a split of a dataset, the fine-tuning seeds, a family's
+    pretraining-seed term): a part draws the same numbers whatever other models are on record, so that a model landing
+    does not move the interval of a comparison it is not in."""
+    return np.random.default_rng([seed, *(zlib.crc32(str(n).encode()) for n in names)])
+
+
+def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, seed: int) -> np.ndarray:
     """Per run, ``n_boot`` replicas of its ``split`` score, (runs, n_boot): the split's instances resampled, the same
     draw for every run of a dataset. A replica is the run's score plus the change of its instances' weighted mean
     (weights ``<split>_w``: a tag accuracy's words, a span F1's spans, so that the replica is that score recomputed
     exactly; none: the plain mean, exact for accuracy, QA F1 and NDCG, an approximation for a span F1 written without
     its weights, as EncodEval's are). A dataset without per-instance scores
-    (or whose runs scored different sets) keeps its scores: only its seeds are resampled."""
+    (or whose runs scored different sets) keeps its scores: only its seeds are resampled. Each dataset's draw comes
+    from its own stream (`_stream`)."""
     reps = np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1)
     per, wts = runs[f"{split}_i"].to_numpy(dtype=object), runs[f"{split}_w"].to_numpy(dtype=object)
-    for _, idx in runs.groupby("dataset", sort=True).indices.items():
+    for dataset, idx in runs.groupby("dataset", sort=True).indices.items():
         sizes = {len(a) if isinstance(a, np.ndarray) else -1 for a in per[idx]}
         if len(sizes) != 1 or -1 in sizes:
             continue
         n = sizes.pop()
-        draws = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
+        draws = _stream(seed, split, dataset).integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
         counts = np.bincount(draws.ravel(), minlength=n_boot * n).reshape(n_boot, n)  # (n_boot, n)
         a = np.stack(list(per[idx]))
         w = np.stack([x if isinstance(x, np.ndarray) and len(x) == n else np.ones(n) for x in wts[idx]])
@@ -661,23 +670,21 @@ def _instance_replicas(runs: pd.DataFrame, split: str, n_boot: int, rng: np.rand
     return reps
 
 
-def _seed_draws(seeds: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def _seed_draws(seeds: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, len(seeds)): per replica how often each entry's seed is drawn, the seeds resampled with replacement
     (the same draw for every entry with the same seed)."""
     uniq = np.sort(np.unique(seeds))
-    mult = rng.multinomial(len(uniq), np.full(len(uniq), 1 / len(uniq)), size=n_boot)
+    mult = _stream(seed, "fine-tuning seeds").multinomial(len(uniq), np.full(len(uniq), 1 / len(uniq)), size=n_boot)
     return mult[:, np.searchsorted(uniq, seeds)]
 
 
 def _resample(runs: pd.DataFrame, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Test-score replicas of every run, (runs, n_boot), and per replica the multiplicity of each run's fine-tuning
     seed, (n_boot, runs)."""
-    rng = np.random.default_rng(seed)
-    return _instance_replicas(runs, "test", n_boot, rng), _seed_draws(runs["seed"].to_numpy(), n_boot, rng)
+    return _instance_replicas(runs, "test", n_boot, seed), _seed_draws(runs["seed"].to_numpy(), n_boot, seed)
 
 
-def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator, rule: str,
-                       instances: bool = True):
+def _selected_replicas(runs: pd.DataFrame, n_boot: int, seed: int, rule: str, instances: bool = True):
     """The learning rate chosen again in every replica: per model, dataset and fine-tuning seed (``per_seed``; or per
     model and dataset on the seed-averaged validation score, ``seed_average``) the run with the best resampled
     validation score (ties: the smaller rate). Returns the chosen cells (one row per model, dataset and seed) and
@@ -686,7 +693,7 @@ def _selected_replicas(runs: pd.DataFrame, n_boot: int, rng: np.random.Generator
                                                           ignore_index=True)
 
     def replicas(split):
-        return (_instance_replicas(runs, split, n_boot, rng) if instances else
+        return (_instance_replicas(runs, split, n_boot, seed) if instances else
                 np.repeat(runs[split].to_numpy(dtype=float)[:, None], n_boot, axis=1))
 
     val, test = replicas("validation"), replicas("test")
@@ -728,8 +735,8 @@ def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.Da
     return g.assign(sd=np.sqrt(g["ss"] / g["dof"].where(g["dof"] > 0))).reset_index()[cols]
 
 
-def _pool_replicas(avg: np.ndarray, models: list[str], sd: float, dof: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
+def _pool_replicas(avg: np.ndarray, models: list[str], sd: float, dof: int, seed: int,
+                   where: tuple = ()) -> tuple[np.ndarray, list[int]]:
     """Replicas of models that differ only in their pretraining seed (`results.family`) pooled, a parametric
     bootstrap of each family's mean: per replica the mean over its k seeds' replicas (the seeds themselves not
     resampled) plus sd / sqrt(k) x T, T drawn from Student's t with ``dof`` degrees of freedom for each family and
@@ -738,12 +745,15 @@ def _pool_replicas(avg: np.ndarray, models: list[str], sd: float, dof: int,
     them gave one k / (k - 1) too narrow in variance, with normal tails) and a one-seed family gets its
     pretraining-seed noise too. With ``dof`` 0 (no model with 2+ seeds) no term is drawn: the seeds stay fixed. The
     seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw again: counted twice,
-    the interval errs wide. Returns (n_boot, families) and, per family, the column of its seed-0 model."""
+    the interval errs wide. Each family's term has its own stream (`_stream`, named by ``where`` and the family).
+    Returns (n_boot, families) and, per family, the column of its seed-0 model."""
     codes, names = pd.factorize(pd.Series(models).map(results.family))
     order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
     pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
     if dof > 0:
-        pooled = pooled + sd / np.sqrt(k) * rng.standard_t(dof, size=pooled.shape)
+        t = np.stack([_stream(seed, "pretraining seeds", *where, name).standard_t(dof, size=len(pooled))
+                      for name in names], axis=1)
+        pooled = pooled + sd / np.sqrt(k) * t
     column = {m: i for i, m in enumerate(models)}
     return pooled, [column.get(name, int(np.argmax(codes == c))) for c, name in enumerate(names)]
 
@@ -763,9 +773,8 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     runs = results.default_grid(runs)
     if runs.empty:
         return pd.DataFrame(columns=results.SCORE_COLUMNS)
-    rng = np.random.default_rng(seed)
-    sel, reps = _selected_replicas(runs, n_boot, rng, rule, instances)
-    w = _seed_draws(sel["seed"].to_numpy(), n_boot, rng)
+    sel, reps = _selected_replicas(runs, n_boot, seed, rule, instances)
+    w = _seed_draws(sel["seed"].to_numpy(), n_boot, seed)
     keys = ["model", "task_group", "dataset"]
     cell = sel.groupby(keys, sort=False).ngroup().to_numpy()  # numbered in order of first appearance
     onehot = np.eye(cell.max() + 1)[cell]  # (rows, cells)
@@ -785,7 +794,7 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
         idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
         sd, dof = spread.loc[key] if key in spread.index else (np.nan, 0)
-        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], sd, int(dof), rng)
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], sd, int(dof), seed, key)
         pooled.append(cols)
         keep += [idx[f] for f in first]
     avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
