@@ -508,6 +508,29 @@ def test_calibration_report_passes_on_an_equal_converged_grid(tmp_path):
     assert report.passed and report.interior == 1.0, report.summary()
 
 
+def test_the_plateau_criterion_reads_the_trained_set_and_a_zero_shot_sets_drift_still_counts(tmp_path):
+    """IR: one training on squad_retrieval scores it and, zero-shot, vitaminc_retrieval. vitaminc still rising 3 points
+    in the last epoch does not fail the plateau criterion (its curve follows squad's training, which plateaued); squad
+    rising does. The zero-shot drift still weighs on a verdict: a difference below the group's last-epoch gain is
+    unsettled."""
+    def ir(root, squad_gain):
+        for lr in (1e-4, 1e-3, 1e-2):
+            for sd in range(4):
+                val = 0.3 - abs(np.log10(lr) + 3) / 10
+                write_run(root, "m-clm-100", "IR", "squad_retrieval", lr, sd, val, 0.3, last_gain=squad_gain)
+                write_run(root, "m-clm-100", "IR", "vitaminc_retrieval", lr, sd, val, 0.3, last_gain=0.03)
+        return results.load_run_tree(root, "ours", "x")
+
+    assert "vitaminc_retrieval" in evidence.ZERO_SHOT and "squad_retrieval" not in evidence.ZERO_SHOT
+    runs = ir(tmp_path / "settled", 0.004)
+    report = evidence.calibration_report(runs)
+    assert report.unconverged.empty and report.passed, report.summary()
+    assert "smaller than the last-epoch validation gain" in evidence.unsettled(runs, {"m-clm-100"}, ["IR"], 0.5)
+    assert evidence.unsettled(runs, {"m-clm-100"}, ["IR"], 3.0) == ""
+    rising = evidence.calibration_report(ir(tmp_path / "rising", 0.03))
+    assert rising.unconverged["dataset"].tolist() == ["squad_retrieval"] and not rising.passed
+
+
 def test_calibration_report_finds_an_unequal_grid_an_edge_rate_a_wide_mean_and_rising_validation(tmp_path):
     _grid(tmp_path, ["m-clm-100"])
     _grid(tmp_path, ["m-mlm40-100"], lrs=(1e-4, 1e-3), best=1e-4)  # one rate short, and its best at the edge
