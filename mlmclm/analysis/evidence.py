@@ -14,12 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..evaluation.catalog import OFFLINE, PAPER
 from . import results
 
-# datasets scored zero-shot (IR: trained on another dataset's pairs, `Task.train_on`): their validation curves follow
-# another training, so the plateau criterion leaves them out; `unsettled` still counts how far they moved
-ZERO_SHOT = frozenset(t.name for t in (*PAPER, *OFFLINE) if t.train_on and t.train_on != t.name)
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
 MIN_INTERIOR = 0.8  # calibration: the share of (model, dataset) cells whose selected learning rate is inside the grid
@@ -134,8 +130,9 @@ class Calibration:
     (d) ``unconverged``: the (model, dataset) cells, controls included, where validation had not plateaued: the
         selected runs gained more than ``MAX_LAST_GAIN`` points over their last epoch (mean over seeds), or have no
         validation curve to show it (fine-tuned for one epoch). Only the datasets a model was fine-tuned on: a
-        zero-shot set (``ZERO_SHOT``) is scored along another set's training, whose plateau is the one checked; its
-        own drift still counts where a verdict's difference is compared with the last-epoch gain (`unsettled`).
+        zero-shot set (a run's ``zero_shot``) is scored along another set's training, whose plateau is the one
+        checked; its own drift still counts where a verdict's difference is compared with the last-epoch gain
+        (`unsettled`).
     """
 
     unequal: pd.DataFrame
@@ -206,10 +203,11 @@ def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
 
 
 def _unconverged(runs: pd.DataFrame) -> pd.DataFrame:
-    """(d): per (model, dataset) cell of a dataset fine-tuned on (not ``ZERO_SHOT``), the mean over seeds of the
+    """(d): per (model, dataset) cell of a dataset fine-tuned on (not scored ``zero_shot``), the mean over seeds of the
     selected runs' validation gain over their last epoch; the cells above ``MAX_LAST_GAIN`` or without a curve (NaN)."""
     keys = ["source", "scale", "task_group", "dataset", "model"]
-    gain = results.select_lr(runs[~runs["dataset"].isin(ZERO_SHOT)]).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
+    trained = runs[~runs["zero_shot"].astype(bool)]
+    gain = results.select_lr(trained).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     gain = gain.rename("last_gain").reset_index()
     return gain[~(gain["last_gain"] <= MAX_LAST_GAIN)].reset_index(drop=True)
 

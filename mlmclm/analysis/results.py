@@ -57,7 +57,7 @@ ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_step
               "pretrain_seed"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
-               "test", "majority", "last_gain", "test_i", "test_w", "validation_i", "validation_w", "path"]
+               "test", "majority", "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w", "path"]
 # test_i / validation_i: a run's per-instance scores (arrays); test_w / validation_w: what each instance weighs in the
 # split's score (words for a tag accuracy, ``weights_i``), None where the score is the plain mean of the instances'.
 GRIDS = ("default", "stability")
@@ -239,8 +239,9 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     """Of one ``results.json`` (``doc``: its content, when read already): ``validation`` and ``test`` scores (points),
     each split's per-instance scores and weights (``test_i``, ``test_w``, ``validation_i``, ``validation_w``: arrays,
     None when absent), the majority-class baseline's test score (``majority``: ``baselines.majority.test``, points;
-    NaN when absent) and the validation gain over the last epoch (``last_gain``, points: the final score minus the one
-    after the epoch before, from ``validation.curve``; NaN without a curve)."""
+    NaN when absent), the validation gain over the last epoch (``last_gain``, points: the final score minus the one
+    after the epoch before, from ``validation.curve``; NaN without a curve) and whether the model was scored zero-shot
+    (``zero_shot``: its ``meta.train_dataset`` is another dataset, as IR's sets trained on another set's pairs)."""
     path = Path(path)
     doc = load_result(path) if doc is None else doc
     scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
@@ -256,9 +257,12 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     except (TypeError, ValueError, IndexError, KeyError):
         raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, "
                               f"got {curve!r:.80}") from None
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    zero_shot = meta.get("train_dataset", meta.get("dataset")) != meta.get("dataset")
     out = {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
-           "last_gain": last_gain, **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
-                                      for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
+           "last_gain": last_gain, "zero_shot": zero_shot,
+           **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
+              for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
     for split, score in (("validation", scores[0]), ("test", scores[1])):
         per, weights = out[f"{split}_i"], out[f"{split}_w"]
         if weights is not None and (per is None or len(per) != len(weights) or weights.sum() <= 0
@@ -326,12 +330,14 @@ def _runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default"
     if grid not in GRIDS:
         raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
     df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
-                                     "last_gain", "test_i", "test_w", "validation_i", "validation_w", "path"])
+                                     "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w",
+                                     "path"])
     df = _with_attributes(df)
     df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
     cols = ["lr", "validation", "test", "majority", "last_gain"]
     df[cols] = df[cols].astype("float64")
+    df["zero_shot"] = df["zero_shot"].fillna(False).astype(bool)
     return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
 
 
