@@ -973,7 +973,8 @@ def _compute_lines(t: dict, state: Work) -> list[str]:
     def when(pair):
         return f"~{unit(sum(pair))} ({unit(pair[0])} pretraining, {unit(pair[1])} fine-tuning)"
     return [state.counts(),
-            "Compute (an estimate, without data building and notebooks):",
+            "Compute (an estimate, without data building and notebooks; on a CPU the sum of each run's own wall "
+            "time: fine-tuning workers in parallel share it):",
             f"  missing now: {when(t['missing']) if state.runs or state.evals else 'nothing'}",
             f"  a full run:  {when(t['full'])}",
             f"  ({t['how']})"]
