@@ -704,7 +704,7 @@ def _shape(plan: Plan, size: str) -> dict:
 def compute(plan: Plan, grids: dict) -> dict:
     """FLOPs of the plan, by the usual 6N per training token plus attention (`sizes.flops_per_token`, dense output
     layer): of each run ("runs": its own steps), of each fine-tuning training ("trainings", by (evaluation key,
-    trainer, lr, seed): its steps, validation every epoch and test, on each dataset it is evaluated on), and the
+    trainer, lr, seed): its steps once, validation every epoch and test on each dataset it is evaluated on), and the
     results.json count of each evaluation ("results"). `grids`: the plan's `grid_configs`."""
     seq, batch = plan.template["data"]["seq_len"], plan.template["batch_size"]
     runs = {r.run_id: r.trained * batch * seq * flops_per_token(_shape(plan, r.size), seq) for r in plan.runs.values()}
@@ -717,11 +717,11 @@ def compute(plan: Plan, grids: dict) -> dict:
             steps = min(steps + ([cfg.max_steps] if cfg.max_steps > 0 else []), default=0)  # 0: the size is unknown
             train_tokens = steps * cfg.batch_size * length
             eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation every epoch, test once
-            flops = (train_tokens * flops_per_token(shape, length)
-                     + eval_tokens * flops_per_token(shape, length, training=False))
+            flops = (train_tokens * flops_per_token(shape, length)  # one training, scored on each evaluated set
+                     + len(evaluated) * eval_tokens * flops_per_token(shape, length, training=False))
             for lr in cfg.lrs:
                 for seed in cfg.seeds:
-                    trainings[(key, trainer.name, lr, seed)] = flops * len(evaluated)
+                    trainings[(key, trainer.name, lr, seed)] = flops
                     results[key] += len(evaluated)
     return {"runs": runs, "trainings": trainings, "results": results}
 
