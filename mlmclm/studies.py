@@ -12,7 +12,7 @@ runs' stable phase, CPT from the decayed final checkpoints), so no segment is tr
 
 A sixth study, "beyond", is not the paper's (issue 27): mixed and alternating objectives from scratch and the CLM
 detour in CPT, beside the sequential schedules they compete with. A scale runs it only where it names those runs
-(`mixed`, `detour_k`); no shipped scale does.
+(`mixed`, `detour_k`); `longer` does.
 
 Completeness lives in the results: a run is complete when its meta.json says so and its pretrain.csv is whole
 (`runlog.run_fault`), an evaluation when every results.json of its grid is complete (`grid.result_fault`: it

@@ -448,7 +448,7 @@ BEYOND_KEYS = ["pretrain_seeds=2", "mixed=[mix1clm1mlm40, alt1clm1mlm40]", "deto
 
 
 def test_beyond_plans_mixed_runs_and_the_clm_detour_beside_what_they_face():
-    """The "beyond" study (issue 27; no shipped scale runs it): each mixed objective from scratch at the full budget
+    """The "beyond" study (issue 27; `longer` runs it): each mixed objective from scratch at the full budget
     and the CLM detour of the decayed MLM-40% run, 2 pretraining seeds each, beside MLM-only, CLM-only, the 25/75
     split and the plain MLM-CPT of the same length (those of the same seeds), and the random-init control."""
     plan = studies.build_plan(scale_config("tiny", BEYOND_KEYS)).for_studies(["beyond"])
