@@ -189,6 +189,14 @@ def test_continued_pretraining_from_a_decayed_checkpoint(tmp_path, text_corpus, 
     assert not torch.equal(final_weights(cpt)["lm_head.weight"], start.lm_head.weight)
 
 
+def _rank_error(stderr: str) -> str:
+    """What a failed launch's ranks said: their one-line errors and the first traceback (torchrun's closing summary
+    names only exit codes, and a rank's progress bars can push its error out of the stderr's tail)."""
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("mlmclm: error:")]
+    start = stderr.find("Traceback")
+    return "\n".join([*errors, stderr[start:start + 4000] if start >= 0 else stderr[-2000:]])
+
+
 @PHASES
 def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases):
     one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []},
@@ -204,7 +212,7 @@ def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_r
                            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
                            "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT, env=env, capture_output=True,
                           text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, _rank_error(proc.stderr)
     meta = json.loads((Path(two.results_dir) / "test" / "two" / "meta.json").read_text())
     assert meta["processes"] == 2
     for r1, r2 in zip(read_log(one), read_log(two), strict=True):
