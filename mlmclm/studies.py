@@ -371,10 +371,12 @@ def run_template(scale: ScaleConfig) -> dict:
 
 
 def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
-    """The resolved pretraining config of `run`: the scale's template with the run's shape."""
+    """The resolved pretraining config of `run`: the scale's template with the run's shape. Its named checkpoints
+    are those the plan needs, and those its record (config.yaml) was trained with: a scale that later drops an
+    intermediate checkpoint neither changes the identity of a run on record nor keeps it from being retrained."""
     s = plan.scale
     template = copy.deepcopy(plan.template)
-    named = sorted(c for c in run.checkpoints if c < run.total)
+    named = sorted({c for c in run.checkpoints if c < run.total} | _recorded_named(run_dir(plan, run, paths)))
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
                     results_dir=repo_relative(run_dir(plan, run, paths).parent.parent),
                     checkpoints_dir=repo_relative(paths.checkpoints))
@@ -400,6 +402,16 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     if run.decoder and "lr" in s.cpt_decoders[run.decoder]:
         template["optim"]["lr"] = s.cpt_decoders[run.decoder]["lr"]
     return load_config(PretrainConfig, template)
+
+
+def _recorded_named(folder: Path) -> set[int]:
+    """The named checkpoint steps in the config.yaml of the run recorded in `folder` (none without one)."""
+    import yaml
+
+    record = folder / "config.yaml"
+    if not record.is_file():
+        return set()
+    return set((yaml.safe_load(record.read_text()) or {}).get("checkpoint", {}).get("steps") or [])
 
 
 def decoder_path(spec: dict) -> str:

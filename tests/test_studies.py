@@ -162,6 +162,31 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p != lost)
 
 
+def test_a_run_on_record_keeps_its_named_checkpoints_and_can_be_retrained(tmp_path):
+    """A scale that later drops an intermediate checkpoint (as `longer` dropped its 2k one) leaves a run trained with
+    it the same run: its config and identity are unchanged, and when later work needs its lost checkpoints it is
+    retrained into the same record instead of being refused as another run's folder."""
+    import dataclasses
+    import shutil
+    from mlmclm.config import to_yaml
+    from mlmclm.training.pretrain import identity, pretrain
+
+    plan = studies.build_plan(scale_config("tiny"))
+    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    run = plan.runs["tiny-s-clm-42"]
+    now = studies.run_config(plan, run, paths)
+    then = dataclasses.replace(now, checkpoint=dataclasses.replace(now.checkpoint, steps=[*now.checkpoint.steps, 21]))
+    pretrain(then)
+    folder = studies.run_dir(plan, run, paths)
+    first = json.loads((folder / "meta.json").read_text())
+    assert to_yaml(studies.run_config(plan, run, paths)) == to_yaml(then) != to_yaml(now)
+    shutil.rmtree(paths.checkpoints_of("tiny", run.id))
+    pretrain(studies.run_config(plan, run, paths))
+    again = json.loads((folder / "meta.json").read_text())
+    assert again["identity"] == first["identity"] == identity(then) and again["final_loss"] == first["final_loss"]
+    assert studies.has_checkpoint(plan, paths, run.run_id, 21)
+
+
 def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     argv = ["study", "run", "stability", "--scale", "tiny", "--results-dir", str(tmp_path / "file" / "runs"),
