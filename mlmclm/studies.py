@@ -376,9 +376,10 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     intermediate checkpoint neither changes the identity of a run on record nor keeps it from being retrained."""
     s = plan.scale
     template = copy.deepcopy(plan.template)
-    named = sorted({c for c in run.checkpoints if c < run.total} | _recorded_named(run_dir(plan, run, paths)))
+    folder = run_dir(plan, run, paths)
+    named = sorted({c for c in run.checkpoints if c < run.total} | _recorded_named(folder))
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
-                    results_dir=repo_relative(run_dir(plan, run, paths).parent.parent),
+                    results_dir=repo_relative(folder.parent.parent),
                     checkpoints_dir=repo_relative(paths.checkpoints))
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
