@@ -398,6 +398,7 @@ PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
 # The paper's run lengths in thousands of steps (its Section 3): the base runs' budget and the CPT lengths. `studies`
 # writes the whole design in these units; figures read the two (analysis does not import studies).
 PAPER_TOTAL_K, PAPER_CPT_K = 42, (2, 12, 22)
+PAPER_SIZES = ("210M", "610M", "1B")  # Table 1's sizes, in the order a scale's three sizes stand for them
 
 
 @dataclass
@@ -546,6 +547,19 @@ class ScaleConfig:
                                                        # cpt_k: compared with the plain MLM-CPT of that length)
     detour_clm: float = 0.5                 # the detour's CLM share of its CPT length (then MLM-40% with the decay)
     beyond_seeds: int = 2                   # pretraining seeds of each of those runs and of the runs they face
+
+    # Which of the paper's configurations a model of this scale stands for (the one place that says it; claims read
+    # it through `analysis.matching`): the size `stands_for` names, at the same fraction of the 42k budget
+    # (`paper_steps`: a checkpoint, a split's CLM steps and a CPT length in thousands of the paper's steps, not at the
+    # same tokens per parameter, which notebook 02's crossover table shows on three parameter axes).
+    @property
+    def stands_for(self) -> dict[str, str]:
+        """Per size, the paper's size it stands for: three sizes the paper's three in order, one size its 610M."""
+        return dict(zip(self.sizes, PAPER_SIZES if len(self.sizes) == 3 else PAPER_SIZES[1:2]))
+
+    def paper_steps(self, steps: float) -> float:
+        """This scale's ``steps`` as the paper's steps at the same fraction of the budget (9,240 of longer's -> 42,000)."""
+        return steps * 1000 / self.steps_per_k
 
     @property
     def beyond(self) -> bool:

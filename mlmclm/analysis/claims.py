@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import evidence
+from . import matching
 from . import results
 
 CELL = ["source", "scale", "size", "task_group"]
@@ -144,6 +145,15 @@ def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFram
                             "CLM-only": m["score_clm"], "diff": diff, "diff ±": ci},
                          call=_calls(diff, ci, ("split ahead", "extreme ahead")))
     return _sorted(out[cols], "budget")
+
+
+def check_split_vs_mlm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
+    """Claim 5 as the paper states it: the 25/75 split (the first quarter of the steps CLM, then MLM-40%) minus
+    MLM-only, per source, size, budget and task group."""
+    v = results.group_averages(results.biphasic_view(scores))
+    out = _compare(v[v["clm_share"] == 25], v[v["clm_share"] == 0], ["source", "scale", "size", "budget",
+                                                                       "task_group"], ("25/75 split", "MLM-only"))
+    return _sorted(out, "budget")
 
 
 def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
@@ -470,14 +480,14 @@ def _no_cpt(rows) -> str:
 # data efficiency: it had not learned the task, or not yet learned to be fine-tuned).
 
 
-def _clm_mlm40_models(scores, runs=None) -> set:
+def _clm_mlm40_models(scores, runs=None, groups=None) -> set:
     v = results.scaling_view(scores)
     return set(v[results.is_clm_or_mlm40(v)]["model"])
 
 
 def _checkpoint_models(pick):
     """The intermediate checkpoints claim 3 (``_early``) or 3b (``_late``) compares."""
-    def models(scores, runs=None) -> set:
+    def models(scores, runs=None, groups=None) -> set:
         rows = check_data_efficiency(scores)
         keys = ["source", "scale", "size", "task_group", "steps"]
         if not len(rows):
@@ -486,34 +496,68 @@ def _checkpoint_models(pick):
     return models
 
 
-def _mlm_models(scores, runs=None) -> set:
+def _mlm_models(scores, runs=None, groups=None) -> set:
     v = results.scaling_view(scores)
     return set(v[v["objective"] == "mlm"]["model"])
 
 
-def _biphasic_models(scores, runs=None) -> set:
+def _biphasic_models(scores, runs=None, groups=None) -> set:
     return set(results.biphasic_view(scores)["model"])
 
 
-def _cpt_models(scores, runs=None) -> set:
+def _split_models(scores, runs=None, groups=None) -> set:
+    """Claim 5's: the 25/75 splits and the MLM-only models of their budgets."""
+    v = results.biphasic_view(scores)
+    return set(v[v["clm_share"].isin([0, 25])]["model"])
+
+
+def _chosen(view: pd.DataFrame, rows: pd.DataFrame, keys: list[str], picks: dict, groups) -> set:
+    """The models of ``view`` that a check's ``rows`` chose (``picks``: view column -> the rows' column holding the
+    chosen value, one pick per entry), in ``groups`` (default all)."""
+    rows = rows if groups is None else rows[rows["task_group"].isin(set(groups))]
+    out = set()
+    for col, chosen in picks.items():
+        pick = rows[[*keys, chosen]].rename(columns={chosen: col})
+        out |= set(view.merge(pick, on=[*keys, col])["model"])
+    return out
+
+
+def _best_split_models(scores, runs=None, groups=None) -> set:
+    """Claim 5s's: per cell, the best inner split and the better of MLM-only and CLM-only (the models in the
+    difference)."""
+    rows = check_biphasic(scores)
+    rows = rows.assign(end=np.where(rows["MLM-only"] >= rows["CLM-only"], 0, 100))
+    keys = ["source", "scale", "size", "budget", "task_group"]
+    v = results.group_averages(results.biphasic_view(scores))
+    return _chosen(v, rows, keys, {"clm_share": "best split"}, groups) | _chosen(v, rows, keys, {"clm_share": "end"},
+                                                                                  groups)
+
+
+def _cpt_models(scores, runs=None, groups=None) -> set:
     """The models claim 7's level compares: the CLM- and MLM-based models after the longest CPT (not the bases)."""
     ends = _cpt_ends(check_cpt(scores))[["source", "scale", "size", "cpt_steps"]].drop_duplicates()
     return set(results.cpt_view(scores).merge(ends, on=["source", "scale", "size", "cpt_steps"])["model"])
 
 
-def _mixed_models(scores, runs=None) -> set:
-    return set(results.mixed_view(scores)["model"])
+def _mixed_models(scores, runs=None, groups=None) -> set:
+    """Claim B1's: per cell, the best mixed or alternating model and the best sequential one (the models in the
+    difference)."""
+    rows = check_mixed(scores)
+    keys = ["source", "scale", "size", "budget", "task_group"]
+    v = results.group_averages(results.mixed_view(scores))
+    return (_chosen(v, rows, keys, {"schedule": "best mixed"}, groups)
+            | _chosen(v, rows, keys, {"schedule": "best sequential"}, groups))
 
 
-def _detour_models(scores, runs=None) -> set:
+def _detour_models(scores, runs=None, groups=None) -> set:
     return set(results.detour_view(scores)["model"])
 
 
-def _stability_models(scores, runs) -> set:
+def _stability_models(scores, runs, groups=None) -> set:
     return set(results.centered_scores(runs)["model"])
 
 
-def _masking_models(scores, runs) -> set:
+def _masking_models(scores, runs, groups=None) -> set:
     return set(results.masking_ratio_spread(runs)["model"])
 
 
@@ -593,13 +637,20 @@ CLAIMS = {
                unavailable=_empty("no CLM and MLM-40% runs over two or more shared learning rates"), per_run=True,
                paper="Fig. 5 (§4), paraphrased: CLM's centered scores over seeds and learning rates in [1e-5, 1e-4] "
                      "spread less (no numbers printed)"),
-    "5": Claim("A CLM-then-MLM split beats MLM-only (and CLM-only) at a fixed budget", check_biphasic,
-               statistic="best split strictly between CLM-only and MLM-only minus the better of the two, mean over "
-                         "budgets (points)",
-               measure=_stat_mean_diff, models=_biphasic_models, unavailable=_empty("no biphasic runs"),
-               describe=_detail_biphasic,
+    "5": Claim("The 25/75 CLM-then-MLM split beats MLM-only at a fixed budget", check_split_vs_mlm,
+               statistic="the 25/75 split (25% of the steps CLM, then MLM-40%) minus MLM-only, mean over budgets "
+                         "(points)",
+               measure=_stat_mean_diff, models=_split_models,
+               unavailable=_empty("no 25/75 split beside MLM-only at its budget"),
                paper="Tables 10-13, Fig. 6 (§5): \"the 25%-75% split reliably surpasses the MLM baseline, while even "
                      "a 75% CLM allocation maintains comparable results\""),
+    "5s": Claim("(ours, stricter) The best CLM-then-MLM split beats both MLM-only and CLM-only", check_biphasic,
+                statistic="best split strictly between CLM-only and MLM-only minus the better of the two, mean over "
+                          "budgets (points)",
+                measure=_stat_mean_diff, models=_best_split_models, unavailable=_empty("no biphasic runs"),
+                describe=_detail_biphasic,
+                paper="not the paper's sentence (claim 5 is): a stricter reading of Tables 10-13 that this "
+                      "repository adds, the split against the better single objective"),
     "5b": Claim("CLM-only is the worst split on SC and QA at every budget", check_clm_only_worst,
                 statistic="smallest lead of the lowest other split over CLM-only, SC and QA budgets (points)",
                 measure=_stat_clm_lowest, models=_biphasic_models,
@@ -718,48 +769,62 @@ def _selected_replicas(runs: pd.DataFrame, n_boot: int, seed: int, rule: str, in
     return cells, chosen
 
 
-def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
-    """Per source, scale and task group, the pooled spread of pretraining seeds: ``sd`` = sqrt(sum_f sum_i (x_fi -
-    m_f)^2 / dof) with ``dof`` = sum_f (k_f - 1), over the families f (`results.family`) of the group averages x_fi
-    of each seed's model (the point estimates `results.pool_pretraining_seeds` pools, m_f their mean, k_f their
-    number); ``sd`` missing where ``dof`` is 0 (no model with 2+ pretraining seeds). ``families``: how many there
-    are, ``multi``: how many of them have 2+ seeds."""
-    cols = ["source", "scale", "task_group", "sd", "dof", "families", "multi"]
+def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """Per source, scale, task group and family (`results.family`: models that differ only in their pretraining
+    seed), the spread of its seeds' group averages x_i (the point estimates `results.pool_pretraining_seeds` pools):
+    ``ss`` = sum_i (x_i - m)^2, ``dof`` = k - 1 and ``sd`` = sqrt(ss / dof) (missing for one seed), ``k`` seeds."""
+    cols = ["source", "scale", "task_group", "family", "ss", "dof", "sd", "k"]
     avg = results.group_averages(results.aggregate(runs, rule))
     if avg.empty:
         return pd.DataFrame(columns=cols)
-    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(results.family)], observed=True)["score"]
-    k = fam.size()
-    per = pd.DataFrame({"ss": fam.var().fillna(0) * (k - 1), "dof": k - 1, "families": 1, "multi": k > 1})
-    g = per.groupby(level=[0, 1, 2]).sum()
+    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(results.family).rename("family")],
+                      observed=True)["score"]
+    out = pd.DataFrame({"ss": fam.var().fillna(0) * (fam.size() - 1), "dof": fam.size() - 1, "sd": fam.std(),
+                        "k": fam.size()}).reset_index()
+    return out[cols]
+
+
+def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """Per source, scale and task group, the pooled spread of pretraining seeds: ``sd`` = sqrt(sum_f sum_i (x_fi -
+    m_f)^2 / dof) with ``dof`` = sum_f (k_f - 1), over the families f of `family_seed_spread`; ``sd`` missing where
+    ``dof`` is 0 (no model with 2+ pretraining seeds). ``families``: how many there are, ``multi``: how many of them
+    have 2+ seeds."""
+    cols = ["source", "scale", "task_group", "sd", "dof", "families", "multi"]
+    per = family_seed_spread(runs, rule)
+    if per.empty:
+        return pd.DataFrame(columns=cols)
+    per = per.assign(families=1, multi=per["k"] > 1)
+    g = per.groupby(["source", "scale", "task_group"], sort=False)[["ss", "dof", "families", "multi"]].sum()
     return g.assign(sd=np.sqrt(g["ss"] / g["dof"].where(g["dof"] > 0))).reset_index()[cols]
 
 
-def _pool_replicas(avg: np.ndarray, models: list[str], sd: float, dof: int, seed: int,
+def _pool_replicas(avg: np.ndarray, models: list[str], terms: dict, seed: int,
                    where: tuple = ()) -> tuple[np.ndarray, list[int]]:
     """Replicas of models that differ only in their pretraining seed (`results.family`) pooled, a parametric
     bootstrap of each family's mean: per replica the mean over its k seeds' replicas (the seeds themselves not
     resampled) plus sd / sqrt(k) x T, T drawn from Student's t with ``dof`` degrees of freedom for each family and
-    replica, ``sd`` and ``dof`` the pooled spread of pretraining seeds of the models' source, scale and task group
-    (`pretraining_seed_spread`). So a family of k = 2-3 seeds gets the t interval its seed means call for (resampling
-    them gave one k / (k - 1) too narrow in variance, with normal tails) and a one-seed family gets its
-    pretraining-seed noise too. With ``dof`` 0 (no model with 2+ seeds) no term is drawn: the seeds stay fixed. The
-    seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw again: counted twice,
-    the interval errs wide. Each family's term has its own stream (`_stream`, named by ``where`` and the family).
-    Returns (n_boot, families) and, per family, the column of its seed-0 model."""
+    replica, (``sd``, ``dof``) = ``terms[family]`` (``terms[None]`` for a family not named: the pooled spread of
+    pretraining seeds of the models' source, scale and task group, `pretraining_seed_spread`; a family's own,
+    `family_seed_spread`, where `replica_scores` is asked for those). So a family of k = 2-3 seeds gets the t interval
+    its seed means call for (resampling them gave one k / (k - 1) too narrow in variance, with normal tails) and a
+    one-seed family gets its pretraining-seed noise too. With ``dof`` 0 (no model with 2+ seeds) no term is drawn:
+    the seeds stay fixed. The seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw
+    again: counted twice, the interval errs wide. Each family's term has its own stream (`_stream`, named by
+    ``where`` and the family). Returns (n_boot, families) and, per family, the column of its seed-0 model."""
     codes, names = pd.factorize(pd.Series(models).map(results.family))
     order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
     pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
-    if dof > 0:
-        t = np.stack([_stream(seed, "pretraining seeds", *where, name).standard_t(dof, size=len(pooled))
-                      for name in names], axis=1)
-        pooled = pooled + sd / np.sqrt(k) * t
+    for c, name in enumerate(names):
+        sd, dof = terms.get(name, terms[None])
+        if dof > 0:
+            t = _stream(seed, "pretraining seeds", *where, name).standard_t(dof, size=len(pooled))
+            pooled[:, c] += sd / np.sqrt(k[c]) * t
     column = {m: i for i, m in enumerate(models)}
     return pooled, [column.get(name, int(np.argmax(codes == c))) for c, name in enumerate(names)]
 
 
 def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
-                   instances: bool = True, spread: pd.DataFrame | None = None) -> pd.DataFrame:
+                   instances: bool = True, spread: pd.DataFrame | None = None, own: bool = False) -> pd.DataFrame:
     """The group averages of ``n_boot`` hierarchical bootstrap replicas of one source's default-grid runs, as scores
     (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
     test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
@@ -768,8 +833,9 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     mean over each family's pretraining seeds plus a Student-t pretraining-seed term (`_pool_replicas`) from the
     pooled spread of the source, scale and task group's pretraining seeds (``spread``, default
     `pretraining_seed_spread` of ``runs``): models pooled under their seed-0 id, as `results.pool_pretraining_seeds`
-    pools the point estimates. ``instances=False`` keeps the validation and test sets as they are: the interval then
-    counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
+    pools the point estimates. ``own``: a family with 2+ pretraining seeds draws its term from its own spread
+    (`family_seed_spread`) instead, the others from the pooled one. ``instances=False`` keeps the validation and test
+    sets as they are: the interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
     runs = results.default_grid(runs)
     if runs.empty:
         return pd.DataFrame(columns=results.SCORE_COLUMNS)
@@ -789,12 +855,16 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
     spread = pretraining_seed_spread(runs, rule) if spread is None else spread
     spread = spread.set_index(["scale", "task_group"])[["sd", "dof"]]
+    own = family_seed_spread(runs, rule) if own else pd.DataFrame(columns=["scale", "task_group", "family"])
+    own = own[own["dof"] > 0].set_index(["scale", "task_group", "family"]) if len(own) else own
     attrs = sel.drop_duplicates("model").set_index("model")[["scale", *results.ATTRIBUTES]]
     pooled, keep = [], []
     for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
         idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
         sd, dof = spread.loc[key] if key in spread.index else (np.nan, 0)
-        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], sd, int(dof), seed, key)
+        terms = {None: (sd, int(dof)), **{f: (r.sd, int(r.dof)) for (sc, g, f), r in own.iterrows()
+                                          if (sc, g) == key}}
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], terms, seed, key)
         pooled.append(cols)
         keep += [idx[f] for f in first]
     avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
@@ -919,23 +989,29 @@ def _call(lo: float, hi: float, words: tuple[str, str]) -> tuple[str, str]:
 @dataclass
 class _Source:
     """One source's data for the verdicts: flagged cells left out, pretraining seeds pooled, and its bootstrap
-    replicas once drawn."""
+    replicas once drawn (``replicas`` with the pooled pretraining-seed term, ``own`` with each family's own where it
+    has 2+ seeds), and for a scale of ours the paper's scores at its models' places (``matched``:
+    `matching.paper_at`)."""
 
     scores: pd.DataFrame
     runs: pd.DataFrame
     note: str
     per_run: bool
     controlled: bool  # runs at a scale of ours: judged against the random-init controls and the plateau
-    seeds: pd.DataFrame  # the scores before pooling: each pretraining seed of a compared model faces the control
+    seeds: pd.DataFrame  # the scores before pooling
+    matched: pd.DataFrame
     replicas: pd.DataFrame | None = None
+    own: pd.DataFrame | None = None
     spread: pd.DataFrame | None = None  # `pretraining_seed_spread` of its runs, once computed
+    families: pd.DataFrame | None = None  # `family_seed_spread` of its runs, once computed
 
 
-def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str) -> _Source:
+def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str, paper: pd.DataFrame) -> _Source:
     raw, r = scores[scores["source"] == source], runs[runs["source"] == source]
     s, r, note = _flagged(raw, r)
     controlled = not r.empty and (r["scale"] != "paper").all()
-    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw)
+    matched = matching.paper_at(s, paper) if controlled and not paper.empty else matching.paper_at(s.iloc[0:0], paper)
+    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, matched=matched)
 
 
 def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
@@ -952,11 +1028,12 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
 
 
 def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
-    """Why a comparison of ours carries no signal ([] when it does): a compared model (each pretraining seed of it,
-    intermediate checkpoints included) not beating the random-init control, a difference within the compared models'
-    last-epoch validation gain, or the fine-tuning of the compared models failing the calibration criteria."""
+    """Why a comparison of ours carries no signal ([] when it does): its leading model not beating the random-init
+    control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
+    gate), a difference within the compared models' last-epoch validation gain, or the fine-tuning of the compared
+    models failing the calibration criteria."""
     every_seed = {m for m in src.seeds["model"].unique() if results.family(m) in models}
-    return [w for w in (evidence.signal(src.seeds, every_seed, groups),
+    return [w for w in (evidence.signal(src.seeds, models, groups),
                         evidence.unsettled(src.runs, models, groups, value),
                         _uncalibrated(src.runs, every_seed, groups)) if w]
 
@@ -987,9 +1064,123 @@ def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
     return "; ".join(filter(None, [*terms, reason])), reason
 
 
+def _intervals(key: str, src: _Source, point: pd.DataFrame, split: str, n_boot: int, seed: int,
+               rule: str) -> tuple[pd.DataFrame, str]:
+    """The statistic per scope with its interval (``lo``, ``hi``; for a source with per-run results also ``lo_own``,
+    ``hi_own``: with each family's own pretraining-seed spread, `replica_scores` ``own``) and how it was computed."""
+    c = CLAIMS[key]
+    table = c.measure(point)
+    if not src.per_run:
+        return table, "printed ± half-widths"
+    if src.replicas is None and not c.per_run:
+        src.spread, src.families = pretraining_seed_spread(src.runs, rule), family_seed_spread(src.runs, rule)
+        src.replicas = replica_scores(src.runs, n_boot, seed, rule, spread=src.spread)
+        src.own = replica_scores(src.runs, n_boot, seed, rule, spread=src.spread, own=True)
+    table = table.drop(columns=["lo", "hi"]).merge(_bounds(key, point, src.runs, split, n_boot, seed, src.replicas),
+                                                   on="scope", how="left")
+    if not c.per_run:
+        own = _bounds(key, point, src.runs, split, n_boot, seed, src.own)[["scope", "lo", "hi"]]
+        table = table.merge(own.rename(columns={"lo": "lo_own", "hi": "hi_own"}), on="scope", how="left")
+    how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
+           f"each of {n_boot} replicas" + ("" if c.per_run else ", and a Student-t term for pretraining seeds"))
+    return table, how
+
+
+def _own_term(src: _Source, models: set, groups: list) -> bool:
+    """Whether a comparison's interval uses each family's own pretraining-seed spread: every compared family has 3 or
+    more pretraining seeds in each of ``groups`` (else the pooled spread of the scale)."""
+    f = src.families
+    f = f[f["family"].isin(models) & f["task_group"].isin(groups)] if f is not None else None
+    return f is not None and not f.empty and bool((f["k"] >= 3).all())
+
+
+def _seed_reading(t, own: bool, words) -> tuple[float, float, str]:
+    """The interval a row shows (own or pooled pretraining-seed term), and the ``seed_term`` words: which term, and
+    where the verdict changes with the other one, that it rests on this one."""
+    pair = {True: (t.lo_own, t.hi_own), False: (t.lo, t.hi)}
+    lo, hi = pair[own]
+    name = {True: "each family's own spread", False: "the pooled spread"}
+    term = f"pretraining-seed term: {name[own]}" + (" (every compared family has 3+ seeds)" if own else "")
+    other, this = _call(*pair[not own], words)[0], _call(lo, hi, words)[0]
+    if other != this:
+        term += (f"; the verdict rests on it: with {name[not own]} [{pair[not own][0]:+.2f}, {pair[not own][1]:+.2f}] "
+                 f"({other})")
+    return lo, hi, term
+
+
+def _reading(lo: float, hi: float, paper: float) -> str:
+    """Our interval against the paper's matched effect: whether it includes it, excludes it (0 inside), or excludes
+    it and 0 both (with the sign: ours on the paper's side of 0, or the other)."""
+    if any(pd.isna(x) for x in (lo, hi, paper)):
+        return ""
+    if lo <= paper <= hi:
+        return "includes the paper's"
+    if lo <= 0 <= hi:
+        return "excludes the paper's (holds 0)"
+    return "excludes the paper's and 0" + (" (same sign)" if (lo > 0) == (paper > 0) else " (opposite sign)")
+
+
+def _paper_side(key: str, src: _Source) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper's estimate of the comparison a claim makes on a scale of ours (its scores at our models' places,
+    `matching.paper_at`, through the claim's own check and statistic; printed ±), per scope, and the check's rows on
+    them (empty where the paper has none: a claim beyond it, a per-run claim, a place it did not evaluate)."""
+    c, none = CLAIMS[key], (pd.DataFrame(columns=["scope", "value", "lo", "hi"]), pd.DataFrame())
+    if c.per_run or src.matched.empty or c.paper.startswith(BEYOND_PAPER):
+        return none
+    point = c.rows(src.matched[results.SCORE_COLUMNS])
+    if point.empty or c.unavailable(point):
+        return none
+    return c.measure(point), point
+
+
+def _beside_paper(key: str, src: _Source, scope: str, groups: list, lo: float, hi: float, paper) -> dict:
+    """A row of ours beside the paper: its matched estimate and printed interval, which of the paper's models (or
+    interpolations) that reads, and how our interval reads against it."""
+    table, _ = paper
+    row = table[table["scope"] == scope]
+    if row.empty:
+        return {}
+    value, p_lo, p_hi = (float(row[k].iloc[0]) for k in ("value", "lo", "hi"))
+    models = CLAIMS[key].models(src.matched[results.SCORE_COLUMNS], None, groups)
+    m = src.matched[src.matched["model"].isin(models) & src.matched["task_group"].isin(groups)]
+    return {"paper_estimate": round(value, 2), "paper_low": round(p_lo, 2), "paper_high": round(p_hi, 2),
+            "paper_config": "; ".join(sorted(set(m["paper_config"]))), "vs_paper": _reading(lo, hi, value)}
+
+
+def _controls(key: str, src: _Source, models: set, groups: list) -> dict:
+    """A row of ours against its random-init controls: what pretraining adds (the leading compared model minus the
+    control, `evidence.pretraining_effect`) and the compared models below the control (`evidence.below_control`)."""
+    effect = evidence.pretraining_effect(src.seeds, models, groups)
+    return {"pretraining_effect": round(effect, 2) if not np.isnan(effect) else np.nan,
+            "below_control": evidence.below_control(src.seeds, models, groups)}
+
+
+def _ours(key: str, src: _Source, t, groups: list, words, verdict: str, why: str) -> tuple[dict, str, str, list]:
+    """The columns a row of ours adds (the paper's matched estimate, the controls, the seed term), its interval, and
+    its verdict and reason after the gates; notes for the evidence text."""
+    c, notes = CLAIMS[key], []
+    models = c.models(src.scores, src.runs, groups)
+    extra = _controls(key, src, models, groups)
+    lo, hi = t.lo, t.hi
+    if not c.per_run:
+        lo, hi, extra["seed_term"] = _seed_reading(t, _own_term(src, models, groups), words)
+        verdict, why = _call(lo, hi, words)
+    gates = _gates(src, models, groups, t.value)
+    if gates:
+        verdict, why = "no signal", "; ".join(gates)
+        notes.append(f"no signal: {why}")
+    elif extra["below_control"]:
+        what = ("the trailing checkpoint is no better than no pretraining: the strong form of the claim" if key == "3"
+                else "reported, not a gate: the leading model beats it")
+        why = f"{why}; below the random-init control: {extra['below_control']} ({what})"
+    extra |= {"lo": lo, "hi": hi}
+    return extra, verdict, why, notes
+
+
 def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: int, rule: str) -> list[dict]:
     """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
-    the verdict and the reason for it."""
+    the verdict and the reason for it; for a scale of ours also the paper's estimate of the same comparison and our
+    interval read against it, the pretraining effect and the models below the control, and the seed term used."""
     c = CLAIMS[key]
     words = ("supported", "not supported") if source == "paper" else ("reproduced", "not reproduced")
     if c.per_run and not src.per_run:
@@ -1000,33 +1191,22 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     if reason:
         return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
                  "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
-    table = c.measure(point)
-    if src.per_run:
-        if src.replicas is None and not c.per_run:
-            src.spread = pretraining_seed_spread(src.runs, rule)
-            src.replicas = replica_scores(src.runs, n_boot, seed, rule, spread=src.spread)
-        bounds = _bounds(key, point, src.runs, split, n_boot, seed, src.replicas)
-        table = table.drop(columns=["lo", "hi"]).merge(bounds, on="scope", how="left")
-        how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
-               f"each of {n_boot} replicas" + ("" if c.per_run else ", and a Student-t term for pretraining seeds "
-                                               "from their pooled spread"))
-    else:
-        how = "printed ± half-widths"
+    table, how = _intervals(key, src, point, split, n_boot, seed, rule)
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
-    detail, models = c.describe(point), c.models(src.scores, src.runs)
+    detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(key, src)
     out = []
     for t in table.itertuples():
         verdict, why = _call(t.lo, t.hi, words)
-        notes = [detail]
+        notes, extra, lo, hi = [detail], {}, t.lo, t.hi
         groups = [t.scope] if t.scope in results.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, models, groups)
         pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
         if src.controlled:
-            gates = _gates(src, models, groups, t.value)
-            if gates:
-                verdict, why = "no signal", "; ".join(gates)
-                notes.append(f"no signal: {why}")
+            extra, verdict, why, more = _ours(key, src, t, groups, words, verdict, why)
+            lo, hi = extra.pop("lo"), extra.pop("hi")
+            extra |= _beside_paper(key, src, t.scope, groups, lo, hi, paper)
+            notes += more
         if src.per_run and not c.per_run:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)
@@ -1034,20 +1214,26 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
                 verdict, why = "no signal", ""                       # noise is no evidence
             why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
-        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{t.lo:+.2f}, {t.hi:+.2f}] ({how})"
+        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({how})"
         out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
-                    "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(t.lo, 2),
-                    "ci_high": round(t.hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
-                    "verdict": verdict, "reason": why})
+                    "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(lo, 2),
+                    "ci_high": round(hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
+                    "verdict": verdict, "reason": why, **extra})
     return out
 
 
+# a row of ours also carries (blank for the paper's rows): the paper's estimate of the same comparison and which of its
+# models that reads (`matching.paper_at`), our interval against it, what pretraining adds in the group, the compared
+# models below the random-init control, and the pretraining-seed term of the interval
+BESIDE_PAPER = ["paper_estimate", "paper_low", "paper_high", "paper_config", "vs_paper", "pretraining_effect",
+                "below_control", "seed_term"]
 TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining_seeds",
-                 "finetuning_seeds", "verdict", "reason"]
+                 "finetuning_seeds", "verdict", "reason", *BESIDE_PAPER]
 
 
 def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "test", n_boot: int = 2000,
-             seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False) -> pd.DataFrame:
+             seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False,
+             paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per claim, source and scope (a task group, or "all"): the evidence computed from the data and a verdict.
 
     Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and its
@@ -1057,28 +1243,34 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     that differ only in their pretraining seed are one model, their mean (`results.pool_pretraining_seeds`). The
     verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
-    A comparison of ours is "no signal" when a compared model (intermediate checkpoints included) does not beat the
-    random-init control of its size beyond the combined half-width (`evidence.signal`), when the statistic is smaller
-    than a compared model's last-epoch validation gain (`evidence.unsettled`), or when the fine-tuning of the compared
-    models and their controls fails the calibration criteria (`evidence.calibration_report`), or when its interval
-    cannot count pretraining-seed noise (no model of the scale with 2+ pretraining seeds); ``reason`` says which. A source whose results cannot carry
-    the claim gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run
-    results: "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns
-    (``value``, ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
+    A comparison of ours is "no signal" when its leading model does not beat the random-init control of its size
+    beyond the combined half-width (`evidence.signal`; a trailing model below it is named in the row,
+    ``below_control``), when the statistic is smaller than a compared model's last-epoch validation gain
+    (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
+    criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
+    the scale with 2+ pretraining seeds); ``reason`` says which. Its interval's pretraining-seed term is each
+    family's own spread where every compared family has 3+ seeds, else the pooled one (``seed_term``, which says when
+    the verdict would change with the other). Beside it: the paper's estimate of the same comparison (``paper``: the
+    paper's scores, default those in ``scores``; read at our models' places, `matching.paper_at`), our interval
+    against it, and the group's pretraining effect (`BESIDE_PAPER`). A source whose results cannot carry the claim
+    gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results:
+    "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns (``value``,
+    ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
     """
     data: dict[str, _Source] = {}
     rows = []
+    paper = scores[scores["source"] == "paper"] if paper is None else paper
     for key in map(str, claims):
         claim = CLAIMS[key]
         sources = list(dict.fromkeys([*scores["source"], *(runs["source"] if claim.per_run else [])]))
         sources = sources or ["none loaded"]
         for source in sources:
             if source not in data:
-                data[source] = _source(scores, runs, source)
+                data[source] = _source(scores, runs, source, paper)
             for row in _judge(key, data[source], source, split, n_boot, seed, rule):
                 rows.append({"claim": f"{key}. {claim.text}", "source": source, **row})
     numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
-    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason"] if full else []
+    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER] if full else []
     return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
 
 

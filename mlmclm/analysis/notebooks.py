@@ -65,8 +65,10 @@ class Context:
         from . import claims
 
         runs, parts = self.data.runs, []
+        paper = self.data.scores[self.data.scores["source"] == "paper"]  # beside each scale's rows of ours
         for scale, scores in self.data.scores.groupby("scale", sort=False):
-            part = claims.verdicts(scores, runs[runs["scale"] == scale], claim_keys, full=True, **kwargs)
+            part = claims.verdicts(scores, runs[runs["scale"] == scale], claim_keys, full=True, paper=paper,
+                                   **kwargs)
             part.insert(2, "scale", scale)
             parts.append(part)
         if not parts:

@@ -1,0 +1,97 @@
+"""The paper's numbers for the comparisons our models make: each model of a scale of ours stands for one configuration
+of the paper (`config.ScaleConfig.stands_for` and `paper_steps`: the paper's size it stands for, at the same fraction
+of the 42k budget), and `paper_at` reads the paper's group averages there, so that a claim's check, run on them,
+compares the paper's models exactly as it compares ours (`claims.verdicts`: the ``paper_*`` columns of a row of ours).
+
+Where the paper did not evaluate that place (a checkpoint at 30K between its 20K and 40K, a 10K CPT between its 2K and
+12K), its curve is read there: linear interpolation between the two nearest points it printed, the ± likewise (a
+weighted mean of two half-widths: no narrower than the nearer one's share); beyond them, nothing. No torch here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..config import scale_config
+from ..errors import ConfigError
+from . import results
+
+
+def placement(scale: str):
+    """The scale's config (`config.scale_config`), or None for the paper's own and for a scale without one."""
+    if scale == "paper":
+        return None
+    try:
+        return scale_config(scale)
+    except ConfigError:
+        return None
+
+
+def _same_ratio(a: pd.Series, ratio) -> pd.Series:
+    return a.fillna(-1).astype(float) == (-1.0 if pd.isna(ratio) else float(ratio))
+
+
+def _candidates(paper: pd.DataFrame, row, size: str, to_paper) -> tuple[pd.DataFrame, str, float]:
+    """The paper's models that ``row`` (one of ours) lies among: the same size, objective and masking ratio and the
+    same kind of model, and the coordinate they differ in (``steps`` along a run, ``cpt_steps`` along CPT, none for
+    a final model or a split: those match exactly), with ``row``'s place on it in the paper's steps."""
+    p = paper[(paper["size"] == size) & (paper["objective"] == row.objective)
+              & _same_ratio(paper["mask_ratio"], row.mask_ratio)
+              & (paper["intermediate"].astype(bool) == bool(row.intermediate))]
+    if row.cpt_steps > 0:
+        start = to_paper(row.steps - row.cpt_steps)
+        p = p[np.isclose((p["steps"] - p["cpt_steps"]).astype(float), start)
+              & ((p["clm_steps"] > 0) == (row.clm_steps > 0)) & (p["cpt_steps"] > 0)]
+        return p, "cpt_steps", to_paper(row.cpt_steps)
+    if row.intermediate:
+        return p, "steps", to_paper(row.steps)
+    p = p[np.isclose(p["steps"].astype(float), to_paper(row.steps))
+          & np.isclose(p["clm_steps"].astype(float), to_paper(row.clm_steps)) & (p["cpt_steps"] == 0)]
+    return p, "steps", to_paper(row.steps)
+
+
+def _read(points: pd.DataFrame, axis: str, x: float) -> tuple[float, float, str] | None:
+    """The score, ± and name of ``points`` (one task group's, a curve along ``axis``) at ``x``: the point there, or the
+    line between the two points around it; None beyond them."""
+    points = points.sort_values(axis)
+    xs = points[axis].to_numpy(dtype=float)
+    exact = np.isclose(xs, x)
+    if exact.any():
+        r = points[exact].iloc[0]
+        return float(r["score"]), float(r["ci"]), str(r["model"])
+    if len(xs) < 2 or not xs[0] < x < xs[-1]:
+        return None
+    i = int(np.searchsorted(xs, x))
+    a, b = points.iloc[i - 1], points.iloc[i]
+    w = (xs[i] - x) / (xs[i] - xs[i - 1])  # a's weight
+    name = f"{w:.2g} x {a['model']} + {1 - w:.2g} x {b['model']} (interpolated)"
+    return (w * a["score"] + (1 - w) * b["score"], w * a["ci"] + (1 - w) * b["ci"], name)
+
+
+def paper_at(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """The paper's group averages at each of our models' places: per model of ours (pretraining seed 0; not a
+    random-init control, nor a schedule beyond the paper's) and task group, a row of ours (its id, attributes, scale)
+    with the paper's ``score`` and printed ``ci`` of the configuration it stands for (`placement`: the size, and the
+    same objective, masking ratio and CLM steps at the same fraction of the budget; a checkpoint or CPT length the
+    paper did not evaluate read off its curve, `_read`), ``source`` "paper" and ``paper_config`` naming the paper's
+    model(s). Empty where no scale of ``ours`` has a placement or the paper has nothing there."""
+    cols = [*results.SCORE_COLUMNS, "paper_config"]
+    ours = results.group_averages(ours)
+    ours = ours[results.sequential(ours) & (ours["pretrain_seed"] == 0).fillna(False)]
+    paper = results.group_averages(paper[paper["source"] == "paper"]).drop_duplicates(["model", "task_group"])
+    rows = []
+    for scale, part in ours.groupby("scale", sort=False):
+        cfg = placement(str(scale))
+        if cfg is None:
+            continue
+        for r in part.itertuples():
+            size = cfg.stands_for.get(r.size)
+            if size is None:
+                continue
+            cand, axis, x = _candidates(paper[paper["task_group"] == r.task_group], r, size, cfg.paper_steps)
+            got = _read(cand, axis, x)
+            if got is not None:
+                rows.append({**{k: v for k, v in r._asdict().items() if k != "Index"}, "source": "paper", "score": round(got[0], 2), "ci": round(got[1], 2),
+                             "n": results.PAPER_SEEDS, "flag": "", "paper_config": got[2]})
+    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame(columns=cols)
