@@ -155,7 +155,7 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     _config(runs_dir, "mini-m-clm-400")
     _meta(runs_dir, "mini-m-clm-400", 1000, 5000)
     arch = figures.run_parameters(runs_dir)
-    assert arch == {"mini-m": {"embeddings": 1000, "body": 5000, "tokens_per_step": 16 * 64}}
+    assert arch == {"mini-m": {"embeddings": 1000, "body": 5000, "output_layer": 1000, "tokens_per_step": 16 * 64}}
     scores = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
     view = figures.with_flops(results.data_efficiency_view(scores), arch).set_index("model")
     assert view.loc["mini-m-clm-400-100", "flops"].iloc[0] == 6 * 1024 * 100 * (1000 + 5000 + 1000)
@@ -170,24 +170,55 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
 
 
-def test_fig4_scales_puts_every_source_on_tokens_per_body_parameter(tmp_path, monkeypatch):
+def test_fig4_scales_puts_every_source_on_each_axis_of_tokens_per_parameter(tmp_path, monkeypatch):
     runs_dir = tmp_path / "runs" / "mini"
     write_synthetic_study(runs_dir, size="mini-m")
     _config(runs_dir, "mini-m-clm-400")
-    _meta(runs_dir, "mini-m-clm-400", 1000, 5000)
+    _meta(runs_dir, "mini-m-clm-400", 1000, 5000)  # an untied output layer of 1,000
     ours = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
     paper = results.load(REPO / "results", sources=["paper"]).scores
     arch = {**figures.run_parameters(runs_dir), **results.architecture(REPO / "results" / "paper")}
-    per_token = figures.tokens_per_parameter(arch)
-    assert per_token["mini-m"] == 1024 / 5000 and per_token["610M"] == 2_359_296 / 460_123_776  # model info 610m
+    per_axis = figures.tokens_per_axis(arch)
+    assert figures.tokens_per_parameter(arch) == per_axis["body"]
+    assert per_axis["body"]["mini-m"] == 1024 / 5000 and per_axis["body"]["610M"] == 2_359_296 / 460_123_776
+    assert per_axis["body+embedding"]["mini-m"] == 1024 / 6000 and per_axis["all"]["mini-m"] == 1024 / 7000
     drawn = _capture(monkeypatch)
     assert figures.fig4_scales(pd.concat([paper, ours], ignore_index=True), tmp_path, arch) == [
         tmp_path / "fig04_scales.png"]
-    tc = next(ax for ax in drawn[0].axes if ax.get_title() == "TC")
-    lines = {c.get_label(): c.lines[0].get_xdata() for c in tc.containers}  # error bars: one container a series
-    assert list(lines["ours, mini (mini-m)"]) == [100 * 1024 / 5000, 200 * 1024 / 5000]  # stable-phase checkpoints
-    assert list(lines["paper (610M)"])[-1] == 40_000 * per_token["610M"]
+    tc = [ax for ax in drawn[0].axes if ax.get_title() == "TC"]  # one row of panels per axis, in AXES' order
+    assert [ax.get_xlabel() for ax in tc] == list(figures.AXES.values()) == [
+        "tokens per body parameter", "tokens per body+embedding parameter", "tokens per parameter (all)"]
+    for ax, axis in zip(tc, figures.AXES):
+        lines = {c.get_label(): c.lines[0].get_xdata() for c in ax.containers}  # error bars: one container a series
+        ours_x = [steps * per_axis[axis]["mini-m"] for steps in (100, 200)]  # stable-phase checkpoints
+        assert list(lines["ours, mini (mini-m)"]) == pytest.approx(ours_x)
+        assert list(lines["paper (610M)"])[-1] == pytest.approx(40_000 * per_axis[axis]["610M"])
     assert figures.fig4_scales(paper[paper["scale"] == "none"], tmp_path, arch) == []
+
+
+def test_the_three_axes_count_more_parameters_in_turn():
+    # Table 1's 610M: a body of 460,123,776, an input embedding of 128,256 x 1,152 = 147,750,912 and an untied output
+    # layer as large (the released configs: tie_word_embeddings false): ~608M and ~756M, as the paper's model cards
+    arch = results.architecture(REPO / "results" / "paper")
+    counts = figures.parameter_counts(arch["610M"])
+    assert counts == {"body": 460_123_776, "embeddings": 147_750_912, "output_layer": 147_750_912}
+    per_axis = figures.tokens_per_axis(arch)
+    assert list(per_axis) == list(figures.AXES) == ["body", "body+embedding", "all"]
+    assert per_axis["body+embedding"]["610M"] == 2_359_296 / 607_874_688
+    assert per_axis["all"]["610M"] == 2_359_296 / 755_625_600
+    toy = {"layers": 2, "d_model": 8, "ffn": 16, "heads": 2, "kv_heads": 1, "vocab": 50, "tokens_per_step": 64}
+    mine = {"toy": toy, "ours": {"embeddings": 400, "body": 1000, "output_layer": 400, "tokens_per_step": 64}}
+    for size in mine:
+        body, with_embedding, every = (figures.tokens_per_parameter(mine, axis)[size] for axis in figures.AXES)
+        assert body > with_embedding > every
+    assert figures.tokens_per_parameter(mine, "all")["ours"] == 64 / 1800
+    assert figures.PAPER_TIED_EMBEDDINGS is False
+    tied = figures.parameter_counts({**toy, "tied": True})  # a shape that ties them: no output layer
+    assert tied["output_layer"] == 0 and tied["embeddings"] == 50 * 8
+    no_head = figures.tokens_per_parameter({"old": {"embeddings": 400, "body": 1000, "tokens_per_step": 64}}, "all")
+    assert math.isnan(no_head["old"])  # a meta.json without an output-layer count: unknown, not guessed
+    with pytest.raises(ValueError, match="unknown axis"):
+        figures.tokens_per_parameter(mine, "embedding")
 
 
 def _controls(scores):

@@ -371,16 +371,74 @@ def test_two_scales_of_one_size_keep_their_own_full_budget(tmp_path):
     assert sorted(zip(final["scale"], final["steps"])) == [("long", 4620)] * 2 + [("longer", 9240)] * 2
 
 
-def test_crossover_table_puts_the_paper_at_our_tokens_per_parameter():
-    # the paper's 610M checkpoints at 10 and 100 tokens per body parameter (gaps -4 and +2): ours at 31.6 (half-way
-    # in log tokens) reads -1.00 beside it; ours at 300, past the paper's last checkpoint, reads blank
+def test_crossover_table_puts_the_paper_at_our_tokens_per_parameter_on_every_axis():
+    # the paper's 610M checkpoints at 1,000 and 10,000 steps (gaps -4 and +2): 10 and 100 tokens per body parameter,
+    # 2 and 20 per body+embedding parameter, 1 and 10 per parameter. Ours at 316,228 steps: 31.6 per body parameter
+    # (half-way in log tokens: -1.00), 15.8 per body+embedding parameter (0.898 of the way: +1.39), 3.16 per
+    # parameter (half-way: -1.00); ours at 3M steps lies past the paper's last checkpoint on every axis: blank
     lead = pd.DataFrame({
         "source": ["paper", "paper", "ours", "ours"], "scale": ["paper", "paper", "longer", "longer"],
         "size": ["610M", "610M", "mini-xs", "mini-xs"], "task_group": "SC", "steps": [1000, 10000, 316228, 3000000],
         "final": [False, False, False, True], "gap": [-4.0, 2.0, 0.5, 1.5], "gap_ci": [0.3, 0.3, 0.4, float("nan")],
         "pretrain_seeds": [1, 1, 1, 3]})
-    table = tables.crossover_table(lead, {"610M": 0.01, "mini-xs": 1e-4})
+    per_axis = {"body": {"610M": 0.01, "mini-xs": 1e-4}, "body+embedding": {"610M": 0.002, "mini-xs": 5e-5},
+                "all": {"610M": 0.001, "mini-xs": 1e-5}}
+    table = tables.crossover_table(lead, per_axis)
     assert table["Tokens per body parameter"].tolist() == [31.6, 300.0]
-    assert table["paper 610M, same tokens per parameter"].tolist() == ["-1.00", ""]
-    assert table["MLM-40% minus CLM (ours)"].tolist() == ["+0.50 ± 0.40", "+1.50"]
+    assert table["paper 610M (body)"].tolist() == ["-1.00", ""]
+    assert table["Tokens per body+embedding parameter"].tolist() == [15.8, 150.0]
+    assert table["paper 610M (body+embedding)"].tolist() == ["+1.39", ""]
+    assert table["Tokens per parameter (all)"].tolist() == [3.2, 30.0]
+    assert table["paper 610M (all)"].tolist() == ["-1.00", ""]
+    assert table[tables.LEAD_COLUMN].tolist() == ["+0.50 ± 0.40", "+1.50"]
+    assert "root sum of squares" in tables.LEAD_COLUMN
     assert table["Model"].tolist() == ["316,228 steps", "3,000,000 steps (decayed final)"]
+    body_only = tables.crossover_table(lead, {"body": per_axis["body"]})  # one axis: its two columns only
+    assert list(body_only.columns)[-2:] == ["Tokens per body parameter", "paper 610M (body)"]
+
+
+def test_crossover_axes_table_says_where_the_answer_depends_on_the_axis():
+    # the paper's SC turns positive at 2,000 steps, back below at 4,000, and positive for good between 4,000 (-1) and
+    # 8,000 (+3): a quarter of the way in log steps, 4,757 steps = 47.6 tokens per body parameter, 23.8 per
+    # body+embedding parameter. Our final model at 600,000 steps: 60 per body parameter (passed), 18 per
+    # body+embedding parameter (not yet): the answer depends on the axis. The paper's TC never turns positive: no
+    # crossover on any axis, so not. No output-layer count of ours: the "all" axis has no answer.
+    paper_steps, sc, tc = [1000, 2000, 4000, 8000], [-1.0, 1.0, -1.0, 3.0], [-3.0, -2.0, -1.0, -0.5]
+    lead = pd.DataFrame({
+        "source": ["paper"] * 8 + ["ours"] * 2, "scale": ["paper"] * 8 + ["longer"] * 2,
+        "size": ["610M"] * 8 + ["mini-xs"] * 2, "task_group": ["SC"] * 4 + ["TC"] * 4 + ["SC", "TC"],
+        "steps": paper_steps * 2 + [600000] * 2, "final": [False] * 8 + [True] * 2,
+        "gap": sc + tc + [-0.5, 0.3], "gap_ci": 0.2, "pretrain_seeds": [1] * 8 + [3] * 2})
+    per_axis = {"body": {"610M": 0.01, "mini-xs": 1e-4}, "body+embedding": {"610M": 0.005, "mini-xs": 3e-5},
+                "all": {"610M": 0.004}}
+    found = tables.crossover_axes_table(lead, per_axis).set_index("Group")
+    assert found.loc["SC", "paper 610M crossover (body)"] == "47.6"
+    assert found.loc["SC", "paper 610M crossover (body+embedding)"] == "23.8"
+    assert (found.loc["SC", "ours (body)"], found.loc["SC", "ours (body+embedding)"]) == (60.0, 18.0)
+    assert [found.loc["SC", f"passed ({a})"] for a in per_axis] == ["yes", "no", ""]
+    assert found.loc["SC", "Depends on the axis"] == "yes"
+    assert [found.loc["TC", f"passed ({a})"] for a in per_axis] == ["no crossover", "no crossover", ""]
+    assert found.loc["TC", "paper 610M crossover (body)"] == "none by 80.0"
+    assert found.loc["TC", "Depends on the axis"] == "no"
+    assert found.loc["SC", tables.LEAD_COLUMN] == "-0.50 ± 0.20"
+
+
+def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minus_is(tmp_path):
+    # the crossover table's ± (root sum of squares) is not the verdicts table's joint bootstrap: its caption says so
+    lead = pd.DataFrame({
+        "source": ["paper", "paper", "ours"], "scale": ["paper", "paper", "longer"],
+        "size": ["610M", "610M", "mini-xs"], "task_group": "SC", "steps": [1000, 10000, 600000], "final": [False, False, True], "gap": [-4.0, 2.0, 0.5],
+        "gap_ci": 0.3, "pretrain_seeds": [1, 1, 3]})
+    per_axis = {"body": {"610M": 0.01, "mini-xs": 1e-4}, "body+embedding": {"610M": 0.005, "mini-xs": 5e-5},
+                "all": {"610M": 0.004, "mini-xs": 1e-5}}
+    tables.show_crossover(lead, per_axis, tmp_path)
+    caption = (tmp_path / "crossover.tex").read_text().splitlines()[0]
+    assert "root sum of squares" in caption and "joint bootstrap" in caption and "counts it twice" in caption
+    written = pd.read_csv(tmp_path / "crossover.csv")
+    assert written[tables.LEAD_COLUMN].tolist() == ["+0.50 ± 0.30"]
+    found = pd.read_csv(tmp_path / "crossover-axes.csv", keep_default_na=False)
+    # the paper crosses at 10^(3 + 4/6) = 4,642 steps: 46.4, 23.2 and 18.6 tokens per parameter on the three axes;
+    # ours at 600,000 steps: 60, 30 and 6, passed on every axis but "all"
+    assert found[["passed (body)", "passed (body+embedding)", "passed (all)"]].values.tolist() == [["yes", "yes", "no"]]
+    assert found["Depends on the axis"].tolist() == ["yes"]
+    assert (tmp_path / "crossover-axes.tex").read_text().startswith("% Has ours passed the paper's crossover?")

@@ -56,6 +56,14 @@ FLOPS_RULES = {
           "of the run folder's meta.json and its config.yaml's tokens a step; App. F without its attention-score and "
           "softmax terms, which need the layer count (a few percent at a 64-token context)",
 }
+AXES = results.AXES  # the axes of tokens per parameter and their labels (defined in results, for tables too)
+# The parameters each axis counts (`parameter_counts`)
+AXIS_PARTS = {"body": ("body",), "body+embedding": ("body", "embeddings"),
+              "all": ("body", "embeddings", "output_layer")}
+# Table 1 does not say whether the paper's models tie their output layer to the input embedding; they do not: the
+# released models' config.json says tie_word_embeddings false, EuroBERT/Optimus's 210m and 610m configs
+# tied_weights False (and `mlmclm.sizes` builds Table 1's sizes untied, `MlmClmConfig`'s default).
+PAPER_TIED_EMBEDDINGS = False
 
 
 # ----------------------------------------------------------------------------------------------- plumbing
@@ -550,8 +558,9 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def run_parameters(runs_dir: str | Path) -> dict:
     """Per model size of a scale's runs (``results/runs/<scale>/``), what Fig. 10 counts our FLOPs from (the "6N"
-    rule of ``FLOPS_RULES``): the parameter counts of a run's meta.json (``embeddings``, ``body``) and the tokens a
-    step of its config.yaml (``batch_size`` x ``data.seq_len``). Sizes without both files are left out."""
+    rule of ``FLOPS_RULES``) and `tokens_per_parameter` our tokens per parameter: the parameter counts of a run's
+    meta.json (``embeddings``, ``body``, and ``output_layer`` where it has one: 0 when tied) and the tokens a step
+    of its config.yaml (``batch_size`` x ``data.seq_len``). Sizes without both files are left out."""
     import yaml
 
     out = {}
@@ -565,7 +574,7 @@ def run_parameters(runs_dir: str | Path) -> dict:
             continue
         counts, cfg = json.loads(meta.read_text()).get("parameters") or {}, yaml.safe_load(config.read_text())
         if {"embeddings", "body"} <= set(counts):
-            out[size] = {"embeddings": counts["embeddings"], "body": counts["body"],
+            out[size] = {**{k: counts[k] for k in ("embeddings", "body", "output_layer") if k in counts},
                          "tokens_per_step": cfg["batch_size"] * cfg["data"]["seq_len"]}
     return out
 
@@ -605,16 +614,36 @@ def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
                  note=lambda d: _bars(d, "bands"))
 
 
-def tokens_per_parameter(architecture: dict) -> dict:
-    """Per size, pretraining tokens a step per body parameter (`flops.body_parameters`: no embeddings, no output
-    layer): Table 1's shapes for the paper's sizes, a run folder's parameter counts for ours (``run_parameters``)."""
+def parameter_counts(a: dict) -> dict:
+    """{embeddings, body, output_layer} of one size of ``architecture``: our run folder's counts (``run_parameters``;
+    ``output_layer`` NaN where its meta.json has none), or from Table 1's shape for the paper's sizes: the body by
+    `flops.body_parameters` (norms included), the input embedding vocab x d_model, and the output layer as large
+    again unless tied (a shape's ``tied``, default ``PAPER_TIED_EMBEDDINGS``: the paper's models are not)."""
+    if "layers" not in a:
+        return {"embeddings": a["embeddings"], "body": a["body"], "output_layer": a.get("output_layer", math.nan)}
+    embeddings = a["vocab"] * a["d_model"]
+    tied = a.get("tied", PAPER_TIED_EMBEDDINGS)
+    return {"embeddings": embeddings, "output_layer": 0 if tied else embeddings,
+            "body": body_parameters(layers=a["layers"], d_model=a["d_model"], ffn=a["ffn"], heads=a["heads"],
+                                    kv_heads=a["kv_heads"])}
 
+
+def tokens_per_parameter(architecture: dict, axis: str = "body") -> dict:
+    """Per size, pretraining tokens a step per parameter on ``axis`` (a key of ``AXES``: the parameters of
+    ``AXIS_PARTS[axis]`` by `parameter_counts`): Table 1's shapes for the paper's sizes, a run folder's parameter
+    counts for ours (``run_parameters``). NaN where a count is unknown (a meta.json without ``output_layer``)."""
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}; choose one of {', '.join(AXES)}")
     out = {}
     for size, a in architecture.items():
-        body = a["body"] if "body" in a else body_parameters(layers=a["layers"], d_model=a["d_model"], ffn=a["ffn"],
-                                                             heads=a["heads"], kv_heads=a["kv_heads"])
-        out[size] = a["tokens_per_step"] / body
+        counts = parameter_counts(a)
+        out[size] = a["tokens_per_step"] / sum(counts[part] for part in AXIS_PARTS[axis])
     return out
+
+
+def tokens_per_axis(architecture: dict) -> dict:
+    """{axis: `tokens_per_parameter` on that axis} for every axis of ``AXES``, in their order."""
+    return {axis: tokens_per_parameter(architecture, axis) for axis in AXES}
 
 
 def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
@@ -637,38 +666,49 @@ def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
         [*keys, "gap", "gap_ci", "pretrain_seeds"]]
 
 
+def _lead_panel(ax, rows: pd.DataFrame, x: str, colors: dict) -> None:
+    """One panel of `fig4_scales`: per line (source, scale, size) of ``rows`` (`mlm_lead`), the stable-phase
+    checkpoints joined against column ``x``, the decayed final models hollow (squares: means over seeds)."""
+    ax.axhline(0, color="0.3", lw=0.8)
+    for line, d in rows.groupby("line", sort=False):
+        c, mid, end = colors[line], d[~d["final"]].sort_values(x), d[d["final"]]
+        ax.errorbar(mid[x], mid["gap"], yerr=mid["gap_ci"], marker="o", ms=4, capsize=2, color=c, label=line)
+        ax.errorbar(end[x], end["gap"], yerr=end["gap_ci"], fmt="o", mfc="white", color=c, ms=6, capsize=2,
+                    label=MARKER_LABELS[0])
+        _squares(ax, end, c, x=x, y="gap", mfc="white", ms=6.5)
+    ax.set_xscale("log")
+
+
 def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> Drawn:
     """Fig. 4 across scales: MLM-40% minus CLM (``mlm_lead``, bars = the difference's 95% half-width) against
-    pretraining tokens per body parameter, for every source and scale with intermediate checkpoints (the paper's
-    610M, each scale of ours): the checkpoints of the stable phase joined by a line, the decayed final models as
-    hollow markers (squares where they average several pretraining seeds). Above zero, MLM is ahead. One figure for
-    all (``figures/fig04_scales``); an empty list when no source has both."""
-    per_token = tokens_per_parameter(architecture)
+    pretraining tokens per parameter, one row of task-group panels per axis of ``AXES`` (`tokens_per_axis`: per body
+    parameter, per body+embedding parameter, per parameter of any kind; an axis without the counts of any drawn size
+    is left out), for every source and scale with intermediate checkpoints (the paper's 610M, each scale of ours):
+    the checkpoints of the stable phase joined by a line, the decayed final models as hollow markers (squares where
+    they average several pretraining seeds). Above zero, MLM is ahead. One figure for all
+    (``figures/fig04_scales``); an empty list when no source has both."""
+    per_axis = tokens_per_axis(architecture)
     rows = mlm_lead(scores)
-    rows = rows[rows["size"].isin(list(per_token))]
+    rows = rows[rows["size"].isin(list(architecture))]
     if rows.empty:
         return Drawn()
-    rows = rows.assign(tpp=[s * per_token[z] for s, z in zip(rows["steps"], rows["size"])])
+    rows = rows.assign(**{axis: [s * per_axis[axis][z] for s, z in zip(rows["steps"], rows["size"])]
+                          for axis in AXES})
     rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
                     for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
-    colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("tpp")["line"])))
+    colors = _palette("colorblind", list(dict.fromkeys(rows.sort_values("body")["line"])))
     groups = [g for g in results.GROUPS if g in set(rows["task_group"])]
+    axes_drawn = [axis for axis in AXES if rows[axis].notna().any()]
     with matplotlib.rc_context(STYLE):
-        fig, axes = _panels(len(groups), height=3.4)
-        for ax, group in zip(axes, groups):
-            ax.axhline(0, color="0.3", lw=0.8)
-            for line, d in rows[rows["task_group"] == group].groupby("line", sort=False):
-                c, mid, end = colors[line], d[~d["final"]].sort_values("tpp"), d[d["final"]]
-                ax.errorbar(mid["tpp"], mid["gap"], yerr=mid["gap_ci"], marker="o", ms=4, capsize=2, color=c,
-                            label=line)
-                ax.errorbar(end["tpp"], end["gap"], yerr=end["gap_ci"], fmt="o", mfc="white", color=c, ms=6,
-                            capsize=2, label=MARKER_LABELS[0])
-                _squares(ax, end, c, x="tpp", y="gap", mfc="white", ms=6.5)
-            ax.set_xscale("log")
-            ax.set_title(group)
-            ax.set_xlabel("tokens per body parameter")
-            ax.set_ylabel("MLM-40% minus CLM")
-        _finish(fig, axes, "Fig. 4 across scales: MLM-40% minus CLM", None,
+        fig = Figure(figsize=(max(3.8 * len(groups), 6.4), 3.4 * len(axes_drawn)), layout="constrained")
+        grid = fig.subplots(len(axes_drawn), len(groups), squeeze=False)
+        for panels, axis in zip(grid, axes_drawn):
+            for ax, group in zip(panels, groups):
+                _lead_panel(ax, rows[(rows["task_group"] == group) & rows[axis].notna()], axis, colors)
+                ax.set_title(group)
+                ax.set_xlabel(AXES[axis])
+                ax.set_ylabel("MLM-40% minus CLM")
+        _finish(fig, list(grid.ravel()), "Fig. 4 across scales: MLM-40% minus CLM", None,
                 _bars(rows, "bars (the difference)"))
     return Drawn([save(fig, out_dir, "fig04_scales")])
 

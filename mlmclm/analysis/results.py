@@ -36,6 +36,10 @@ from ..runs import ModelId, grid_root
 from ..schedule import parse_objective
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
+# What a checkpoint's pretraining tokens are counted against (`figures.tokens_per_parameter`), as an axis label: the
+# body (no embeddings, no output layer), the body and the input embedding, every parameter (the output layer too).
+AXES = {"body": "tokens per body parameter", "body+embedding": "tokens per body+embedding parameter",
+        "all": "tokens per parameter (all)"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
 DATASETS = {
     "sst2": "SST-2", "qqp": "QQP", "mnli_m": "MNLI",

@@ -383,39 +383,158 @@ def show_reference(reference: results.Results | None, data: results.Results, con
         display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))
 
 
-def crossover_table(lead: pd.DataFrame, per_token: dict, paper_size: str = "610M") -> pd.DataFrame:
+# Where two tables show the same difference: the crossover tables' ± and how it differs from the verdicts table's
+# (claim 1, `claims.verdicts`), in their column name and captions (issue 36, item 7).
+LEAD_COLUMN = "MLM-40% minus CLM (ours, ± root sum of squares)"
+LEAD_METHOD = ("± 95%: the two models' own half-widths (over pretraining seeds where there are several, else "
+               "fine-tuning seeds) combined as their root sum of squares, as Fig. 4 across scales draws them. The "
+               "verdicts table's interval for the decayed final models (claim 1) is a joint bootstrap and need not "
+               "agree: it draws the test instances both models share once, so their noise cancels in the difference "
+               "(the root sum of squares counts it twice and errs wide on that account), chooses the learning rate "
+               "again in each replica, and takes its pretraining-seed term from the scale's pooled seed spread")
+
+
+def _axis_columns(axis: str, paper_size: str) -> tuple[str, str]:
+    """The crossover table's two columns of one axis (``results.AXES``): ours, and the paper's gap there."""
+    label = results.AXES[axis]
+    return label[0].upper() + label[1:], f"paper {paper_size} ({axis})"
+
+
+def _signed(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:+.2f}"
+
+
+def _lead_cell(gap: float, ci: float) -> str:
+    return f"{gap:+.2f}" + ("" if pd.isna(ci) else f" ± {ci:.2f}")
+
+
+def _paper_curve(lead: pd.DataFrame, per_token: dict, group: str, paper_size: str) -> tuple[np.ndarray, np.ndarray]:
+    """(log tokens per parameter, MLM-40% minus CLM) of the paper's ``paper_size`` stable-phase checkpoints on one
+    task group and axis (``per_token``: {size: tokens a step per parameter}), in order of tokens; empty without."""
+    p = lead[(lead["source"] == "paper") & (lead["size"] == paper_size) & ~lead["final"].astype(bool)
+             & (lead["task_group"] == group)].sort_values("steps")
+    x = np.log(p["steps"].to_numpy(dtype=float) * per_token.get(paper_size, np.nan))
+    keep = ~np.isnan(x)
+    return x[keep], p["gap"].to_numpy(dtype=float)[keep]
+
+
+def _interpolate(curve: tuple[np.ndarray, np.ndarray], tpp: float) -> float:
+    """The paper's curve at ``tpp`` tokens per parameter, linear in log tokens; NaN outside its checkpoints."""
+    x, gap = curve
+    inside = len(x) > 1 and not pd.isna(tpp) and x[0] <= np.log(tpp) <= x[-1]
+    return float(np.interp(np.log(tpp), x, gap)) if inside else float("nan")
+
+
+def crossover_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
     """Issue 26's question in one table: MLM-40% minus CLM of ours at each intermediate checkpoint and at the end
-    (``lead``: `figures.mlm_lead`, ± its 95% half-width), per scale and task group, beside the paper's ``paper_size``
-    at the same pretraining tokens per body parameter (``per_token``: `figures.tokens_per_parameter`): the paper's
-    stable-phase checkpoints interpolated linearly in log tokens per parameter, blank outside their range."""
-    lead = lead.assign(tpp=[s * per_token.get(z, float("nan")) for s, z in zip(lead["steps"], lead["size"])])
-    paper = lead[(lead["source"] == "paper") & (lead["size"] == paper_size) & ~lead["final"].astype(bool)]
-    ours = lead[lead["source"] == "ours"].dropna(subset=["tpp"])
+    (``lead``: `figures.mlm_lead`, ± the root sum of squares of the two models' 95% half-widths, ``LEAD_METHOD``),
+    per scale and task group, and on each axis of ``per_axis`` ({axis: {size: tokens a step per parameter}},
+    `figures.tokens_per_axis`) our pretraining tokens per parameter beside the paper's ``paper_size`` at the same
+    place: its stable-phase checkpoints interpolated linearly in log tokens per parameter, blank outside their range
+    (and where a count is unknown). Rows: our checkpoints of sizes with a body count, in order of tokens."""
+    body = per_axis["body"]
+    ours = lead[lead["source"] == "ours"]
+    ours = ours.assign(_tpp=[s * body.get(z, np.nan) for s, z in zip(ours["steps"], ours["size"])]).dropna(
+        subset=["_tpp"])
+    columns = ["Scale", "Size", "Group", "Model", "Pretraining seeds", LEAD_COLUMN]
+    columns += [c for axis in per_axis for c in _axis_columns(axis, paper_size)]
     rows = []
-    for r in ours.sort_values(["scale", "task_group", "tpp"]).itertuples():
-        p = paper[paper["task_group"] == r.task_group].sort_values("tpp")
-        x = np.log(p["tpp"].to_numpy(dtype=float))
-        inside = len(p) > 1 and x[0] <= np.log(r.tpp) <= x[-1]
-        at = float(np.interp(np.log(r.tpp), x, p["gap"].to_numpy(dtype=float))) if inside else float("nan")
-        rows.append({"Scale": r.scale, "Size": r.size, "Group": r.task_group,
-                     "Model": f"{r.steps:,} steps" + (" (decayed final)" if r.final else ""),
-                     "Tokens per body parameter": round(r.tpp, 1), "Pretraining seeds": int(r.pretrain_seeds),
-                     "MLM-40% minus CLM (ours)": f"{r.gap:+.2f}" + ("" if pd.isna(r.gap_ci) else f" ± {r.gap_ci:.2f}"),
-                     f"paper {paper_size}, same tokens per parameter": "" if pd.isna(at) else f"{at:+.2f}"})
-    return pd.DataFrame(rows, columns=["Scale", "Size", "Group", "Model", "Tokens per body parameter",
-                                       "Pretraining seeds", "MLM-40% minus CLM (ours)",
-                                       f"paper {paper_size}, same tokens per parameter"])
+    for r in ours.sort_values(["scale", "task_group", "_tpp"]).itertuples():
+        row = {"Scale": r.scale, "Size": r.size, "Group": r.task_group,
+               "Model": f"{r.steps:,} steps" + (" (decayed final)" if r.final else ""),
+               "Pretraining seeds": int(r.pretrain_seeds), LEAD_COLUMN: _lead_cell(r.gap, r.gap_ci)}
+        for axis, per_token in per_axis.items():
+            tpp = r.steps * per_token.get(r.size, np.nan)
+            ours_col, paper_col = _axis_columns(axis, paper_size)
+            row[ours_col] = round(tpp, 1)
+            row[paper_col] = _signed(_interpolate(_paper_curve(lead, per_token, r.task_group, paper_size), tpp))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
 
 
-def show_crossover(lead: pd.DataFrame, per_token: dict, tables_dir: str | Path | None = None) -> None:
-    """Display ``crossover_table`` (and write ``crossover.csv`` and ``.tex`` under ``tables_dir``)."""
+def _crossing(curve: tuple[np.ndarray, np.ndarray]) -> float:
+    """Where (log tokens per parameter) the paper's curve turns positive and stays positive: the zero, linear in
+    log tokens, between its last checkpoint at or below zero and the next; -inf where every checkpoint is above
+    zero (it crossed before the first), +inf where the last is not (it never crosses for good); NaN without a
+    curve."""
+    x, gap = curve
+    if len(x) < 2:
+        return float("nan")
+    below = np.flatnonzero(gap <= 0)
+    if not len(below):
+        return -np.inf
+    i = below[-1]
+    if i == len(gap) - 1:
+        return np.inf
+    return float(x[i] + (x[i + 1] - x[i]) * -gap[i] / (gap[i + 1] - gap[i]))
+
+
+def _passed(log_tpp: float, crossing: float, first: float) -> str:
+    """Whether ours at ``log_tpp`` has passed the paper's ``crossing`` (`_crossing`; ``first``: the paper's first
+    checkpoint, log tokens): "yes", "no", "no crossover" (the paper's never turns positive for good), "unknown"
+    (the paper's is positive from a first checkpoint ours has not reached), "" where a count or a curve is missing."""
+    if pd.isna(log_tpp) or pd.isna(crossing):
+        return ""
+    if crossing == np.inf:
+        return "no crossover"
+    if crossing == -np.inf:
+        return "yes" if log_tpp >= first else "unknown"
+    return "yes" if log_tpp >= crossing else "no"
+
+
+def _crossing_cell(curve: tuple[np.ndarray, np.ndarray], crossing: float) -> str:
+    """The paper's crossover point for a table cell: tokens per parameter, or why there is none."""
+    if pd.isna(crossing):
+        return ""
+    if np.isinf(crossing):
+        end = curve[0][-1] if crossing > 0 else curve[0][0]
+        return f"{'none by' if crossing > 0 else 'before'} {np.exp(end):.1f}"
+    return f"{np.exp(crossing):.1f}"
+
+
+def crossover_axes_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
+    """The crossover finding on every axis: per scale, size and task group of ours, whether our decayed final models
+    (``lead``'s ``final`` rows, `figures.mlm_lead`) have passed the paper's ``paper_size`` crossover point on each
+    axis of ``per_axis`` (`figures.tokens_per_axis`): the first place where its MLM-40% minus CLM turns positive and
+    stays positive along its stable-phase checkpoints (`_crossing`); and whether that answer depends on the axis
+    (the axes with an answer give different ones)."""
+    final = lead[(lead["source"] == "ours") & lead["final"].astype(bool)]
+    final = final[final["size"].isin(list(per_axis["body"]))]
+    rows = []
+    for r in final.sort_values(["scale", "size", "task_group"]).itertuples():
+        row = {"Scale": r.scale, "Size": r.size, "Group": r.task_group, "Final model": f"{r.steps:,} steps",
+               LEAD_COLUMN: _lead_cell(r.gap, r.gap_ci)}
+        answers = []
+        for axis, per_token in per_axis.items():
+            curve = _paper_curve(lead, per_token, r.task_group, paper_size)
+            crossing, tpp = _crossing(curve), r.steps * per_token.get(r.size, np.nan)
+            answer = _passed(np.log(tpp), crossing, curve[0][0] if len(curve[0]) else np.nan)
+            row.update({f"ours ({axis})": round(tpp, 1), f"paper {paper_size} crossover ({axis})":
+                        _crossing_cell(curve, crossing), f"passed ({axis})": answer})
+            answers.append(answer)
+        known = set(filter(None, answers))
+        row["Depends on the axis"] = "" if not known else ("yes" if len(known) > 1 else "no")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_crossover(lead: pd.DataFrame, per_axis: dict, tables_dir: str | Path | None = None) -> None:
+    """Display ``crossover_table`` and ``crossover_axes_table`` (and write ``crossover.csv``/``.tex`` and
+    ``crossover-axes.csv``/``.tex`` under ``tables_dir``). ``per_axis``: `figures.tokens_per_axis`."""
     from IPython.display import Markdown, display
 
-    table = crossover_table(lead, per_token)
-    caption = ("MLM-40% minus CLM of ours (± 95%: over pretraining seeds where there are several, else fine-tuning "
-               "seeds) beside the paper's 610M at the same pretraining tokens per body parameter (its checkpoints "
-               "interpolated in log tokens; blank outside them). Above zero, MLM is ahead.")
-    if tables_dir is not None and not table.empty:
-        write(table, tables_dir, "crossover", caption)
-    display(Markdown(f"**{caption}**"))
-    display(table.set_index(["Scale", "Group", "Model"]) if not table.empty else Markdown("No checkpoints of ours."))
+    table, axes = crossover_table(lead, per_axis), crossover_axes_table(lead, per_axis)
+    names = "; ".join(per_axis)
+    caption = (f"MLM-40% minus CLM of ours beside the paper's 610M at the same pretraining tokens per parameter, on "
+               f"each axis ({names}; all: the output layer too), its checkpoints interpolated in log tokens, blank "
+               f"outside them; above zero, MLM is ahead. {LEAD_METHOD}.")
+    axes_caption = ("Has ours passed the paper's crossover? Per scale and task group, our decayed final models' "
+                    f"pretraining tokens per parameter on each axis ({names}) against where the paper's 610M "
+                    "MLM-40% minus CLM turns positive for good (its stable-phase checkpoints, interpolated in log "
+                    "tokens); 'depends on the axis': whether the axes' answers differ.")
+    for t, name, cap, index in ((table, "crossover", caption, ["Scale", "Group", "Model"]),
+                                (axes, "crossover-axes", axes_caption, ["Scale", "Size", "Group"])):
+        if tables_dir is not None and not t.empty:
+            write(t, tables_dir, name, cap)
+        display(Markdown(f"**{cap}**"))
+        display(t.set_index(index) if not t.empty else Markdown("No checkpoints of ours."))
