@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from mlmclm.analysis import evidence
+from mlmclm.analysis import evidence, matching
 from mlmclm.io import ROOT as REPO
 from mlmclm.testing import scores_frame, write_planted, write_run, write_synthetic_study
 
@@ -122,14 +122,21 @@ def _splits(scores: dict, ci: float = 0.3, groups=("SC", "QA")):
     return [(ids[share], g, s, ci) for share, s in scores.items() for g in groups]
 
 
-def test_claim5_needs_an_inner_split_ahead_of_both_extremes():
+def test_claim5_is_the_25_75_split_against_mlm_only_as_the_paper_states_it():
     held = _verdict(_splits({0: 70, 25: 73, 50: 72, 75: 71, 100: 68}, groups=("SC",)), "5")
-    assert held["verdict"] == "reproduced" and held["value"] == 3.0 and "25% in 1" in held["evidence"]
-    # CLM-only best: every split beats MLM-only (the old statistic said "reproduced"), none beats CLM-only
-    clm_best = _verdict(_splits({0: 66, 25: 68, 50: 69, 75: 70, 100: 72}, groups=("SC",)), "5")
-    assert clm_best["verdict"] == "not reproduced" and clm_best["value"] == -2.0
+    assert held["verdict"] == "reproduced" and held["value"] == 3.0, held["evidence"]
+    # CLM-only best: the split still beats MLM-only (claim 5 holds as stated), not the better extreme (5s fails)
+    clm_best = _splits({0: 66, 25: 68, 50: 69, 75: 70, 100: 72}, groups=("SC",))
+    assert _verdict(clm_best, "5")["verdict"] == "reproduced" and _verdict(clm_best, "5")["value"] == 2.0
     assert _verdict([("m-clm-400", "SC", 70, 1), ("m-mlm40-400", "SC", 70, 1)], "5")["verdict"] == \
         "not checkable"
+
+
+def test_claim5s_needs_an_inner_split_ahead_of_both_extremes():
+    held = _verdict(_splits({0: 70, 25: 73, 50: 72, 75: 71, 100: 68}, groups=("SC",)), "5s")
+    assert held["verdict"] == "reproduced" and held["value"] == 3.0 and "25% in 1" in held["evidence"]
+    clm_best = _verdict(_splits({0: 66, 25: 68, 50: 69, 75: 70, 100: 72}, groups=("SC",)), "5s")
+    assert clm_best["verdict"] == "not reproduced" and clm_best["value"] == -2.0
 
 
 def test_claim5b_clm_only_lowest_beyond_its_interval():
@@ -203,7 +210,7 @@ def _second_seed(root, rates, model="mini-m-clm-400"):
 
 @pytest.mark.parametrize("control, verdict, why", [
     (0.2, "reproduced", None),
-    (0.5, "no signal", "do not beat the random-init control"),  # CLM sits on the control
+    (0.8, "no signal", "no compared model beats the random-init control"),  # the leading MLM sits on the control
     (None, "no signal", "no random-init control for mini-m"),
 ])
 def test_controls_turn_a_verdict_into_no_signal(tmp_path, control, verdict, why):
@@ -213,6 +220,16 @@ def test_controls_turn_a_verdict_into_no_signal(tmp_path, control, verdict, why)
     if why:
         assert v["evidence"].str.contains(why).all()
     assert "MLM-40% minus CLM" in v["evidence"].iloc[0]  # the statistic is still shown
+
+
+def test_a_trailing_model_below_the_control_is_reported_not_a_gate(tmp_path):
+    """CLM sits on the random-init control while MLM-40% beats it: the comparison measures pretraining (MLM's), so it
+    gets its verdict, and the row names CLM below the control and says what pretraining adds (MLM minus control)."""
+    scores, runs = _planted(tmp_path, 0.5)
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
+    assert set(v["verdict"]) == {"reproduced"}, v["reason"].tolist()
+    assert v["below_control"].str.contains("mini-m-clm-400").all() and v["reason"].str.contains("not a gate").all()
+    assert v["pretraining_effect"].between(29, 31).all()  # 80% against the control's 50%
 
 
 def test_controls_table(tmp_path):
@@ -349,8 +366,8 @@ def test_without_a_model_of_two_seeds_the_intervals_are_as_before_and_say_so(tmp
 
 
 def test_claim7_gates_read_the_models_after_cpt_not_the_bases(tmp_path):
-    """Claim 7 is a level after CPT: a base below the random-init control does not make it "no signal", a CPT model
-    below it does."""
+    """Claim 7 is a level after CPT: a base below the random-init control does not make it "no signal", nor a trailing
+    CPT model (it is reported); CPT models that all sit below it do."""
     cpt = {"mini-m-clm-dec400-mlm40-500": 0.8, "mini-m-mlm40-dec400-mlm40-500": 0.7}
     scores, runs = _planted(tmp_path, 0.4, clm=0.3, mlm=0.6, **cpt)
     v = claims.verdicts(scores, runs, ["7"], n_boot=200, full=True)
@@ -358,7 +375,11 @@ def test_claim7_gates_read_the_models_after_cpt_not_the_bases(tmp_path):
     cpt["mini-m-mlm40-dec400-mlm40-500"] = 0.3
     scores, runs = _planted(tmp_path / "below", 0.4, clm=0.7, mlm=0.6, **cpt)
     v = claims.verdicts(scores, runs, ["7"], n_boot=200, full=True)
-    assert set(v["verdict"]) == {"no signal"} and v["reason"].str.contains("mini-m-mlm40-dec400-mlm40-500").all()
+    assert set(v["verdict"]) == {"reproduced"} and v["below_control"].str.contains("mlm40-dec400-mlm40-500").all()
+    both = {"mini-m-clm-dec400-mlm40-500": 0.35, "mini-m-mlm40-dec400-mlm40-500": 0.3}
+    scores, runs = _planted(tmp_path / "both", 0.4, clm=0.7, mlm=0.6, **both)
+    v = claims.verdicts(scores, runs, ["7"], n_boot=200, full=True)
+    assert set(v["verdict"]) == {"no signal"} and v["reason"].str.contains("mini-m-clm-dec400-mlm40-500").all()
 
 
 def test_every_claim_names_the_paper_tables_and_quotes_or_says_paraphrased():
@@ -367,16 +388,22 @@ def test_every_claim_names_the_paper_tables_and_quotes_or_says_paraphrased():
             assert claim.paper.startswith("not a claim of the paper; issue 27"), key
             continue
         assert ("Table" in claim.paper or "Fig." in claim.paper), key
-        assert "paraphrased" in claim.paper or claim.paper.count('"') >= 2, (key, claim.paper)
+        ours = claim.text.startswith("(ours") and "not the paper's sentence" in claim.paper  # a stricter reading
+        assert ours or "paraphrased" in claim.paper or claim.paper.count('"') >= 2, (key, claim.paper)
 
 
-def test_every_compared_checkpoint_must_beat_the_control(tmp_path):
-    """Claim 3 compares early checkpoints: one below the random-init control gives no signal (fine-tuning speed, not
-    data efficiency), though the full-budget models beat it."""
+def test_an_early_checkpoint_below_the_control_is_part_of_claim_3s_finding(tmp_path):
+    """Claim 3 compares early checkpoints: the MLM one below the random-init control while CLM's beats it is the
+    strong form of the claim (the row says so); both below it is no signal (neither has learned to be fine-tuned)."""
     rates = {"mini-m-clm-400-100": 0.6, "mini-m-mlm40-400-100": 0.35}
     scores, runs = _planted(tmp_path, 0.4, clm=0.7, mlm=0.75, **rates)
     v = claims.verdicts(scores, runs, ["3"], n_boot=200, full=True)
-    assert set(v["verdict"]) == {"no signal"} and v["reason"].str.contains("mini-m-mlm40-400-100").all()
+    assert set(v["verdict"]) == {"reproduced"} and v["reason"].str.contains("strong form of the claim").all()
+    assert v["below_control"].str.contains("mini-m-mlm40-400-100").all()
+    rates = {"mini-m-clm-400-100": 0.38, "mini-m-mlm40-400-100": 0.35}
+    scores, runs = _planted(tmp_path / "both", 0.4, clm=0.7, mlm=0.75, **rates)
+    v = claims.verdicts(scores, runs, ["3"], n_boot=200, full=True)
+    assert set(v["verdict"]) == {"no signal"} and v["reason"].str.contains("mini-m-clm-400-100").all()
     rates = {"mini-m-clm-400-100": 0.6, "mini-m-mlm40-400-100": 0.5}
     scores, runs = _planted(tmp_path / "above", 0.4, clm=0.7, mlm=0.75, **rates)
     assert set(claims.verdicts(scores, runs, ["3"], n_boot=200)["verdict"]) == {"reproduced"}
@@ -461,7 +488,7 @@ def test_synthetic_study_gets_a_verdict_or_a_reason_for_every_claim(tmp_path):
     write_synthetic_study(tmp_path)
     runs = results.load_run_tree(tmp_path, "ours", "mini")
     v = claims.verdicts(results.aggregate(runs), runs, list(claims.CLAIMS), n_boot=100)
-    per_group = {"1": 4, "3": 4, "3b": 3, "5": 4, "7": 4}  # a row per task group (3b: not TC); the others one
+    per_group = {"1": 4, "3": 4, "3b": 3, "5": 4, "5s": 4, "7": 4}  # a row per task group (3b: not TC); the others one
     assert set(v["source"]) == {"ours"} and len(v) == len(claims.CLAIMS) + sum(per_group.values()) - len(per_group)
     reason = v.set_index(v["claim"].str.split(".").str[0])
     assert reason.loc["1b", "verdict"] == "not checkable at this scale" and reason.loc["1b", "evidence"] == \
@@ -679,3 +706,67 @@ def test_beyond_claims_on_planted_runs_a_planted_advantage_is_reproduced_a_plant
     kept = runs[~runs["model"].str.contains("mix|clm-450")]
     v = claims.verdicts(results.aggregate(kept), kept, ["B1", "B2"], n_boot=50)
     assert set(v["verdict"]) == {"not checkable at this scale"}  # a scale of ours without those runs
+
+
+# ----------------------------------------------------------------------------------------------- beside the paper
+
+
+def _paper_scores():
+    return results.dedupe(results.load_paper(REPO / "results" / "paper")).drop(columns="table")
+
+
+def test_our_models_read_the_paper_at_the_same_place_in_training():
+    """longer's mini-xs stands for the 610M; 220 steps are 1K of the paper's: a checkpoint the paper printed is read
+    as printed, one between two of its checkpoints or CPT lengths off the line between them, a model beyond the
+    paper's schedules (mixed) and a random-init control not at all."""
+    ours = scores_frame([(m, "SC", 60.0, 1.0) for m in (
+        "mini-xs-clm-9240-2200", "mini-xs-mlm40-9240-6600", "mini-xs-clm-dec9240-mlm40-11440",
+        "mini-xs-clm-2200-mlm40-9240", "mini-xs-mix1clm1mlm40-9240", "mini-xs-mlm40-9240-0")], "ours", "longer")
+    m = matching.paper_at(ours, _paper_scores()).set_index("model")
+    assert set(m.index) == {"mini-xs-clm-9240-2200", "mini-xs-mlm40-9240-6600", "mini-xs-clm-dec9240-mlm40-11440",
+                            "mini-xs-clm-2200-mlm40-9240"}
+    assert m.loc["mini-xs-clm-9240-2200", "score"] == 80.58 and m.loc["mini-xs-clm-9240-2200", "paper_config"] == \
+        "610m-clm-42k-10000"  # Table 6, 610M CLM at 10K
+    assert m.loc["mini-xs-mlm40-9240-6600", "score"] == round((85.57 + 86.40) / 2, 2)  # 30K: halfway 20K-40K
+    # CPT 2,200 steps = 10K: 0.2 x the 2K value + 0.8 x the 12K value (Table 14: 85.39, 87.84)
+    assert m.loc["mini-xs-clm-dec9240-mlm40-11440", "score"] == round(0.2 * 85.39 + 0.8 * 87.84, 2)
+    assert "interpolated" in m.loc["mini-xs-clm-dec9240-mlm40-11440", "paper_config"]
+    assert m.loc["mini-xs-clm-2200-mlm40-9240", "paper_config"] == "610m-clm-10k-mlm40-42k"
+    assert (m["source"] == "paper").all() and (m["scale"] == "longer").all()
+    assert matching.paper_at(scores_frame([("m-clm-400", "SC", 1, 1)], "ours", "no-such-scale"),
+                             _paper_scores()).empty
+
+
+def test_a_row_of_ours_carries_the_paper_value_of_its_own_comparison(tmp_path):
+    """Claim 1 at a one-size scale sits beside the paper's 610M (SC +3.42), not the mean over sizes (+3.69); our
+    interval is read against it."""
+    rates = {"mini-m-clm-840": 0.5, "mini-m-mlm40-840": 0.8, "mini-m-mlm40-840-0": 0.2}  # mini: 840 steps = 42K
+    write_planted(tmp_path, rates, majority=0.25, lrs=(1e-3, 3e-3, 1e-2), n=5000)
+    _second_seed(tmp_path, rates, "mini-m-clm-840")
+    runs = results.load_run_tree(tmp_path, "ours", "mini")  # scale mini: one size, mini-m, the 610M
+    scores, paper = results.aggregate(runs), _paper_scores()
+    v = claims.verdicts(scores, runs, ["1"], n_boot=200, full=True, paper=paper).set_index("scope")
+    assert v.loc["SC", "paper_estimate"] == 3.42 and v.loc["SC", "paper_config"] == "610m-clm-42k; 610m-mlm40-42k"
+    assert v.loc["SC", "vs_paper"].startswith("excludes the paper's and 0")  # ours: +30 points
+    alone = claims.verdicts(paper, NO_RUNS, ["1"], full=True).set_index("scope")
+    assert alone.loc["SC", "value"] == 3.69 and pd.isna(alone.loc["SC", "paper_estimate"])  # the paper's own row
+    assert claims._reading(-1.3, 0.6, 3.42) == "excludes the paper's (holds 0)"
+    assert claims._reading(-1.3, 0.6, 0.2) == "includes the paper's"
+    assert claims._reading(-5.6, -2.2, 3.35) == "excludes the paper's and 0 (opposite sign)"
+
+
+def test_the_seed_term_is_each_familys_own_with_3_seeds_and_a_verdict_resting_on_it_says_so(tmp_path):
+    """Three seeds of each family: their own spreads. CLM's seeds agree, MLM's spread 6 points: pooled over both the
+    interval is narrower than with MLM's own; with 2 seeds the pooled term is used and the other one reported."""
+    rates = {"mini-m-clm-400-p1": 0.5, "mini-m-clm-400-p2": 0.5, "mini-m-mlm40-400-p1": 0.62,
+             "mini-m-mlm40-400-p2": 0.56}
+    scores, runs = _planted(tmp_path, 0.2, clm=0.5, mlm=0.59, **rates)
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
+    assert v["seed_term"].str.startswith("pretraining-seed term: each family's own spread").all(), v["seed_term"]
+    spread = claims.family_seed_spread(runs).set_index(["task_group", "family"])
+    assert spread.loc[("SC", "mini-m-mlm40-400"), "k"] == 3 and spread.loc[("SC", "mini-m-clm-400"), "sd"] < 1
+    assert spread.loc[("SC", "mini-m-mlm40-400"), "sd"] > 2
+    two = {k: r for k, r in rates.items() if not k.endswith("p2")}
+    scores, runs = _planted(tmp_path / "two", 0.2, clm=0.5, mlm=0.59, **two)
+    v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
+    assert v["seed_term"].str.startswith("pretraining-seed term: the pooled spread").all(), v["seed_term"]

@@ -22,7 +22,7 @@ TRIPLE = re.compile(r"([-+]?\d+\.\d+) \[([-+]?\d+\.\d+), ([-+]?\d+\.\d+)\]")  # 
 PAIR = re.compile(r"([-+]?\d+\.\d+) ± (\d+\.\d+)")  # score ± half-width, as the README writes it
 CELL_PAIR = re.compile(r"(\d+\.\d+) \(±(\d+\.\d+)\)")  # as the tables write it
 MARKER = re.compile(r"<!-- numbers: (?P<dirs>[^>]+?) -->\n(?P<table>(?:\|.*\n)+)")
-CLAIM_ROW = re.compile(r"^(B?\d+b?)\.\s")  # the paper's claims (1, 3b) and ours beyond it (B1)
+CLAIM_ROW = re.compile(r"^(B?\d+[bs]?)\.\s")  # the paper's claims (1, 3b), our stricter 5s and ours beyond it (B1)
 MODEL_TABLES = ("controls.csv", "models.csv", "seeds.csv")
 
 
@@ -47,10 +47,16 @@ def _missing(cell: str, tuples: list[tuple], pattern: re.Pattern) -> list[str]:
 
 
 def _verdict_numbers(name: str, claim: str) -> list[tuple]:
-    """(estimate, low, high) of each row of ``claim`` in ``name``'s verdicts table."""
+    """(estimate, low, high) of each row of ``claim`` in ``name``'s verdicts table; for a row of ours also the paper's
+    matched (estimate, low, high) and the pretraining effect."""
     v = pd.read_csv(_folder(name) / "verdicts.csv", dtype={"claim": str})
     v = v[v["claim"].str.split(".").str[0] == claim].dropna(subset=["estimate"])
-    return list(zip(v["estimate"], v["low"], v["high"]))
+    out = list(zip(v["estimate"], v["low"], v["high"]))
+    if "paper_estimate" in v:
+        matched = v.dropna(subset=["paper_estimate"])
+        out += list(zip(matched["paper_estimate"], matched["paper_low"], matched["paper_high"]))
+        out += [(x,) for x in v["pretraining_effect"].dropna()]
+    return out
 
 
 def _model_numbers(names: list[str]) -> list[tuple]:
@@ -99,7 +105,7 @@ def test_readme_result_tables_come_from_the_written_tables():
 
 
 def test_the_check_fails_on_a_number_no_table_holds():
-    assert [CLAIM_ROW.match(c)[1] for c in ("3b. MLM catches up", "B1. Mixed")] == ["3b", "B1"]
+    assert [CLAIM_ROW.match(c)[1] for c in ("3b. MLM catches up", "B1. Mixed", "5s. (ours")] == ["3b", "B1", "5s"]
     assert _same("87.2", 87.16) and _same("+0.30", 0.3) and _same("-2.96", -2.96)
     assert not _same("87.3", 87.16) and not _same("+2.96", -2.96)
     verdicts = [(1.04, 0.61, 1.45), (-0.13, -0.49, 0.3)]
