@@ -11,11 +11,15 @@ sqrt(sum of squares) / k; a minimum over values the minimum of their bounds). Ta
 by their mean. Where a source's results cannot carry a claim (one model size, no IR task, no biphasic runs ...) the
 verdict is "not checkable at this scale", with the reason.
 
-Runs of this repository's scales also need evidence that the comparison measures pretraining: every compared model must
-beat the random-init control of its size beyond the combined half-width (`evidence.signal`), the difference must be
-larger than the compared models' last-epoch validation gain (`evidence.unsettled`) and the fine-tuning calibration must
-pass; otherwise the verdict is "no signal", with the reason. Cells with fewer fine-tuning seeds than their neighbours
-(``flag``) are left out, with their model's task group, and the evidence says so.
+Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
+model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
+below it is named in the row, not a gate), the difference must be larger than the compared models' last-epoch
+validation gain (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
+with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
+paper's scores at the configuration our models stand for, through the same check and statistic), with what
+pretraining adds in its group and which pretraining-seed term its interval used (`BESIDE_PAPER`). Cells with fewer
+fine-tuning seeds than their neighbours (``flag``) are left out, with their model's task group, and the evidence says
+so.
 """
 from __future__ import annotations
 
@@ -474,10 +478,11 @@ def _no_cpt(rows) -> str:
     return "no CPT runs" if rows.empty else ("no CPT run beside its base model" if _cpt_ends(rows).empty else "")
 
 
-# The pretrained models each claim compares: each must beat its size's random-init control, and the difference must
-# exceed their last-epoch validation gain (`evidence.signal`, `evidence.unsettled`). Claims 3 and 3b compare
-# intermediate checkpoints: those checkpoints themselves (an early checkpoint below the control is no evidence about
-# data efficiency: it had not learned the task, or not yet learned to be fine-tuned).
+# The pretrained models each claim compares (in ``groups``, where the comparison picks models per group: only those
+# in the difference): the leading one must beat its size's random-init control, and the difference must exceed their
+# last-epoch validation gain (`evidence.signal`, `evidence.unsettled`). Claims 3 and 3b compare intermediate
+# checkpoints: those checkpoints themselves (an early MLM checkpoint below the control while CLM's beats it is the
+# strong form of claim 3, and its row says so).
 
 
 def _clm_mlm40_models(scores, runs=None, groups=None) -> set:
