@@ -558,7 +558,7 @@ class ScaleConfig:
         return dict(zip(self.sizes, PAPER_SIZES if len(self.sizes) == 3 else PAPER_SIZES[1:2]))
 
     def paper_steps(self, steps: float) -> float:
-        """This scale's ``steps`` as the paper's steps at the same fraction of the budget (9,240 of longer's -> 42,000)."""
+        """This scale's ``steps`` as the paper's steps at the same fraction of the budget (longer's 9,240: 42,000)."""
         return steps * 1000 / self.steps_per_k
 
     @property

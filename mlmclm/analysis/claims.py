@@ -860,15 +860,14 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
     spread = pretraining_seed_spread(runs, rule) if spread is None else spread
     spread = spread.set_index(["scale", "task_group"])[["sd", "dof"]]
-    own = family_seed_spread(runs, rule) if own else pd.DataFrame(columns=["scale", "task_group", "family"])
-    own = own[own["dof"] > 0].set_index(["scale", "task_group", "family"]) if len(own) else own
+    fams = family_seed_spread(runs, rule) if own else pd.DataFrame(columns=["scale", "task_group", "family", "dof"])
+    own_terms = {(r.scale, r.task_group, r.family): (r.sd, int(r.dof)) for r in fams[fams["dof"] > 0].itertuples()}
     attrs = sel.drop_duplicates("model").set_index("model")[["scale", *results.ATTRIBUTES]]
     pooled, keep = [], []
     for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
         idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
         sd, dof = spread.loc[key] if key in spread.index else (np.nan, 0)
-        terms = {None: (sd, int(dof)), **{f: (r.sd, int(r.dof)) for (sc, g, f), r in own.iterrows()
-                                          if (sc, g) == key}}
+        terms = {None: (sd, int(dof)), **{f: t for (sc, g, f), t in own_terms.items() if (sc, g) == key}}
         cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], terms, seed, key)
         pooled.append(cols)
         keep += [idx[f] for f in first]
@@ -1015,7 +1014,7 @@ def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str, paper: pd.Dat
     raw, r = scores[scores["source"] == source], runs[runs["source"] == source]
     s, r, note = _flagged(raw, r)
     controlled = not r.empty and (r["scale"] != "paper").all()
-    matched = matching.paper_at(s, paper) if controlled and not paper.empty else matching.paper_at(s.iloc[0:0], paper)
+    matched = matching.paper_at(s if controlled else s.iloc[0:0], paper)  # the paper's own rows: no match
     return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, matched=matched)
 
 
@@ -1125,23 +1124,21 @@ def _reading(lo: float, hi: float, paper: float) -> str:
     return "excludes the paper's and 0" + (" (same sign)" if (lo > 0) == (paper > 0) else " (opposite sign)")
 
 
-def _paper_side(key: str, src: _Source) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _paper_side(key: str, src: _Source) -> pd.DataFrame:
     """The paper's estimate of the comparison a claim makes on a scale of ours (its scores at our models' places,
-    `matching.paper_at`, through the claim's own check and statistic; printed ±), per scope, and the check's rows on
-    them (empty where the paper has none: a claim beyond it, a per-run claim, a place it did not evaluate)."""
-    c, none = CLAIMS[key], (pd.DataFrame(columns=["scope", "value", "lo", "hi"]), pd.DataFrame())
+    `matching.paper_at`, through the claim's own check and statistic; printed ±), per scope (empty where
+    the paper has none: a claim beyond it, a per-run claim, a place it did not evaluate)."""
+    c, none = CLAIMS[key], pd.DataFrame(columns=["scope", "value", "lo", "hi"])
     if c.per_run or src.matched.empty or c.paper.startswith(BEYOND_PAPER):
         return none
     point = c.rows(src.matched[results.SCORE_COLUMNS])
-    if point.empty or c.unavailable(point):
-        return none
-    return c.measure(point), point
+    return none if point.empty or c.unavailable(point) else c.measure(point)
 
 
-def _beside_paper(key: str, src: _Source, scope: str, groups: list, lo: float, hi: float, paper) -> dict:
+def _beside_paper(key: str, src: _Source, scope: str, groups: list, lo: float, hi: float,
+                  table: pd.DataFrame) -> dict:
     """A row of ours beside the paper: its matched estimate and printed interval, which of the paper's models (or
     interpolations) that reads, and how our interval reads against it."""
-    table, _ = paper
     row = table[table["scope"] == scope]
     if row.empty:
         return {}
@@ -1152,7 +1149,7 @@ def _beside_paper(key: str, src: _Source, scope: str, groups: list, lo: float, h
             "paper_config": "; ".join(sorted(set(m["paper_config"]))), "vs_paper": _reading(lo, hi, value)}
 
 
-def _controls(key: str, src: _Source, models: set, groups: list) -> dict:
+def _controls(src: _Source, models: set, groups: list) -> dict:
     """A row of ours against its random-init controls: what pretraining adds (the leading compared model minus the
     control, `evidence.pretraining_effect`) and the compared models below the control (`evidence.below_control`)."""
     effect = evidence.pretraining_effect(src.seeds, models, groups)
@@ -1165,7 +1162,7 @@ def _ours(key: str, src: _Source, t, groups: list, words, verdict: str, why: str
     its verdict and reason after the gates; notes for the evidence text."""
     c, notes = CLAIMS[key], []
     models = c.models(src.scores, src.runs, groups)
-    extra = _controls(key, src, models, groups)
+    extra = _controls(src, models, groups)
     lo, hi = t.lo, t.hi
     if not c.per_run:
         lo, hi, extra["seed_term"] = _seed_reading(t, _own_term(src, models, groups), words)

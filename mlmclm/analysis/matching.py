@@ -92,6 +92,7 @@ def paper_at(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
             cand, axis, x = _candidates(paper[paper["task_group"] == r.task_group], r, size, cfg.paper_steps)
             got = _read(cand, axis, x)
             if got is not None:
-                rows.append({**{k: v for k, v in r._asdict().items() if k != "Index"}, "source": "paper", "score": round(got[0], 2), "ci": round(got[1], 2),
+                ours_row = {k: v for k, v in r._asdict().items() if k != "Index"}
+                rows.append({**ours_row, "source": "paper", "score": round(got[0], 2), "ci": round(got[1], 2),
                              "n": results.PAPER_SEEDS, "flag": "", "paper_config": got[2]})
     return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame(columns=cols)
