@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 
 import pytest
 from mlmclm.io import ROOT as REPO
@@ -260,3 +261,27 @@ def test_committed_verdicts_tables_hold_every_claim():
         table = pd.read_csv(path, dtype=str)
         assert list(table.columns) == claims.TABLE_COLUMNS, path
         assert set(table["claim"].str.split(".").str[0]) == set(claims.CLAIMS), path
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-p", "scales", "[lnoger]"], "no runs of 'lnoger'"),
+    (["-p", "scale", "[longer]"], "notebook parameter(s) scale unknown"),
+    (["-p", "sources", "[papr]"], "sources: unknown papr"),
+    (["-p", "results_dir", "nowhere"], "has no paper/ folder"),
+    (["-p", "scales", "[lnoger]", "-p", "run_study", "true"], "cannot train unknown scale(s) lnoger"),
+])
+def test_a_parameter_that_names_nothing_is_refused_before_any_notebook_is_written(argv, says, tmp_path):
+    """Before any kernel starts: the committed notebooks, figures and tables are left as they were."""
+    before = {p: p.stat().st_mtime_ns for p in (REPO / "notebooks").glob("*.ipynb")}
+    with pytest.raises(notebooks.ConfigError, match=re.escape(says)):
+        notebooks.main(["01_scaling", *argv])
+    assert {p: p.stat().st_mtime_ns for p in (REPO / "notebooks").glob("*.ipynb")} == before
+
+
+def test_setup_refuses_a_named_scale_without_runs(tmp_path):
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    with pytest.raises(notebooks.ConfigError, match="no runs of 'tiny'"):
+        notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=["tiny"],
+                        figures_dir=str(tmp_path / "f"), tables_dir=str(tmp_path / "t"))

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import REFERENCE
+from ..config import REFERENCE, scale_names
 from ..errors import ConfigError, NotebookError
 from ..io import ROOT, atomic_path, read_json
 
@@ -251,18 +251,66 @@ def _run_study(study: str | None, scales, res_dir: Path) -> None:
 
 
 def _our_scales(root: Path, res_dir: Path, scales, sources) -> list[str]:
-    """The scales of ours to show (`scales`, None: every one with results), those with runs, saying which."""
+    """The scales of ours to show (`scales`, None: every one with results), saying which; a named scale without
+    runs is a `ConfigError` (a typo would otherwise show the paper alone and pass)."""
     if "ours" not in sources:
         return []
     ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
-    missing = [s for s in ours if not (res_dir / "runs" / s).is_dir()]
-    ours = [s for s in ours if s not in missing]
-    for scale in missing:
-        print(f"This repository's runs: none at {_shown(root, res_dir / 'runs' / scale)}/ yet.")
+    _check_scales(ours, res_dir)
     print(f"This repository's runs: scale {', '.join(ours)}." if ours else
           f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
           "shown.")
     return ours
+
+
+def _check_scales(scales: list[str], res_dir: Path) -> None:
+    missing = [s for s in scales if not (res_dir / "runs" / s).is_dir()]
+    if missing:
+        have = scales_with_results(res_dir / "runs")
+        raise ConfigError(f"scales: no runs of {', '.join(map(repr, missing))} under {res_dir / 'runs'} (scales with "
+                          f"results: {', '.join(have) or 'none'}); name one of those, or add -p run_study true to "
+                          "train it first")
+
+
+def parameter_names(paths) -> set[str]:
+    """The names the parameters cells of the notebooks at ``paths`` assign."""
+    import ast
+
+    found = set()
+    for path in paths:
+        cells = json.loads(Path(path).read_text())["cells"]
+        cell = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+        if cell is not None:
+            body = ast.parse("".join(cell["source"])).body
+            found |= {t.id for node in body if isinstance(node, ast.Assign) for t in node.targets
+                      if isinstance(t, ast.Name)}
+    return found
+
+
+def check_parameters(parameters: dict, paths) -> None:
+    """Refuse, before any kernel starts and any notebook is written, what would run to a wrong notebook: a name the
+    notebooks' parameters cells do not have, a source that is not one, a scale without runs (unless ``run_study``
+    trains it), a results folder without the paper's tables."""
+    from .results import SOURCES
+
+    unknown = sorted(set(parameters) - parameter_names(paths))
+    if unknown:
+        raise ConfigError(f"notebook parameter(s) {', '.join(unknown)} unknown: the notebooks take "
+                          f"{', '.join(sorted(parameter_names(paths)))}")
+    res_dir = _resolve(ROOT, parameters.get("results_dir", "results"))
+    if not (res_dir / "paper").is_dir():
+        raise ConfigError(f"results_dir={parameters.get('results_dir')!r}: {res_dir} has no paper/ folder (the "
+                          "paper's tables); give a results folder, e.g. -p results_dir results")
+    sources = names(parameters.get("sources"), "sources") or []
+    if set(sources) - set(SOURCES):
+        raise ConfigError(f"sources: unknown {', '.join(sorted(set(sources) - set(SOURCES)))}; use "
+                          f"{', '.join(SOURCES)}")
+    scales = names(parameters.get("scales"), "scales")
+    if scales is not None and not parameters.get("run_study"):
+        _check_scales(scales, res_dir)
+    elif scales is not None and set(scales) - set(scale_names()):
+        raise ConfigError(f"scales: run_study cannot train unknown scale(s) "
+                          f"{', '.join(sorted(set(scales) - set(scale_names())))}; use {', '.join(scale_names())}")
 
 
 def _reference(res_dir: Path, ours: list[str]):
@@ -325,6 +373,7 @@ def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str 
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
+    check_parameters(parameters or {}, paths)
     if output_dir:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     pairs = [(p, Path(output_dir) / p.name if output_dir else p) for p in paths]
