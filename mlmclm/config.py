@@ -23,7 +23,7 @@ import yaml
 
 from .errors import ConfigError
 from .schedule import Objective, Schedule, parse_objective
-from .sizes import FIELDS, SIZES, shape
+from .sizes import ATTENTION_BACKENDS, FIELDS, SIZES, shape
 
 
 def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
@@ -252,6 +252,9 @@ class ModelSpec:
                 free = [n for n in known if n not in self.DECIDED]
                 hint = f"did you mean model.overrides.{close[0]}?" if close else f"known fields: {', '.join(free)}"
                 raise ConfigError(f"unknown model field model.overrides.{key}; {hint}")
+        if self.attention_backend not in ATTENTION_BACKENDS:
+            raise ConfigError(f"model.attention_backend={self.attention_backend!r} is unknown; choose one of "
+                              f"{', '.join(ATTENTION_BACKENDS)}")
         shape(self.size, **self.overrides)  # the size and the values, before any work (as `MlmClmConfig` checks them)
 
 
@@ -574,8 +577,10 @@ class ScaleConfig:
         if self.steps_per_k <= 0:
             raise ConfigError(f"steps_per_k must be positive, got {self.steps_per_k}")
         check_range("cpt_warmup_k", self.cpt_warmup_k, 0, why="a warmup length")
-        if any(k <= 0 for k in self.intermediate_k):
-            raise ConfigError(f"intermediate_k must hold positive checkpoint steps, got {self.intermediate_k}")
+        if any(not 0 < k < PAPER_TOTAL_K for k in self.intermediate_k):
+            raise ConfigError(f"intermediate_k must hold checkpoints inside the {PAPER_TOTAL_K}k budget (thousands of "
+                              f"the paper's steps, between 0 and {PAPER_TOTAL_K}; the final model is evaluated "
+                              f"anyway), got {self.intermediate_k}")
         if self.objectives and not {"clm", "mlm40"} <= set(self.objectives):
             raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:

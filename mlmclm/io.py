@@ -132,16 +132,32 @@ def disk_full(e: BaseException) -> bool:
         text in str(e) for text in ("No space left on device", "StorageFull", "Disk quota exceeded"))
 
 
-def check_writable(folder: str | Path) -> None:
-    """Create `folder` (and its parents) when missing and check that files can be written in it: a `ConfigError`
-    naming the folder otherwise, before any work."""
+def check_writable(folder: str | Path, create: bool = True) -> None:
+    """Check that files can be written in `folder`, creating it (and its parents) when missing; with `create=False`
+    nothing is created: the nearest folder that exists must let one create it. A `ConfigError` naming the folder
+    otherwise, before any work, also for a name that is not valid UTF-8 (run records and lock files write it)."""
     folder = Path(folder)
+    check_encodable(folder)
     try:
+        if not create:
+            existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
+            if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+                raise OSError(errno.EACCES, f"{existing} is not a folder you can write in")
+            return
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as e:
         raise ConfigError(f"cannot write in {folder}: {e.strerror or e}; choose a folder you can write to") from None
+
+
+def check_encodable(path: str | Path) -> None:
+    """A `ConfigError` for a path whose name is not valid UTF-8 (a byte the file system kept, Python could not read)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(path).encode("utf-8", "backslashreplace").decode()
+        raise ConfigError(f"{shown}: the path is not valid UTF-8; choose a folder whose name is") from None
 
 
 def read_json(path: str | Path):

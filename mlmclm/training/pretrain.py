@@ -42,6 +42,7 @@ import torch
 from . import corpus
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
+from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.convert import from_hf
 from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
@@ -195,9 +196,12 @@ def owner(cfg: PretrainConfig) -> dict:
             "results": str(run_folder(cfg.results_dir, cfg.scale, cfg.run_id))}
 
 
-def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
-    """What can be checked before any data is built or any step trained: the init checkpoint, the context, the corpus
-    and the output folders."""
+def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = True) -> None:
+    """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
+    on this machine, the init checkpoint, the context, the corpus, the output folders (`create=False`: checked, not
+    created) and a run folder of another config under the same run_id."""
+    if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
+        check_backend("flex", "cpu")
     if cfg.init.kind == "scratch":
         context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
         if cfg.data.seq_len > context:
@@ -206,7 +210,8 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule) -> None:
                               f"model.overrides={{max_position_embeddings: {cfg.data.seq_len}}}")
     corpus.check_corpus(cfg.data.corpus)
     for folder in (Path(cfg.results_dir), Path(cfg.checkpoints_dir), Path(cfg.data.root)):
-        check_writable(folder)
+        check_writable(folder, create)
+    _check_run_folder(cfg, run_folder(cfg.results_dir, cfg.scale, cfg.run_id))
     if cfg.init.kind == "run":
         src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
         if fault := checkpoints.damage(src, verify=True):
@@ -323,15 +328,7 @@ class Trainer:
         folder or a checkpoint folder of another run."""
         cfg, run_dir = self.cfg, self.run_dir
         me = owner(cfg)
-        recorded, other = _recorded_identity(run_dir / "meta.json"), None
-        if recorded not in (None, me["identity"]):
-            other = f"identity {recorded}"
-        elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != to_yaml(cfg):
-            other = "its config.yaml differs"
-        if other:
-            raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
-                              f"(identity {me['identity']}); choose another run_id, or delete that folder and its "
-                              f"checkpoints to start over")
+        _check_run_folder(cfg, run_dir)
         checkpoints.claim(self.ckpt_root, me, write=False)  # refused before any work when they are another run's
         total = self.schedule.total
         return finished(run_dir, total) and checkpoints.checkpoint_steps(self.ckpt_root)[-1:] == [total]
@@ -614,6 +611,20 @@ def _truncate_log(path: Path, step: int) -> None:
     write_text(path, "\n".join(keep) + "\n" if keep else "")
 
 
+def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
+    """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml)."""
+    me = owner(cfg)
+    recorded, other = _recorded_identity(run_dir / "meta.json"), None
+    if recorded not in (None, me["identity"]):
+        other = f"identity {recorded}"
+    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+        other = "its config.yaml differs"
+    if other:
+        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
+                          f"(identity {me['identity']}); choose another run_id, or delete that folder and its "
+                          f"checkpoints to start over")
+
+
 def _recorded_identity(meta_path: Path) -> str | None:
     """The identity a run folder's meta.json records (None when it has none: a new run, or one written before
     identities; a damaged meta.json is `finished`'s to name)."""
@@ -644,10 +655,14 @@ def distributed_setup(accelerator) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 def _run_cli(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
-    if args.dry_run:
+    if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
+        _check_before_work(cfg, Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
+                                         cfg.optim.final_lr_ratio), create=False)
         print(to_yaml(cfg), end="")
         return 0
-    pretrain(cfg, args.report_to)
+    run_dir = pretrain(cfg, args.report_to)
+    print(f"{cfg.run_id}: complete; record in {run_dir}, checkpoints in "
+          f"{checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)}")
     return 0
 
 
