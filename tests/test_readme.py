@@ -1,4 +1,4 @@
-"""README.md: every number in a result table of the README comes from a table the notebooks write, so prose and
+"""README.md and docs/*.md: every number in a result table comes from a table the notebooks write, so prose and
 results cannot drift apart. A table is marked by a comment naming where its numbers live,
 ``<!-- numbers: ours-long, paper -->`` (``paper``: results/tables/; another name: results/tables/<name>/).
 
@@ -7,11 +7,15 @@ tables (``verdicts.csv``): a column headed "paper ..." against the paper's, the 
 and only that claim's rows: an "estimate [low, high]" must be one verdict row's three numbers, any other number one
 of them. Any other row is read against the folder's tables of models (``controls.csv``, ``models.csv``,
 ``seeds.csv``): a "score ± half-width" must be one cell's pair, any other number one of theirs. The committed files
-are read, as the notebooks last wrote them."""
+are read, as the notebooks last wrote them.
+
+The README is the front door: at most ``README_BYTES``, every page of docs/ linked from it, and every relative link
+of the README and docs/ (files and #anchors) resolving."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +28,12 @@ CELL_PAIR = re.compile(r"(\d+\.\d+) \(±(\d+\.\d+)\)")  # as the tables write it
 MARKER = re.compile(r"<!-- numbers: (?P<dirs>[^>]+?) -->\n(?P<table>(?:\|.*\n)+)")
 CLAIM_ROW = re.compile(r"^(B?\d+[bs]?)\.\s")  # the paper's claims (1, 3b), our stricter 5s and ours beyond it (B1)
 MODEL_TABLES = ("controls.csv", "models.csv", "seeds.csv")
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]  # the front door, then the reference
+MIN_TABLES = 8  # marked result tables across PAGES: mini 2, long 3, longer 2 (docs/), the answer (README)
+README_BYTES = 16_000
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+CODE = re.compile(r"`[^`\n]*`")
 
 
 def _folder(name: str) -> Path:
@@ -77,10 +87,9 @@ def _cells(line: str) -> list[str]:
 
 
 def readme_misses(readme: str) -> list[str]:
-    """The numbers of the README's marked tables that the tables they name do not hold, with where they are."""
-    found, misses = list(MARKER.finditer(readme)), []
-    assert len(found) >= 4, "the README's result tables lost their <!-- numbers: ... --> markers"
-    for m in found:
+    """The numbers of a page's marked tables that the tables they name do not hold, with where they are."""
+    misses = []
+    for m in MARKER.finditer(readme):
         dirs = [d.strip() for d in m["dirs"].split(",")]
         ours = [d for d in dirs if d != "paper"]
         lines = m["table"].splitlines()
@@ -100,8 +109,58 @@ def readme_misses(readme: str) -> list[str]:
 
 
 def test_readme_result_tables_come_from_the_written_tables():
-    misses = readme_misses((REPO / "README.md").read_text())
-    assert not misses, "README numbers that the tables the notebooks write do not hold:\n" + "\n".join(misses)
+    found = sum(len(MARKER.findall(page.read_text())) for page in PAGES)
+    assert found >= MIN_TABLES, (f"{found} marked result tables in README.md and docs/, expected {MIN_TABLES}: a "
+                                 "table lost its <!-- numbers: ... --> marker")
+    misses = [f"{page.relative_to(REPO)}: {miss}" for page in PAGES for miss in readme_misses(page.read_text())]
+    assert not misses, "numbers that the tables the notebooks write do not hold:\n" + "\n".join(misses)
+
+
+def _slug(heading: str) -> str:
+    """A heading's #anchor as GitHub writes it: lower case, code marks and punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFC", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    seen, out = {}, set()
+    for heading in re.findall(r"^#{1,6} (.+)$", FENCE.sub("", text), re.M):
+        slug = _slug(heading)
+        out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+def _links(text: str) -> list[str]:
+    """The link targets of a page, outside code blocks and code spans."""
+    return LINK.findall(CODE.sub("", FENCE.sub("", text)))
+
+
+def test_the_readme_is_a_front_door():
+    size = len((REPO / "README.md").read_bytes())
+    assert size <= README_BYTES, f"README.md is {size:,} bytes (at most {README_BYTES:,}): move detail to docs/"
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(REPO / target.split("#")[0]).resolve() for target in _links((REPO / "README.md").read_text())
+              if not target.startswith(("http://", "https://", "#"))}
+    unlinked = [page.name for page in PAGES[1:] if page.resolve() not in linked]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+
+
+def test_relative_links_resolve():
+    broken = []
+    for page in PAGES:
+        for target in _links(page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, "links that do not resolve:\n" + "\n".join(broken)
 
 
 def test_the_check_fails_on_a_number_no_table_holds():
@@ -116,3 +175,7 @@ def test_the_check_fails_on_a_number_no_table_holds():
     models = [(87.16, 0.44), (23.36,)]
     assert _missing("87.16 ± 0.44 / 23.36", models, PAIR) == []
     assert _missing("87.16 ± 0.71", models, PAIR) == ["87.16 ± 0.71"]
+    assert _slug("Figures: which code draws them") == "figures-which-code-draws-them"
+    assert _slug("`make bench`") == "make-bench" and _slug("Does MLM overtake CLM?") == "does-mlm-overtake-clm"
+    page = "[a](docs/x.md#y) `[b](c)` ![f](figures/f.png)\n```\n[d](e)\n```\n"  # not in code spans or blocks
+    assert _links(page) == ["docs/x.md#y", "figures/f.png"]
