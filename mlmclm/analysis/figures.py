@@ -10,6 +10,9 @@ The figures of sources other than the paper follow a few rules: a figure whose x
 drawn; a line joins only neighbouring points of the design (`_lines`); a model run with several pretraining seeds is
 drawn as their mean (`_pool`, a square); every point's interval comes from one function, `_interval`; and a line under
 the title says what the bars are (`_bars`).
+
+Each figure function's docstring names the notebook that calls it and the files under results/ it reads;
+docs/results.md tables every file in figures/ with its notebook, function and inputs.
 """
 
 from __future__ import annotations
@@ -423,7 +426,8 @@ def _key(d: pd.DataFrame) -> tuple:
 def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 2: MLM-40% vs CLM, task-group averages, against model size (ours: the mean over pretraining seeds). A
     source of ours with one model size has no axis of sizes: its figure puts the two objectives side by side at
-    that size (not drawn with one objective)."""
+    that size (not drawn with one objective). Notebook 01_scaling; reads, through ``scores`` and ``controls``
+    (`results.load`), results/paper/table02.csv ... table05.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json."""
     v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[(v["objective"] == "clm") | (v["mask_ratio"] == 40)].assign(Objective=_obj)
     sizes = v.groupby(["source", "scale"])["size"].nunique()
@@ -448,7 +452,9 @@ def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 
 def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
-    """Fig. 3: MLM task-group averages against the masking ratio, one line per model size."""
+    """Fig. 3: MLM task-group averages against the masking ratio, one line per model size. Notebook 01_scaling;
+    reads results/paper/table02.csv ... table05.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``,
+    ``controls``)."""
     v = results.group_averages(results.scaling_view(_pool(scores)))
     v = v[v["objective"] == "mlm"]
     colors = _palettes(v, "crest", lambda d: results.ordered_sizes(d["size"]))
@@ -459,7 +465,9 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 
 def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
-    """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints)."""
+    """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints). Notebook
+    02_data_efficiency; reads results/paper/table06.csv ... table09.csv and
+    results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``, ``controls``)."""
     v = results.group_averages(results.data_efficiency_view(_pool(scores)))
     v = v.assign(Objective=_obj)
 
@@ -473,7 +481,10 @@ def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
 def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> Drawn:
     """Fig. 5: centered scores over seeds and learning rates (the paper's: those in [1e-5, 1e-4]; a scale of ours:
-    its whole stability grid, `results.centered_scores`), CLM vs MLM-40%, mean +- sd."""
+    its whole stability grid, `results.centered_scores`), CLM vs MLM-40%, mean +- sd. Notebook 03_stability; reads,
+    through ``runs``, results/runs/<scale>/*/*/*/lr*_sd*/results.json (results/runs/stability/<scale>/ where a scale
+    has a stability grid), and results/samples/encodeval-610m-sst2.csv (the authors' sample,
+    ``split="validation"``)."""
     c = results.centered_scores(runs, split=split)
 
     def note(d):
@@ -491,7 +502,9 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> Drawn:
 
 def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
-    only between neighbouring splits of the design, ``SHARES``)."""
+    only between neighbouring splits of the design, ``SHARES``). Notebook 04_biphasic; reads
+    results/paper/table10.csv ... table13.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``,
+    ``controls``)."""
     v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(results.step_label))
     colors = _palettes(v, "flare", lambda d: [results.step_label(b) for b in sorted(d["budget"].unique())])
@@ -514,7 +527,8 @@ def _main_size(view: pd.DataFrame) -> np.ndarray:
 
 def fig7(runs: pd.DataFrame, out_dir: str | Path) -> Drawn:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
-    the sizes that have CLM+MLM runs (the comparison needs both families)."""
+    the sizes that have CLM+MLM runs (the comparison needs both families). Notebook 04_biphasic; reads, through
+    ``runs``, results/runs/<scale>/*/*/*/lr*_sd*/results.json (the paper prints no numbers for it)."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
     spread = results.masking_ratio_spread(runs)
     both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
@@ -525,7 +539,9 @@ def fig7(runs: pd.DataFrame, out_dir: str | Path) -> Drawn:
 
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
-    """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models."""
+    """Fig. 8: base model vs after the longest MLM continued pretraining, for CLM- and MLM-based models. Notebook
+    05_cpt; reads results/paper/table14.csv ... table17.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json
+    (``scores``, ``controls``)."""
     v = results.group_averages(results.cpt_view(_pool(scores)))
     longest = v.groupby(["source", "scale"])["cpt_steps"].transform("max")
     v = v[(v["cpt_steps"] == 0) | (v["cpt_steps"] == longest)]
@@ -546,7 +562,8 @@ def _cpt_lengths(view: pd.DataFrame) -> list[int]:
 
 def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 9: task-group averages against the CPT length, for CLM- and MLM-based models (lines only between
-    neighbouring lengths of the design, `_cpt_lengths`)."""
+    neighbouring lengths of the design, `_cpt_lengths`). Notebook 05_cpt; reads results/paper/table14.csv ...
+    table17.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``, ``controls``)."""
     def draw(ax, d):
         _lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
         _steps_axis(ax)
@@ -599,7 +616,9 @@ def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:
 def fig10(scores: pd.DataFrame, out_dir: str | Path, architecture: dict,
           controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 10: Fig. 4 against training FLOPs (``with_flops``), for sizes of known shapes or parameter counts; the
-    x axis names the rule (``FLOPS_RULES``)."""
+    x axis names the rule (``FLOPS_RULES``). Notebook 02_data_efficiency; reads results/paper/table06.csv ...
+    table09.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``, ``controls``), and for ``architecture``
+    results/paper/table01.csv and each run's results/runs/<scale>/<run_id>/meta.json and config.yaml."""
     v = with_flops(results.group_averages(results.data_efficiency_view(_pool(scores))),
                    architecture)
     v = v.assign(Objective=_obj)
@@ -686,7 +705,10 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
     is left out), for every source and scale with intermediate checkpoints (the paper's 610M, each scale of ours):
     the checkpoints of the stable phase joined by a line, the decayed final models as hollow markers (squares where
     they average several pretraining seeds). Above zero, MLM is ahead. One figure for all
-    (``figures/fig04_scales``); an empty list when no source has both."""
+    (``figures/fig04_scales``); an empty list when no source has both. Notebook 02_data_efficiency; reads the
+    paper's 610M in results/paper/table02.csv ... table09.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json
+    (``scores``), and for ``architecture`` results/paper/table01.csv and each run's
+    results/runs/<scale>/<run_id>/meta.json and config.yaml."""
     per_axis = tokens_per_axis(architecture)
     rows = mlm_lead(scores)
     rows = rows[rows["size"].isin(list(architecture))]
@@ -714,7 +736,9 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
 
 
 def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
-    """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget."""
+    """Fig. 11: CLM-then-MLM at the other model sizes (the paper's 1B, 25%-75% only), at their full budget. Notebook
+    04_biphasic; reads results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``, ``controls``: the paper prints no
+    numbers for it)."""
     v = results.group_averages(results.biphasic_view(_pool(scores)))
     v = v[~_main_size(v)]
     v = v[v["budget"] == v.groupby(["source", "scale", "size"])["budget"].transform("max")]
@@ -729,7 +753,9 @@ def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | No
 def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> Drawn:
     """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
     follows its run's lineage (``results.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
-    step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted."""
+    step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted. Notebook 05_cpt;
+    reads, through ``logs`` (`results.load_pretrain_logs`), results/runs/<scale>/<run_id>/pretrain.csv and
+    config.yaml (``init``: the run a CPT continues)."""
     curves = results.cpt_loss_curves(logs)
     curves = curves.assign(start=[results.parse_model_id(m)["steps"] - c for m, c in zip(curves["model"],
                                                                                   curves["cpt_steps"])])
