@@ -213,6 +213,13 @@ def check_range(what: str, value, low=None, high=None, low_open=False, high_open
         raise ConfigError(f"{what} must be in {span}, got {value}" + (f": {why}" if why else ""))
 
 
+def check_unique(what: str, values: list) -> None:
+    """A `ConfigError` for a list that names one value twice (equal numbers count as one: 1e-3 and 0.001)."""
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise ConfigError(f"{what} names {value!r} twice ({values}); list each once")
+
+
 def check_seed(what: str, value: int) -> None:
     check_range(what, value, 0, SEED_LIMIT, high_open=True, why="a seed is a non-negative 32-bit integer")
 
@@ -505,6 +512,20 @@ class FinetuneConfig:
         check_name(self.scale, "scale")
         for i, seed in enumerate(self.seeds):
             check_seed(f"seeds[{i}]", seed)
+        self._validate_numbers()
+
+    def _validate_numbers(self):
+        """The grid's lists name each value once (a repeated one would train twice into one results folder), the caps
+        keep at least one example, and IR's similarity scale is positive."""
+        for name in ("groups", "datasets", "lrs", "seeds"):
+            check_unique(name, getattr(self, name))
+        for name in ("max_train", "max_eval"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 1, why="a cap on examples; leave it unset (null) for all")
+        check_range("qa_stride", self.qa_stride, 0, why="the tokens QA windows overlap by")
+        check_range("ir_logit_scale", self.ir_logit_scale, 0, low_open=True,
+                    why="InfoNCE's factor on the cosine similarity: 0 gives no gradient and one below 0 trains "
+                        "toward dissimilarity (the default: 20)")
 
 
 # ---- scales ----

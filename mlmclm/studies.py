@@ -576,15 +576,19 @@ def work(plan: Plan, paths: Paths, grids: dict) -> Work:
 # ---------------------------------------------------------------------------------------------------------------
 def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: PretrainConfig) -> None:
     """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it (in
-    a checkpoint folder of its own identity only: another run's is refused, untouched)."""
+    a checkpoint folder of its own identity only: another run's is refused, untouched). What is missing is read
+    again under the folder's lock: another study run may have trained the run meanwhile (this one's `work` was read
+    before), and its checkpoints, which that process may be fine-tuning now, are not dropped then."""
     from .training.pretrain import owner
 
-    missing = [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
-    if missing:
+    def missing() -> list[int]:
+        return [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
+    if missing():
         root = paths.checkpoints_of(plan.scale.scale, run.id)
         with locks.hold(root):
-            checkpoints.claim(root, owner(cfg))
-            checkpoints.drop_after(root, min(missing))
+            if lost := missing():
+                checkpoints.claim(root, owner(cfg))
+                checkpoints.drop_after(root, min(lost))
 
 
 def task_names(plan: Plan, grids: dict) -> list[str]:

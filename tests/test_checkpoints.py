@@ -3,6 +3,8 @@ the studies' bookkeeping, pruning) uses it. Folders are made by hand here; tests
 
 import json
 import re
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,11 +49,14 @@ def test_a_folder_without_trainer_state_or_hf_config_is_not_a_checkpoint(tmp_pat
     bad = _write(root, 8, state=state, hf=hf)
     assert ck.complete(ck.step_dir(root, 4)) and not ck.complete(bad)
     assert ck.checkpoint_steps(root) == [4] and ck.last(root) == ck.step_dir(root, 4)
-    assert ck.find_checkpoint(root) == ck.step_dir(root, 4)
+    assert ck.find_checkpoint(root, 4) == ck.step_dir(root, 4)
     with pytest.raises(ConfigError, match="has no checkpoint at step 8; it has steps 4"):
         ck.find_checkpoint(root, 8)
-    assert ck.pretrained_model(bad) is None and ck.pretrained_model(bad / "hf") is None
-    assert ck.pretrained_model(root) == (ck.step_dir(root, 4) / "hf", "run", 4)
+    for asked in (root, bad, bad / "hf"):  # the run's final checkpoint (its highest step: no record here) is step 8
+        for read in (ck.find_checkpoint, ck.pretrained_model):  # refused, never step 4 in its place
+            with pytest.raises(ConfigError, match=f"^{bad}: damaged checkpoint .*; write it again by re-running"):
+                read(asked)
+    assert ck.pretrained_model(ck.step_dir(root, 4)) == (ck.step_dir(root, 4) / "hf", "run-4", 4)
     # the studies count the same checkpoints as on disk: a hf/-only folder used to count for them, not for resume
     plan = studies.build_plan(scale_config("tiny"))
     paths = studies.Paths(checkpoints=tmp_path / "ckpt")
@@ -145,7 +150,9 @@ def test_weights_cut_short_or_garbled_make_no_checkpoint_and_are_named_and_remov
     weights = bad / "hf" / "model.safetensors"
     weights.write_bytes(cut(weights.read_bytes()))
     assert re.fullmatch(fault, ck.damage(bad)) and not ck.complete(bad)
-    assert ck.checkpoint_steps(root) == [4] and ck.pretrained_model(root)[1:] == ("run", 4)
+    assert ck.checkpoint_steps(root) == [4] and ck.pretrained_model(ck.step_dir(root, 4))[1:] == ("run-4", 4)
+    with pytest.raises(ConfigError, match=f"^{bad}: damaged checkpoint \\(hf/model.safetensors: "):
+        ck.pretrained_model(root)  # the final one asked for: refused, not step 4 under the run's name
     ck.clear_temporary(root)
     assert f"{bad}: damaged checkpoint (hf/model.safetensors: " in capsys.readouterr().out and not bad.exists()
 
@@ -263,3 +270,93 @@ def test_the_studies_count_a_checkpoint_whose_weights_changed_as_missing(tmp_pat
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
     assert ck.complete(where) and not studies.has_checkpoint(plan, paths, run_id, 4)
+
+
+# ---- which checkpoint a path asks for: that one, or a refusal in one line ----
+def _recorded_run(tmp_path, total=12):
+    """A run folder whose run.json names a results folder with the run's config.yaml (its phases sum to `total`)."""
+    results = tmp_path / "runs" / "tiny" / "r"
+    results.mkdir(parents=True)
+    (results / "config.yaml").write_text(f"run_id: r\nphases:\n- [clm, {total - 2}]\n- [mlm40, 2]\n")
+    root = tmp_path / "ckpt" / "tiny" / "r"
+    ck.claim(root, {"identity": "a" * 16, "run_id": "r", "results": str(results)})
+    for step in (4, 8):
+        _write(root, step)
+    return root, results
+
+
+def test_a_run_folder_asks_for_its_final_checkpoint_as_its_config_records_it(tmp_path):
+    """Its final step is its recorded config's total: a run whose final checkpoint is not on disk is refused with the
+    command that writes it, not read at its last step under the run's name."""
+    import subprocess
+    import sys
+
+    root, results = _recorded_run(tmp_path)
+    assert ck.final_step(root) == 12 and ck.requested(root) == (root, 12)
+    assert ck.repair_command(root) == f"mlmclm pretrain {results}/config.yaml"
+    for read in (ck.find_checkpoint, ck.pretrained_model):
+        with pytest.raises(ConfigError, match=f"^{ck.step_dir(root, 12)} does not exist \\(complete checkpoints of the "
+                                              f"run: steps 4, 8\\); write it by re-running its run's pretraining: "
+                                              f"mlmclm pretrain {results}/config.yaml$"):
+            read(root)
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; from mlmclm import locks\nwith locks.hold(sys.argv[1]):"
+                               "\n    print('held', flush=True); sys.stdin.readline()", str(root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "held\n"  # its run is being trained by another process
+        with pytest.raises(ConfigError, match=f"^{ck.step_dir(root, 12)} is not written yet: process {writer.pid} "):
+            ck.pretrained_model(root)
+    finally:
+        writer.communicate("\n")
+    _write(root, 12)
+    assert ck.pretrained_model(root) == (ck.step_dir(root, 12) / "hf", "r", 12)
+    assert ck.pretrained_model(ck.step_dir(root, 8))[1:] == ("r-8", 8)
+
+
+def test_without_a_record_the_highest_step_folder_is_the_final_one(tmp_path):
+    root = tmp_path / "r"
+    for step in (4, 8):
+        _write(root, step)
+    assert ck.final_step(root) == 8 and ck.pretrained_model(root)[1:] == ("r", 8)
+    assert ck.repair_command(root) == "mlmclm pretrain <the run's config.yaml>"
+    assert ck.requested(tmp_path / "elsewhere") is None and ck.pretrained_model(tmp_path) is None
+
+
+def test_a_checkpoint_is_renamed_aside_before_any_of_it_is_deleted(tmp_path, monkeypatch):
+    """Pruning, rewinding, replacing and clearing a damaged step delete only folders already out of a reader's sight:
+    at the first deletion the step folder is gone whole, under a name no `step_*` reader matches."""
+    deleted = []  # (the folder deleted, the step folders a reader sees at that moment)
+
+    def rmtree(path, ignore_errors=False):
+        if Path(path).exists():
+            deleted.append((Path(path).name.rsplit(".", 1)[0], sorted(p.name for p in root.glob("step_*"))))
+        real_rmtree(path, ignore_errors=ignore_errors)
+    real_rmtree = shutil.rmtree
+    monkeypatch.setattr(ck.shutil, "rmtree", rmtree)
+    root = tmp_path / "run"
+    for step in (2, 4, 6, 8, 10):
+        _write(root, step)
+    ck.prune(root, named={4, 10}, keep_last=1)
+    ck.drop_after(root, 4)
+    tmp = ck.begin(root, 4)  # a rewritten step replaces the old one
+    real_rmtree(tmp)
+    shutil.copytree(ck.step_dir(root, 4), tmp)
+    ck.publish(root, 4)
+    (ck.step_dir(root, 4) / ck.STATE).write_text("{")
+    ck.clear_temporary(root)  # a damaged one
+    assert deleted == [(".removed-step_000002", ["step_000004", "step_000006", "step_000008", "step_000010"]),
+                       (".removed-step_000006", ["step_000004", "step_000008", "step_000010"]),  # pruned
+                       (".removed-step_000008", ["step_000004", "step_000010"]),  # dropped
+                       (".removed-step_000010", ["step_000004"]),
+                       (".removed-step_000004", ["step_000004"]),  # replaced: the new one is there
+                       (".removed-step_000004", [])]  # damaged
+    assert not list(root.iterdir())  # nothing left aside
+
+
+def test_what_a_killed_remover_left_aside_is_cleared_by_the_writer(tmp_path):
+    root = tmp_path / "run"
+    _write(root, 2)
+    left = _write(root, 4).rename(root / ".removed-step_000004.12345")
+    assert ck.checkpoint_steps(root) == [2] and ck.final_step(root) == 2
+    ck.clear_temporary(root)
+    assert not left.exists() and ck.checkpoint_steps(root) == [2]

@@ -535,3 +535,58 @@ def test_beyond_runs_are_configs_pretrain_takes_and_the_plan_counts_their_flops(
 def test_bad_beyond_keys_are_one_line(override, match):
     with pytest.raises(ConfigError, match=match):
         scale_config("tiny", BEYOND_KEYS + [override])
+
+
+_TRAIN_UNDER_LOCK = """import sys
+from mlmclm import locks
+from mlmclm.config import PretrainConfig, load_config
+from mlmclm.training.pretrain import pretrain
+
+with locks.hold(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+    pretrain(load_config(PretrainConfig, sys.argv[2]))
+"""
+
+
+def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp_path, capsys):
+    """Two study runs of one study at once: the second read what is to do before the first trained the MLM run, and
+    waits for that run's checkpoint folder; once it has it, it reads again what is missing and finds the run complete.
+    (It used to drop every checkpoint after step 0 that the first had just written, while the first was fine-tuning
+    the final one, which then was not there: a 60-line HFValidationError; and it trained the run again.)"""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from mlmclm.config import to_yaml
+    from mlmclm.training import checkpoints
+
+    plan = studies.build_plan(scale_config("tiny", ["sizes=[tiny-s]", "objectives=[clm, mlm40]", "pretrain_seeds=1",
+                                                    "finetune.datasets=[multiemo_sentiment]", "finetune.seeds=[0]"]))
+    plan = plan.for_studies(["scaling"])
+    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", studies.Paths().data)
+    run = plan.runs["tiny-s-mlm40-42"]
+    config = tmp_path / "mlm40.yaml"
+    config.write_text(to_yaml(studies.run_config(plan, run, paths)))
+    root = paths.checkpoints_of("tiny", run.id)
+    first = subprocess.Popen([sys.executable, "-c", _TRAIN_UNDER_LOCK, str(root), str(config)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline() == "held\n"  # the first study run is about to train the MLM run
+        second = threading.Thread(target=studies.run, args=(plan, paths), kwargs={"progress": False})
+        second.start()  # reads what is to do (both runs), trains the CLM run, then waits for the MLM run's folder
+        err = ""
+        while "mlmclm: waiting for" not in err and second.is_alive():
+            time.sleep(0.1)
+            err += capsys.readouterr().err
+        first.communicate("go\n")  # the first trains it, then lets go
+        written = {p: p.stat().st_mtime_ns for p in root.glob("step_*/trainer_state.json")}
+        second.join()
+    finally:
+        first.kill()
+    out = capsys.readouterr().out
+    assert first.returncode == 0 and "tiny-s-mlm40-42: already complete" in out, out
+    assert {p: p.stat().st_mtime_ns for p in root.glob("step_*/trainer_state.json")} == written
+    assert checkpoints.checkpoint_steps(root)[0] == 0 and checkpoints.checkpoint_steps(root)[-1] == 42
+    assert len(list((tmp_path / "runs" / "tiny").rglob("results.json"))) == 3  # clm, mlm40 and its step 0

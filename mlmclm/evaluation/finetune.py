@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from . import metrics
 from .. import locks
 from ..config import FinetuneConfig, InitSpec, check_name, finetune_config, scale_config, to_dict
-from ..errors import ConversionError, FinetuneError, ResultFileError
+from ..errors import ConfigError, ConversionError, FinetuneError, ResultFileError
 from ..fetch import CACHE, sha256
 from ..io import HUB_ID, atomic_path, load_result, lr_text, misplaced, provenance, repo_relative, write_json
 from ..models.any_encoder import EncoderWithHead
@@ -175,20 +175,22 @@ def _open_body(path: Path, model_type: str):
 def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint:
     """Check that `path` is a transformers checkpoint with a fast tokenizer whose model mlmclm can fine-tune (an
     mlmclm checkpoint; a Llama-family decoder or EuroBert, converted here; any other encoder through AutoModel);
-    `path` may be a hub id where a hub is reachable. Its id defaults to the folder's name (the run's name for a
-    `step_N` folder), its step comes from the folder name, meta.json or trainer_state.json."""
+    `path` may be a hub id where a hub is reachable. A run's checkpoint folder stands for its final checkpoint, a
+    `step_N` folder for that step: that one, or a one-line refusal when it is damaged or not written (never another
+    step in its place: `checkpoints.pretrained_model`). Its id defaults to the folder's name (the run's name for its
+    final checkpoint, `<run>-<step>` for another), its step comes from the folder name, meta.json or
+    trainer_state.json."""
     from transformers import AutoTokenizer
 
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
-    found = checkpoints.pretrained_model(path)
-    if found is None and checkpoints.step_of(path) is not None and (fault := checkpoints.damage(path)):
-        raise FinetuneError(f"{path}: damaged checkpoint ({fault}); its run trains it again when resumed")
-    if found is not None:  # a pretraining run of this repository, or one of its checkpoints
+    try:  # a pretraining run of this repository or one of its checkpoints: the one asked for (a run's final one) or
+        found = checkpoints.pretrained_model(path, verify=True)  # a refusal, its weights checked by their hashes
+    except ConfigError as e:
+        raise FinetuneError(str(e)) from None
+    if found is not None:
         path, run_model_id, run_step = found
         model_id = model_id or run_model_id
-        if fault := checkpoints.damage(path.parent, verify=True):  # its weights, by the hashes saved with them
-            raise FinetuneError(f"{path.parent}: damaged checkpoint ({fault}); its run trains it again when resumed")
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
     model_type = json.loads((path / "config.json").read_text()).get("model_type")
@@ -251,6 +253,9 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
     (`Group.head`), or for an "encoder" checkpoint its AutoModel body under the same head (`EncoderWithHead`)."""
     from transformers import AutoModel
 
+    if not ckpt.path.is_dir():  # no hub id in its place: the folder `open_checkpoint` checked is gone since
+        raise FinetuneError(f"{ckpt.path} was removed while it was being fine-tuned (another process wrote its run's "
+                            f"checkpoints again); run the command again")
     torch.manual_seed(seed)
     group = HANDLERS[task.group]
     kwargs = {}

@@ -13,7 +13,18 @@ read, publish and prune them.
 
 A checkpoint is written whole under its temporary name, the accelerate state first, then `hf/`, then
 `trainer_state.json`, and renamed to `step_NNNNNN` last (`publish`), so a `step_NNNNNN` folder is whole unless it was
-damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
+damaged afterwards. A checkpoint folder is removed the same way, renamed aside (`.removed-step_NNNNNN.<pid>`, one
+atomic rename in the same parent, out of every reader's sight) before it is deleted (`remove`): a reader sees a
+checkpoint whole or not at all, never half written or half deleted. Pruning (`prune`) removes periodic checkpoints
+only, never a named one (the final checkpoint, the named steps, the one before the decay): those are what fine-tuning
+and later runs read, the periodic ones are resume points of the run's own writer. A named checkpoint is removed only
+by that writer, under the folder's lock, when it is damaged or when a run is rewound to write a lost one again
+(`drop_after`), never because another process is still writing it.
+
+Which checkpoint a path asks for (`requested`): a step folder (or its `hf/`) that step; a run's folder its *final*
+checkpoint (`final_step`: the total of the phases in the config.yaml of the results folder `run.json` names, else the
+highest step folder there is). That checkpoint or a refusal in one line (`unreadable`: damaged, or not written yet,
+with the command that writes it again), never an earlier one in its place. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
 with its step, an `hf/config.json` and `hf/model.safetensors` (or its shards' index), and every weights file it
 records (or, in a checkpoint written before weights were recorded, every one present) is a whole safetensors file:
 its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the ones recorded at save time: what
@@ -34,19 +45,24 @@ states) is legacy: the first run that writes in it claims it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 
+import yaml
+
+from .. import locks
 from ..errors import ConfigError, ResultFileError
 from ..fetch import sha256
-from ..io import read_json, write_json
+from ..io import ROOT, read_json, write_json
 from ..runs import run_folder
 
 STATE = "trainer_state.json"
 HF = "hf"
 OWNER = "run.json"
 WEIGHTS = "model.safetensors"
+REMOVED = ".removed-"  # a checkpoint folder renamed aside to be deleted (`remove`)
 _STEP = re.compile(r"step_(\d+)")
 
 
@@ -154,7 +170,7 @@ def last_verified(root: str | Path) -> Path | None:
     named and removed (the run's writer, before it resumes: their steps are trained again)."""
     while (path := last(root)) is not None and (fault := damage(path, verify=True)):
         print(f"{path}: damaged checkpoint ({fault}); removed, its steps are trained again", flush=True)
-        shutil.rmtree(path)
+        remove(path)
     return path
 
 
@@ -164,37 +180,103 @@ def read_state(path: Path) -> dict:
 
 
 def find_checkpoint(path: str | Path, step: int | None = None) -> Path:
-    """A run's checkpoint folder at `step` (default: the last one). `path` is a run's checkpoint folder or a step."""
+    """A run's checkpoint folder at `step`. `path` is a run's checkpoint folder or a step; without `step`, the
+    checkpoint it asks for (`requested`: a run folder's final one), or a one-line `ConfigError` when that one cannot be
+    read (`unreadable`), never an earlier one in its place."""
     path = Path(path)
-    if complete(path) and step is None:
-        return path
+    found = requested(path) if step is None else None
+    if found is not None:
+        if fault := unreadable(*found):
+            raise ConfigError(fault)
+        return step_dir(*found)
     steps = checkpoint_steps(path)
     if not steps:
         raise ConfigError(f"init.path={str(path)!r} holds no checkpoint (expected step_NNNNNN folders)")
-    if step is None:
-        step = steps[-1]
     if step not in steps:
         raise ConfigError(f"{path} has no checkpoint at step {step}; it has steps {', '.join(map(str, steps))}")
     return step_dir(path, step)
 
 
-def pretrained_model(path: str | Path) -> tuple[Path, str, int] | None:
-    """For a pretraining run's checkpoint folder (`checkpoints/<scale>/<run_id>`, its last checkpoint), one of its
-    `step_NNNNNN` folders, or that folder's `hf/`: (the transformers folder, the model id, the step). The model id is
-    the run id for the run's last checkpoint and `<run_id>-<step>` for an intermediate one, as the paper's names.
-    None when `path` is not such a folder, or the checkpoint is not complete."""
+def requested(path: str | Path) -> tuple[Path, int] | None:
+    """(the run folder, the step) of the checkpoint `path` asks for: a `step_NNNNNN` folder or its `hf/`, that step; a
+    run's checkpoint folder (one with step folders or a run.json), its final checkpoint (`final_step`), whether or not
+    it is on disk. None for any other path."""
     path = Path(path)
     if path.name == HF and step_of(path.parent) is not None:
         path = path.parent
-    if step_of(path) is None:
-        if not checkpoint_steps(path):
-            return None
-        path = find_checkpoint(path)
-    if step_of(path) is None or not complete(path):
+    if step_of(path) is not None:
+        return path.parent, step_of(path)
+    step = final_step(path) if path.is_dir() else None
+    return (path, step) if step is not None else None
+
+
+def final_step(root: str | Path) -> int | None:
+    """The step of the final checkpoint of the run whose checkpoint folder is `root`: the total of the phases in its
+    recorded config (`recorded_config`); without one, its highest step folder, complete or not. None: neither."""
+    config = recorded_config(root)
+    try:
+        return sum(int(n) for _, n in config["phases"])
+    except (KeyError, TypeError, ValueError):  # no record: what is on disk
+        steps = [step_of(p) for p in Path(root).glob("step_*")]
+        return max((s for s in steps if s is not None), default=None)
+
+
+def recorded_config(root: str | Path) -> dict | None:
+    """The config.yaml of the run whose checkpoint folder is `root`, in the results folder its `run.json` names
+    (`recorded_results`); None where either is missing or does not parse."""
+    results = recorded_results(root)
+    try:
+        return yaml.safe_load((ROOT / results / "config.yaml").read_text()) if results else None
+    except (OSError, yaml.YAMLError):
         return None
-    step, run_id = step_of(path), path.parent.name
-    last_step = checkpoint_steps(path.parent)[-1]
-    return hf_dir(path), (run_id if step == last_step else f"{run_id}-{step}"), step
+
+
+def recorded_results(root: str | Path) -> str | None:
+    """The results folder that the `run.json` of the checkpoint folder `root` names (a relative one: under the working
+    root); None where it names none or does not parse."""
+    try:
+        run = owner(root)
+    except ResultFileError:
+        return None
+    results = run.get("results") if isinstance(run, dict) else None
+    return results if isinstance(results, str) else None
+
+
+def repair_command(root: str | Path) -> str:
+    """The command that writes the run's checkpoints again: its pretraining, from its recorded config.yaml."""
+    results = recorded_results(root)
+    return f"mlmclm pretrain {results}/config.yaml" if results else "mlmclm pretrain <the run's config.yaml>"
+
+
+def unreadable(root: str | Path, step: int, verify: bool = False) -> str | None:
+    """Why the checkpoint of the run folder `root` at `step` cannot be read, in one line that says what to do (None
+    when it can be; `verify`: its weights' hashes too): damaged, being trained, or not on disk."""
+    path = step_dir(root, step)
+    if path.exists():
+        fault = damage(path, verify)
+        return fault and (f"{path}: damaged checkpoint ({fault}); write it again by re-running its run's pretraining: "
+                          f"{repair_command(root)}")
+    if writer := locks.busy(root):
+        return f"{path} is not written yet: {writer} is training its run; wait for it to finish"
+    steps = ", ".join(map(str, checkpoint_steps(root))) or "none"
+    return (f"{path} does not exist (complete checkpoints of the run: steps {steps}); write it by re-running its "
+            f"run's pretraining: {repair_command(root)}")
+
+
+def pretrained_model(path: str | Path, verify: bool = False) -> tuple[Path, str, int] | None:
+    """For a pretraining run's checkpoint folder (`checkpoints/<scale>/<run_id>`: its final checkpoint), one of its
+    `step_NNNNNN` folders, or that folder's `hf/`: (the transformers folder, the model id, the step). The model id is
+    the run id for the run's final checkpoint (`final_step`) and `<run_id>-<step>` for another one, as the paper's
+    names. None when `path` is not such a folder; a one-line `ConfigError` when its checkpoint cannot be read
+    (`unreadable`; `verify`: the weights' hashes too)."""
+    found = requested(path)
+    if found is None:
+        return None
+    root, step = found
+    if fault := unreadable(root, step, verify):
+        raise ConfigError(fault)
+    model_id = root.name if step == final_step(root) else f"{root.name}-{step}"
+    return hf_dir(step_dir(root, step)), model_id, step
 
 
 # ---- writing, pruning ----
@@ -253,33 +335,59 @@ def claim(root: str | Path, run: dict, write: bool = True) -> None:
 
 
 def clear_temporary(root: str | Path) -> None:
-    """Remove the temporary folders of checkpoints whose writing was interrupted, and step folders damaged since they
-    were written (each named in one line)."""
-    for stale in Path(root).glob(".tmp-step_*"):
+    """Remove the temporary folders of checkpoints whose writing was interrupted, those a killed remover left aside,
+    and step folders damaged since they were written (each named in one line). The folder's writer only, under its
+    lock: no other process writes or removes anything there meanwhile."""
+    for stale in [*Path(root).glob(".tmp-step_*"), *Path(root).glob(f"{REMOVED}*")]:
         shutil.rmtree(stale, ignore_errors=True)
     for path in Path(root).glob("step_*"):
         if step_of(path) is not None and (fault := damage(path)):
             print(f"{path}: damaged checkpoint ({fault}); removed, its steps are trained again", flush=True)
-            shutil.rmtree(path, ignore_errors=True)
+            remove(path)
+
+
+def set_aside(path: Path) -> Path | None:
+    """Rename the checkpoint folder `path` aside for deletion, in one atomic rename in the same parent (None when
+    there is none): from then on no reader finds it, whole or in part."""
+    aside = path.with_name(f"{REMOVED}{path.name}.{os.getpid()}")
+    shutil.rmtree(aside, ignore_errors=True)
+    try:
+        path.rename(aside)
+    except FileNotFoundError:
+        return None
+    return aside
+
+
+def remove(path: Path) -> None:
+    """Delete the checkpoint folder `path` without a reader ever seeing it half deleted: renamed aside first
+    (`set_aside`), then deleted."""
+    if (aside := set_aside(Path(path))) is not None:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def publish(root: Path, step: int) -> Path:
-    """Rename the written `tmp_dir(root, step)` to its checkpoint folder (replacing one of the same step)."""
+    """Rename the written `tmp_dir(root, step)` to its checkpoint folder. One of the same step is renamed aside first
+    and deleted after: a reader finds the old checkpoint, none (between the two renames) or the new one, each whole."""
     final = step_dir(root, step)
-    shutil.rmtree(final, ignore_errors=True)
+    old = set_aside(final)
     tmp_dir(root, step).rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
     return final
 
 
 def prune(root: Path, named: set[int], keep_last: int) -> None:
-    """Keep the named checkpoints and the last `keep_last` others."""
+    """Keep the named checkpoints and the last `keep_last` others. Only periodic checkpoints are pruned, those the
+    run's writer resumes from; fine-tuning and later runs read named ones (the final one among them), which stay.
+    Each pruned one is removed whole (`remove`): a reader that named it finds it whole or gone."""
     periodic = [s for s in checkpoint_steps(root) if s not in named]
     for s in periodic[:-keep_last]:
-        shutil.rmtree(step_dir(root, s), ignore_errors=True)
+        remove(step_dir(root, s))
 
 
 def drop_after(root: Path, step: int) -> None:
-    """Remove every checkpoint after `step`: a resume restarts from the last one before it."""
+    """Remove every checkpoint after `step`, each whole (`remove`): a resume restarts from the last one before it.
+    The folder's writer only, under its lock, for a run rewound to write a lost checkpoint again."""
     for s in checkpoint_steps(root):
         if s > step:
-            shutil.rmtree(step_dir(root, s))
+            remove(step_dir(root, s))
