@@ -168,30 +168,37 @@ def main(argv: list[str] | None = None) -> int:
     """Run `mlmclm ARGV`; every fault a user can meet ends in one line on stderr: their errors (`MlmClmError`) and
     a full disk with status 2, a killed worker process with 1, Ctrl-C (at any moment, imports included) with 130.
     Anything else is a bug and keeps its traceback."""
+    import os
     import signal
 
-    interrupted = []
+    interrupted, me = [], os.getpid()
 
-    def on_sigint(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
-        interrupted.append(True)
+    def on_signal(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
+        if os.getpid() != me and signum == signal.SIGTERM:  # a forked worker ends as by default; its parent reports
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        interrupted.append(signum)
         raise KeyboardInterrupt
 
     ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored SIGINT stays ignored
-    previous = signal.signal(signal.SIGINT, on_sigint) if ours else None
+    previous = signal.signal(signal.SIGINT, on_signal) if ours else None
+    term = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
+    previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
     try:
         return _main(argv)
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:  # Ctrl-C: what was written is kept, a re-run goes on from there
-        return _interrupted(e.args[0] if e.args else "interrupted")
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: what was written is kept, a re-run goes on from there
+        return _interrupted(e.args[0] if e.args else "interrupted", interrupted)
     except Exception as e:
         from concurrent.futures.process import BrokenProcessPool
 
         from .io import disk_full
 
         if interrupted:  # e.g. an import that Ctrl-C cut short, reported by its library as another error
-            return _interrupted("interrupted")
+            return _interrupted("interrupted", interrupted)
         if disk_full(e):
             where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
             print(f"mlmclm: error: no space left on the device{where}; free some and re-run the same command (what "
@@ -205,16 +212,24 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if ours:
             signal.signal(signal.SIGINT, previous)
+        if term:
+            signal.signal(signal.SIGTERM, previous_term)
 
 
-def _interrupted(what: str) -> int:
+def _interrupted(what: str, signals: list[int]) -> int:
+    """Say what stopped and how to go on; the status of the signal (130 Ctrl-C, 143 SIGTERM)."""
+    import signal
+
     if "tqdm" in sys.modules:
         from tqdm import tqdm
 
         for bar in list(getattr(tqdm, "_instances", ())):  # drawn now, not after the line below
             bar.close()
+    by = signal.SIGTERM if signal.SIGTERM in signals else signal.SIGINT
+    if by == signal.SIGTERM:
+        what = what.replace("interrupted", "terminated (SIGTERM)")
     print(f"\nmlmclm: {what}; re-run the same command to resume", file=sys.stderr)
-    return 130
+    return 128 + by
 
 
 def _positive_int(text: str) -> int:

@@ -58,3 +58,49 @@ def test_a_checkpoint_outside_the_budget_is_refused_by_the_plan(k):
     with pytest.raises(ConfigError, match="intermediate_k must hold checkpoints inside the 42k budget"):
         scale_config("tiny", [f"intermediate_k={k}"])
     assert scale_config("tiny", ["intermediate_k=[21]"]).intermediate_k == [21]
+
+
+def test_sigterm_says_what_ctrl_c_says(tmp_path):
+    """A scheduler's SIGTERM mid-run: one line naming it and how to go on, and status 143."""
+    import time
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"run_id: r\nscale: tiny\nphases: [[clm, 100000]]\nbatch_size: 8\nmicro_batch_size: 8\n"
+                      f"data: {{root: {ROOT / 'data'}, sources: [sotu], max_chars: 300000, vocab_size: 512, "
+                      f"seq_len: 32}}\nmodel: {{size: tiny-m}}\nresults_dir: {tmp_path / 'runs'}\n"
+                      f"checkpoints_dir: {tmp_path / 'ckpt'}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "pretrain", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        log = tmp_path / "runs" / "tiny" / "r" / "pretrain.csv"
+        deadline = time.time() + 240
+        while not (log.is_file() and log.read_text().count("\n") > 1) and time.time() < deadline:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 143 and "Traceback" not in err, err[-1000:]
+    assert lines[-1].startswith("mlmclm: r: terminated (SIGTERM) at step ") and lines[-1].endswith(
+        "; re-run the same command to resume"), lines[-1]
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_before_any_work(tmp_path, capsys):
+    bad = str(tmp_path / b"runs\xff".decode("utf-8", "surrogateescape"))
+    assert cli.main(["study", "run", "scaling", "--scale", "tiny", "--results-dir", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runs\\udcff: not valid UTF-8" in err
+    assert _files(tmp_path) == []
+
+
+def test_a_vocabulary_the_text_cannot_reach_is_said_with_the_size_reached(tmp_path, capsys):
+    from mlmclm.config import PretrainConfig, load_config
+    from mlmclm.training.pretrain import prepare_tokenizer
+
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("the cat sat on the mat\n" * 50)
+    cfg = load_config(PretrainConfig, {"data": {"corpus": str(texts), "vocab_size": 5000, "root": str(tmp_path)}})
+    tok = prepare_tokenizer(cfg)
+    out = capsys.readouterr().out
+    assert len(tok) < 5000 and f"data.vocab_size=5,000: the corpus gives a vocabulary of {len(tok):,}" in out

@@ -114,7 +114,12 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
             if not (path / "tokenizer.json").exists():
                 texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
                 corpus.train_tokenizer(texts, data.vocab_size, path)
-        return corpus.load_tokenizer(str(path))
+        tok = corpus.load_tokenizer(str(path))
+        if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
+            print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
+                  f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
+                  "give a larger corpus", flush=True)
+        return tok
     return corpus.load_tokenizer(data.tokenizer, data.mask_token)
 
 
