@@ -36,15 +36,22 @@ def test_meta_names_the_distributed_setup(tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on GPUs FSDP runs")
-def test_fsdp_without_gpus_is_refused_in_one_line(tmp_path):
+@pytest.mark.parametrize("how", ["option", "config file"])
+def test_fsdp_without_gpus_is_refused_in_one_line_however_it_is_asked_for(tmp_path, free_port, how):
+    """`--use_fsdp` or an FSDP config file: the main process says it once, before any work; nothing is written."""
     path = tmp_path / "two.yaml"
     path.write_text(to_yaml(_config(tmp_path, "two")))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "true"}
-    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--use_fsdp", "--fsdp_version", "2",
-                           "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-                           "--dynamo_backend", "no", "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nnum_processes: 2\nnum_machines: 1\n"
+                                        "mixed_precision: 'no'\nfsdp_config:\n  fsdp_version: 2\n")
+    asked = (["--use_fsdp", "--fsdp_version", "2", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+              "no"] if how == "option" else ["--config_file", str(tmp_path / "fsdp.yaml")])
+    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", *asked, "--dynamo_backend", "no",
+                           "--main_process_port", str(free_port), "-m", "mlmclm.cli", "pretrain", str(path)],
+                          cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode != 0
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("mlmclm: error:")]
-    assert lines and "accelerate launch --use_fsdp: accelerate runs this as MULTI_CPU, not FSDP" in lines[0]
-    assert not (tmp_path / "ckpt" / "test" / "two").exists() or not any((tmp_path / "ckpt" / "test" / "two").iterdir())
+    lines = [ln for ln in proc.stderr.splitlines() if "mlmclm: error:" in ln]
+    assert len(lines) == 1 and lines[0].startswith("mlmclm: error: accelerate launch --use_fsdp: FSDP shards"), \
+        proc.stderr[-2000:]
+    assert "mlmclm/" not in proc.stderr  # no traceback of ours: accelerate reports its failed processes its way
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists() and not (tmp_path / "data").exists()

@@ -198,7 +198,7 @@ def _rank_error(stderr: str) -> str:
 
 
 @PHASES
-def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases):
+def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases, free_port):
     one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []},
                       phases=phases)
     pretrain(one)
@@ -210,6 +210,7 @@ def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_r
     # on a machine without GPUs, --multi_gpu launches torchrun processes that accelerate runs on CPU with gloo
     proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                           "--main_process_port", str(free_port),
                            "-m", "mlmclm.cli", "pretrain", str(path)], cwd=ROOT, env=env, capture_output=True,
                           text=True)
     assert proc.returncode == 0, _rank_error(proc.stderr)

@@ -207,6 +207,7 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = T
     created) and a run folder of another config under the same run_id."""
     if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
         check_backend("flex", "cpu")
+    _check_fsdp()
     if cfg.init.kind == "scratch":
         context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
         if cfg.data.seq_len > context:
@@ -229,6 +230,18 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = T
                                   f"{schedule.total} steps")
     if cfg.init.kind == "hf" and not Path(cfg.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
+
+
+def _check_fsdp() -> None:
+    """FSDP asked for (`accelerate launch --use_fsdp`, or an FSDP config file) where no GPU is: one line from the main
+    process, before any work; the other processes end quietly with the same status (accelerate's launcher then
+    reports that its processes failed, in its own words)."""
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() not in ("true", "1") or torch.cuda.is_available():
+        return
+    if os.environ.get("RANK", "0") != "0":
+        raise SystemExit(2)
+    raise ConfigError("accelerate launch --use_fsdp: FSDP shards a model over GPUs and this machine has none; "
+                      "launch with --multi_gpu for data parallelism over CPU processes, or run on GPUs")
 
 
 def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
