@@ -94,9 +94,11 @@ def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
 
 def reproduce(args) -> int:
     """The main job: the five studies at a scale, then the five notebooks, so that every figure and table is
-    regenerated with this scale's results beside the paper's: in place, beside every other scale with results too
-    (the committed notebooks are what any `make reproduce SCALE=...` writes); with --output-dir or --results-dir,
-    this scale's alone."""
+    regenerated with this scale's results beside the paper's: in place, beside every other committed scale, when this
+    scale's runs are committed (the committed notebooks are what `make reproduce SCALE=...` of a committed scale
+    writes); else (tiny, a user's own scale), or with --output-dir or --results-dir, this scale's alone, in its own
+    folder (`results/local/<scale>/`, which git ignores, unless --output-dir names another), so the checkout stays
+    clean."""
     import time
 
     from .analysis import notebooks
@@ -119,12 +121,17 @@ def reproduce(args) -> int:
                           data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
     plan = studies.build_plan(scale_config(args.scale))  # the scale resolved once, here; the plan carries it
     studies.run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
+    if out is None and not args.results_dir and not notebooks.shows_in_place(results / "runs", args.scale):
+        out = results / "local" / args.scale  # not committed: its own notebooks, figures and tables
     figures = out / "figures" if out else ROOT / "figures"
     tables = out / "tables" if out else results / "tables"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
                   "tables_dir": str(tables)} if out or args.results_dir else {}
-    print("\nnotebooks (papermill):", flush=True)
-    for name, seconds in notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None).items():
+    print(f"\nnotebooks (papermill), into {repo_relative(out / 'notebooks' if out else ROOT / 'notebooks')}/:",
+          flush=True)
+    done = notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None,
+                             progress=lambda text: print(text, flush=True))
+    for name, seconds in done.items():
         print(f"  {name:<20} {seconds:5.1f} s", flush=True)
     print_verdicts(results, args.scale)
     sub = "" if args.scale == "paper" else f"ours-{args.scale}"

@@ -285,3 +285,40 @@ def test_setup_refuses_a_named_scale_without_runs(tmp_path):
     with pytest.raises(notebooks.ConfigError, match="no runs of 'tiny'"):
         notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=["tiny"],
                         figures_dir=str(tmp_path / "f"), tables_dir=str(tmp_path / "t"))
+
+
+def test_scales_without_committed_results_show_in_their_own_folder_not_in_the_committed_notebooks(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    """In a git checkout, the notebooks run in place show the committed scales only; `reproduce` of another scale
+    (tiny, a user's own) writes its notebooks, figures and tables to results/local/<scale>/, which git ignores."""
+    import subprocess
+
+    from mlmclm import cli, studies
+
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    write_synthetic_study(results / "runs" / "mini", size="mini-m")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "results/runs/mini"], check=True)
+    subprocess.run([*git, "commit", "-qm", "mini"], check=True)
+    write_synthetic_study(results / "runs" / "tiny", size="tiny-m", seed=1)  # run, not committed
+    assert notebooks.committed_scales(results / "runs") == {"mini"}
+    assert notebooks.shows_in_place(results / "runs", "mini") and not notebooks.shows_in_place(results / "runs", "tiny")
+    assert notebooks.committed_scales(tmp_path / "elsewhere") is None  # outside git every scale counts
+    ctx = notebooks.setup(REPO, results_dir=str(results), sources=["paper", "ours"], scales=None,
+                          figures_dir=str(tmp_path / "figs"), tables_dir=str(tmp_path / "tables"))
+    assert ctx.scales == ["mini"] and "Scale tiny: results not committed" in capsys.readouterr().out
+
+    calls = {}
+    monkeypatch.setattr(studies, "run", lambda *a, **k: None)
+    monkeypatch.setattr(notebooks, "execute", lambda **k: calls.update(k) or {})
+    monkeypatch.setattr(cli, "print_verdicts", lambda *a: None)
+    import mlmclm.io
+    monkeypatch.setattr(mlmclm.io, "ROOT", tmp_path)
+    assert cli.main(["reproduce", "--scale", "tiny"]) == 0
+    assert calls["output_dir"] == results / "local" / "tiny" / "notebooks"
+    assert calls["parameters"]["scales"] == ["tiny"]
+    assert calls["parameters"]["figures_dir"] == str(results / "local" / "tiny" / "figures")
+    assert "results/local/" in (REPO / ".gitignore").read_text().splitlines()

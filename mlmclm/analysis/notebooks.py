@@ -113,6 +113,27 @@ def scales_with_results(runs_dir: Path) -> list[str]:
     return sorted(found, key=lambda s: (SCALE_ORDER.index(s) if s in SCALE_ORDER else len(SCALE_ORDER), s))
 
 
+def committed_scales(runs_dir: Path) -> set[str] | None:
+    """The scales whose runs git tracks under ``runs_dir``; None where git does not track the folder (a working folder
+    `mlmclm init` wrote, a temporary tree: then every scale with results counts)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "-C", str(runs_dir), "ls-files", "-z", "--", "."], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    files = [f for f in proc.stdout.split("\0") if f]
+    return {f.split("/")[0] for f in files if "/" in f} if proc.returncode == 0 and files else None
+
+
+def shows_in_place(runs_dir: Path, scale: str) -> bool:
+    """Whether the notebooks run in place show ``scale``: its runs are committed (or git does not track the folder).
+    Another scale (tiny, a user's own) shows in its own notebooks, figures and tables (`mlmclm reproduce`)."""
+    committed = committed_scales(runs_dir)
+    return committed is None or scale in committed
+
+
 def read_metrics(runs_dir: Path) -> dict:
     """{(task group, dataset): metric} as a run tree's results.json files name it (``test.metric``, else
     ``meta.metric``), one file read per dataset; datasets whose files name none are left out."""
@@ -257,6 +278,11 @@ def _our_scales(root: Path, res_dir: Path, scales, sources) -> list[str]:
         return []
     ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
     _check_scales(ours, res_dir)
+    if scales is None:  # the committed notebooks and shared figures show the committed scales only
+        for scale in [s for s in ours if not shows_in_place(res_dir / "runs", s)]:
+            ours.remove(scale)
+            print(f"Scale {scale}: results not committed, so not shown here (`mlmclm reproduce --scale {scale}` "
+                  f"shows them in {_shown(root, res_dir / 'local' / scale)}/).")
     print(f"This repository's runs: scale {', '.join(ours)}." if ours else
           f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
           "shown.")
@@ -335,12 +361,15 @@ def _strip_volatile(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
-def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
-    """Execute `source` into memory; write it to `target` only when every cell ran clean."""
+def _execute_one(paths: tuple[Path, Path], parameters: dict, progress=None) -> float:
+    """Execute `source` into memory; write it to `target` only when every cell ran clean. `progress(text)` is told
+    when it starts."""
     import nbformat
     import papermill as pm
 
     source, target = paths
+    if progress:
+        progress(f"  {source.stem}: running")
     start = time.perf_counter()
     try:
         # The kernel starts in the notebook's folder (nbclient's resources path), not through papermill's `cwd=`,
@@ -362,9 +391,9 @@ def _execute_one(paths: tuple[Path, Path], parameters: dict) -> float:
 
 
 def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str | Path | None = None,
-            jobs: int = 2, output_dir: str | Path | None = None) -> dict:
+            jobs: int = 2, output_dir: str | Path | None = None, progress=None) -> dict:
     """Execute notebooks with papermill (one kernel each, ``jobs`` at a time), in place or into ``output_dir``;
-    return seconds each."""
+    return seconds each. ``progress(text)`` (e.g. ``print``) is told as each starts."""
     folder = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
     if not folder.is_dir():
         raise ConfigError(f"no notebooks at {folder}: run `mlmclm init` there first (it writes the notebooks and the "
@@ -378,7 +407,8 @@ def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str 
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     pairs = [(p, Path(output_dir) / p.name if output_dir else p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(zip(names, pool.map(partial(_execute_one, parameters=parameters or {}), pairs)))
+        return dict(zip(names, pool.map(partial(_execute_one, parameters=parameters or {}, progress=progress),
+                                        pairs)))
 
 
 def _value(text: str):
