@@ -21,6 +21,18 @@ from pathlib import Path
 from . import commands
 from .errors import MlmClmError
 
+USAGE = """\
+MLM and CLM encoders as in "Should We Still Pretrain Encoders with Masked Language Modeling?" (arXiv 2507.00994):
+pretrain, fine-tune, compare with the paper. `mlmclm VERB --help` says more of each verb.
+
+  mlmclm reproduce --scale mini           the studies a scale can test, then every figure and table
+  mlmclm study plan all --scale long       what a study would train and fine-tune, and how long it takes
+  mlmclm study run biphasic --scale long   train and fine-tune what is missing of a study
+  mlmclm pretrain tiny                     one pretraining run (a recipe or a YAML config, key=value overrides)
+  mlmclm finetune CHECKPOINT --scale tiny  the fine-tuning grid on one checkpoint (any transformers model)
+  mlmclm export CHECKPOINT OUT             a checkpoint as transformers' own EuroBert or Llama model
+  mlmclm notebooks                         re-execute the five notebooks from the stored results"""
+
 # modules whose add_cli(subparsers) adds verbs
 # (torch-free: `mlmclm.commands` holds the parsers of the verbs whose modules import torch)
 VERB_MODULES: list[str] = ["mlmclm.commands", "mlmclm.evaluation.offline_suite", "mlmclm.studies", "mlmclm.workspace",
@@ -256,7 +268,7 @@ def _main(argv: list[str] | None) -> int:
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
 
-    parser = argparse.ArgumentParser(prog="mlmclm", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(prog="mlmclm", description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
     model = sub.add_parser("model", help="model introspection").add_subparsers(dest="action", required=True)
     info = model.add_parser("info", help="architecture, parameter counts, FLOPs a token")
@@ -279,6 +291,9 @@ def _main(argv: list[str] | None) -> int:
     for name in VERB_MODULES:
         importlib.import_module(name).add_cli(sub)
     args, rest = parser.parse_known_args(argv)
+    if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
+            "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option
+        args.overrides, rest = [*args.overrides, *rest], []
     if rest and args.verb != "notebooks":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.verb == "model":

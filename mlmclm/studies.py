@@ -908,15 +908,19 @@ def _header_lines(plan: Plan, paths: Paths) -> list[str]:
 
 def _run_lines(plan: Plan, state: Work) -> list[str]:
     """The pretraining runs, with where each starts and its status, and how many models are evaluated."""
+    def start(r: Run) -> str:
+        return f"{r.parent} @{r.parent_step}" if r.parent else f"{r.decoder} (its weights)" if r.decoder else "scratch"
+
+    runs = list(plan.runs.values())
+    w = max([len("run"), *(len(r.run_id) for r in runs)])  # the columns fit the longest name
+    wp = max([len("phases (steps)"), *(len(_phases(r)) - len(" steps") for r in runs)])
+    ws = max([len("starts from"), *(len(start(r)) for r in runs)])
     lines = [f"Pretraining runs ({len(plan.runs)}; a run that starts from another trains only its own steps):",
-             f"  {'run':<34} {'phases (steps)':<24} {'starts from':<34} {'trains':>7}  {'status':<10} studies"]
-    for r in plan.runs.values():
-        start = f"{r.parent} @{r.parent_step}" if r.parent else (f"{r.decoder} (its weights)" if r.decoder else
-                                                                 "scratch")
-        phases = " + ".join(f"{o} {n}" for o, n in r.phases)
+             f"  {'run':<{w}} {'phases (steps)':<{wp}} {'starts from':<{ws}} {'trains':>7}  {'status':<10} studies"]
+    for r in runs:
         status = state.status[r.run_id]
-        lines.append(f"  {r.run_id:<34} {phases:<24} {start:<34} {r.trained:>7,}  {status.split(':')[0]:<10} "
-                     f"{','.join(sorted(r.studies))}" + _status_line(status))
+        lines.append(f"  {r.run_id:<{w}} {_phases(r)[:-len(' steps')]:<{wp}} {start(r):<{ws}} {r.trained:>7,}  "
+                     f"{status.split(':')[0]:<10} {','.join(sorted(r.studies))}" + _status_line(status))
     ours = [e for e in plan.evaluations.values() if e.grid != REFERENCE]
     inter = sum(bool(e.step) for e in ours)
     controls = sum(e.step == 0 for e in ours)
@@ -961,10 +965,11 @@ def _finetune_lines(plan: Plan, grids: dict, state: Work, c: dict) -> list[str]:
         for name in cfg.per_dataset:
             d = cfg.for_dataset(name)
             lines.append(f"    {name}: lrs {d.lrs}; seeds {d.seeds}; " + _steps_text(d))
-    lines.append(f"  {'evaluated model':<40} {'grid':<10} status")
+    w = max([len("evaluated model"), *(len(e.model_id) for e in plan.evaluations.values())])
+    lines.append(f"  {'evaluated model':<{w}} {'grid':<10} status")
     for key, e in plan.evaluations.items():
         status = state.status[key]
-        lines.append(f"  {e.model_id:<40} {e.grid:<10} {status.split(':')[0]}" + _status_line(status))
+        lines.append(f"  {e.model_id:<{w}} {e.grid:<10} {status.split(':')[0]}" + _status_line(status))
     return lines
 
 
@@ -990,8 +995,8 @@ def _compute_lines(t: dict, state: Work) -> list[str]:
     def when(pair):
         return f"~{unit(sum(pair))} ({unit(pair[0])} pretraining, {unit(pair[1])} fine-tuning)"
     return [state.counts(),
-            "Compute (an estimate, without data building and notebooks; on a CPU the sum of each run's own wall "
-            "time: fine-tuning workers in parallel share it):",
+            "Compute (an estimate of the time it takes, without data building and notebooks: runs one after "
+            "another, fine-tuning with the worker processes side by side as its records ran):",
             f"  missing now: {when(t['missing']) if state.runs or state.evals else 'nothing'}",
             f"  a full run:  {when(t['full'])}",
             f"  ({t['how']})"]

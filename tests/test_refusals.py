@@ -104,3 +104,16 @@ def test_a_vocabulary_the_text_cannot_reach_is_said_with_the_size_reached(tmp_pa
     tok = prepare_tokenizer(cfg)
     out = capsys.readouterr().out
     assert len(tok) < 5000 and f"data.vocab_size=5,000: the corpus gives a vocabulary of {len(tok):,}" in out
+
+
+def test_overrides_after_an_option_are_overrides(capsys):
+    assert cli.main(["pretrain", "tiny", "--dry-run", "run_id=x", "optim.lr=1e-3"]) == 0
+    out = capsys.readouterr().out
+    assert "run_id: x\n" in out and "  lr: 0.001\n" in out
+
+
+def test_the_top_level_help_is_for_users(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "mlmclm reproduce --scale mini" in out and "VERB_MODULES" not in out and "add_cli" not in out

@@ -590,3 +590,21 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     assert {p: p.stat().st_mtime_ns for p in root.glob("step_*/trainer_state.json")} == written
     assert checkpoints.checkpoint_steps(root)[0] == 0 and checkpoints.checkpoint_steps(root)[-1] == 42
     assert len(list((tmp_path / "runs" / "tiny").rglob("results.json"))) == 3  # clm, mlm40 and its step 0
+
+
+@pytest.mark.parametrize("scale", ["mini", "long", "longer"])
+def test_the_plans_estimate_is_within_1_5x_of_what_the_committed_runs_took(scale):
+    """Pretraining: the runs' recorded wall times, one after another; fine-tuning: each training's recorded wall time
+    over the worker processes it ran beside (the records of the committed results, results/runs/<scale>/)."""
+    plan = studies.build_plan(scale_config(scale))
+    paths = studies.Paths()
+    grids = studies.grid_configs(plan, paths)
+    t = studies.estimate(plan, paths, grids, studies.work(plan, paths, grids))
+    pre = sum(json.loads((studies.run_dir(plan, r, paths) / "meta.json").read_text())["wall_time_s"]
+              for r in plan.runs.values())
+    ft = 0.0
+    for path in (paths.results / scale).glob("*/*/*/*/results.json"):
+        meta = json.loads(path.read_text())["meta"]
+        if meta["dataset"] == meta.get("train_dataset", meta["dataset"]):  # one results.json a training
+            ft += meta["wall_time_s"] / meta.get("grid_workers", 1)
+    assert 1 / 1.5 < t["full"][0] / pre < 1.5 and 1 / 1.5 < t["full"][1] / ft < 1.5, (t, pre, ft)
