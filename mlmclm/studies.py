@@ -140,14 +140,31 @@ class Plan:
         start from."""
         evals = {k: e for k, e in self.evaluations.items() if e.studies & set(names)}
         keep = {r for r, run in self.runs.items() if run.studies & set(names)} | {e.run_id for e in evals.values()}
+        return self._keeping(evals, keep, list(names))
+
+    def for_models(self, model_ids) -> "Plan":
+        """The part of the plan that evaluates the models `model_ids` (a model id the plan does not evaluate is a
+        `ConfigError` naming the close ones): their evaluations, their runs and every run those start from."""
+        known = sorted({e.model_id for e in self.evaluations.values()})
+        for model in model_ids:
+            if model not in known:
+                import difflib
+
+                close = difflib.get_close_matches(model, known, n=3, cutoff=0.5)
+                raise ConfigError(f"--model {model}: not a model these studies evaluate at scale {self.scale.scale}; "
+                                  + (f"did you mean {', '.join(close)}?" if close else "see `mlmclm study plan`"))
+        evals = {k: e for k, e in self.evaluations.items() if e.model_id in model_ids}
+        return self._keeping(evals, {e.run_id for e in evals.values()}, self.studies)
+
+    def _keeping(self, evals: dict, keep: set, names: list) -> "Plan":
+        """The plan of `evals`, the runs `keep` and every run those start from."""
         todo = list(keep)
         while todo:
             parent = self.runs[todo.pop()].parent
             if parent and parent not in keep:
                 keep.add(parent)
                 todo.append(parent)
-        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals, self.template,
-                    list(names))
+        return Plan(self.scale, {r: run for r, run in self.runs.items() if r in keep}, evals, self.template, names)
 
 
 class _Builder:
@@ -600,14 +617,15 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
 
 
 def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, progress: bool = True,
-        pretrain_only: bool = False) -> dict:
+        pretrain_only: bool = False, narrowed: bool = False) -> dict:
     """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
-    fine-tune nothing. Safe to interrupt and re-run: pretraining resumes from its last checkpoint, fine-tuning skips
-    every results.json already written."""
+    fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so results outside them are left
+    where they are (not set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
+    fine-tuning skips every results.json already written."""
     paths = paths or Paths()
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
-    aside = set_aside(plan, grids)
+    aside = [] if narrowed else set_aside(plan, grids)
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{repo_relative(aside[0])}", flush=True)
@@ -962,7 +980,7 @@ def _finetune_lines(plan: Plan, grids: dict, state: Work, c: dict) -> list[str]:
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
                      f"lrs {cfg.lrs}; seeds {cfg.seeds}; " + _steps_text(cfg))
-        for name in cfg.per_dataset:
+        for name in [n for n in cfg.per_dataset if not cfg.datasets or n in cfg.datasets]:
             d = cfg.for_dataset(name)
             lines.append(f"    {name}: lrs {d.lrs}; seeds {d.seeds}; " + _steps_text(d))
     w = max([len("evaluated model"), *(len(e.model_id) for e in plan.evaluations.values())])
@@ -1019,6 +1037,11 @@ def add_cli(sub) -> None:
                                                          "(default: data)")
         a.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="a scale field, e.g. --set steps_per_k=5 (repeatable)")
+        a.add_argument("--model", dest="models", action="append", default=[], metavar="MODEL_ID",
+                       help="only the evaluation of this model (and the runs it needs; repeatable), e.g. "
+                            "mini-xs-clm-9240")
+        a.add_argument("--groups", default=None, help="comma-separated, from SC,TC,QA,IR: only the scale's datasets "
+                                                      "of these groups (results of the others are left as they are)")
         if action == "run":
             a.add_argument("--pretrain-only", action="store_true",
                            help="train the pretraining runs that are missing, fine-tune nothing")
@@ -1032,15 +1055,40 @@ def paths_from(args) -> Paths:
                  Path(args.data_dir).resolve() if args.data_dir else p.data)
 
 
+def group_overrides(scale: ScaleConfig, groups: str) -> list[str]:
+    """The scale fields that cut its grids to the datasets of `groups` ("IR", "SC,TC"): a `ConfigError` for an unknown
+    group, or one the scale's datasets do not have."""
+    from .evaluation.catalog import SUITES
+    from .config import FINETUNE_GROUPS
+
+    wanted = [g.strip() for g in groups.split(",") if g.strip()]
+    bad = [g for g in wanted if g not in FINETUNE_GROUPS]
+    if bad or not wanted:
+        raise ConfigError(f"--groups {groups!r}: choose from {', '.join(FINETUNE_GROUPS)}")
+    cfg, known = scale.finetune, SUITES[scale.finetune.suite]
+    if not cfg.datasets:  # every dataset of the groups (the paper's suite)
+        return [f"finetune.groups=[{','.join(wanted)}]"]
+    datasets = [d for d in cfg.datasets if known[d].group in wanted]
+    if not datasets:
+        have = sorted({known[d].group for d in cfg.datasets})
+        raise ConfigError(f"--groups {groups}: scale {scale.scale} fine-tunes no dataset of it (its groups: "
+                          f"{', '.join(have)})")
+    return [f"finetune.groups=[{','.join(wanted)}]", f"finetune.datasets=[{','.join(datasets)}]"]
+
+
 def _cli(args) -> int:
     paths = paths_from(args)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
+    if args.groups:
+        scale = scale_config(args.scale, [*args.overrides, *group_overrides(scale, args.groups)])
     names = resolve_names(args.name, scale)
     plan = build_plan(scale).for_studies(names)  # built once
     check_overrides(args.overrides, plan, names)
+    if args.models:
+        plan = plan.for_models(args.models)
     if args.action == "plan":
         print(format_plan(plan, paths))
         return 0
     run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None,  # all data under --data-dir
-        pretrain_only=args.pretrain_only)
+        pretrain_only=args.pretrain_only, narrowed=bool(args.groups))
     return 0

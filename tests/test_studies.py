@@ -608,3 +608,22 @@ def test_the_plans_estimate_is_within_1_5x_of_what_the_committed_runs_took(scale
         if meta["dataset"] == meta.get("train_dataset", meta["dataset"]):  # one results.json a training
             ft += meta["wall_time_s"] / meta.get("grid_workers", 1)
     assert 1 / 1.5 < t["full"][0] / pre < 1.5 and 1 / 1.5 < t["full"][1] / ft < 1.5, (t, pre, ft)
+
+
+def test_one_models_grid_of_one_group_is_re_run_with_the_runs_it_needs(tmp_path, capsys):
+    """The command the README gives to re-run a model's grid of one group, into a fresh runs folder: it trains the
+    model's run (and only that) and fine-tunes the scale's datasets of that group."""
+    args = ["scaling", "--scale", "tiny", "--model", "tiny-m-clm-42", "--groups", "IR",
+            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert cli.main(["study", "run", *args]) == 0
+    runs = tmp_path / "runs" / "tiny"
+    assert sorted(p.name for p in runs.iterdir()) == ["tiny-m-clm-42"]
+    assert {p.relative_to(runs / "tiny-m-clm-42").parts[:2] for p in runs.rglob("results.json")} == {
+        ("IR", "squad_retrieval")}
+    assert cli.main(["study", "plan", *args]) == 0 and "nothing to do: 1 runs complete, 1 grids complete" in \
+        capsys.readouterr().out
+    assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--model", "tiny-m-clm-4"]) == 2
+    assert "--model tiny-m-clm-4: not a model these studies evaluate at scale tiny; did you mean tiny-m-clm-42" in \
+        capsys.readouterr().err
+    assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--groups", "XX"]) == 2
+    assert "--groups 'XX': choose from SC, TC, QA, IR" in capsys.readouterr().err
