@@ -1,0 +1,90 @@
+"""Nothing silently wrong in fine-tuning: a number that makes no sense is refused in one line before any work, and a
+run's checkpoint folder is fine-tuned at its final checkpoint or refused in one line, never at an earlier step."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlmclm.cli import main
+from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
+from mlmclm.testing import offline_suite
+from mlmclm.training import checkpoints
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A pretraining run of the tiny recipe (8 CLM steps; named checkpoints 0 and 4, the final one 8), its offline
+    task suite, and its config.yaml as the run recorded it."""
+    from mlmclm.training.pretrain import pretrain
+
+    root = tmp_path_factory.mktemp("run")
+    offline_suite(root)
+    cfg = load_config(PretrainConfig, RECIPES_DIR / "tiny.yaml", [
+        "run_id=tiny-s-clm-8", "phases=[[clm, 8]]", "model.size=tiny-s", f"results_dir={root / 'runs'}",
+        f"checkpoints_dir={root / 'ckpt'}", "checkpoint.steps=[0, 4]", "optim.decay_steps=0"])
+    results = pretrain(cfg)
+    assert (results / "config.yaml").read_text() == to_yaml(cfg)
+    return root, checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id), results
+
+
+def _finetune(root, model, *extra):
+    return main(["finetune", str(model), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--results-dir",
+                 str(root / "results"), "--datasets", "multiemo_sentiment", "--seeds", "0", *extra])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "ir_logit_scale=0"], "ir_logit_scale must be in (0, inf), got 0.0: InfoNCE's factor on the cosine "
+                                    "similarity: 0 gives no gradient"),
+    (["--set", "ir_logit_scale=-20"], "ir_logit_scale must be in (0, inf), got -20.0: "),
+    (["--seeds", "0,1,0"], "seeds names 0 twice ([0, 1, 0]); list each once"),
+    (["--lrs", "1e-3,0.001"], "lrs names 0.001 twice ([0.001, 0.001]); list each once"),
+    (["--datasets", "squad11,brown_upos,squad11"], "datasets names 'squad11' twice"),
+    (["--set", "max_train=0"], "max_train must be in [1, inf), got 0: a cap on examples; leave it unset (null) for all"),
+    (["--set", "max_eval=-2"], "max_eval must be in [1, inf), got -2: "),
+    (["--set", "qa_stride=-1", "--set", "max_length=null"], "qa_stride must be in [0, inf), got -1: "),
+    (["--set", "per_dataset={multiemo_sentiment: {seeds: [1, 1]}}"],
+     "per_dataset.multiemo_sentiment: seeds names 1 twice ([1, 1]); list each once"),
+    (["--set", "per_dataset={brown_upos: {max_train: 0}}"], "per_dataset.brown_upos: max_train must be in [1, inf)"),
+])
+def test_a_number_that_makes_no_sense_is_refused_in_one_line_before_any_work(tiny_run, capsys, extra, message):
+    root, ckpt, _ = tiny_run
+    capsys.readouterr()
+    assert _finetune(root, ckpt, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"mlmclm: error: {err[0].removeprefix('mlmclm: error: ')}"] and message in err[0], err
+    assert not (root / "results").exists()
+
+
+def test_a_study_refuses_them_before_any_work_too(tmp_path, capsys):
+    argv = ["study", "run", "stability", "--scale", "tiny", "--set", "stability.seeds=[3, 3]", "--results-dir",
+            str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == "mlmclm: error: seeds names 3 twice ([3, 3]); list each once"
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_damaged_final_checkpoint_is_refused_with_the_command_that_writes_it_again(tiny_run, capsys):
+    """The run folder asks for the run's final model: with its weights cut short, fine-tuning refuses in one line
+    naming the step and the pretraining command that repairs it (it used to fine-tune step 4 under the run's name and
+    exit 0); an earlier step is fine-tuned only when named, under its own name; the command repairs the run."""
+    root, ckpt, results = tiny_run
+    final = checkpoints.step_dir(ckpt, 8)
+    weights = checkpoints.hf_dir(final) / "model.safetensors"
+    whole = weights.read_bytes()
+    weights.write_bytes(whole[:1000])
+    capsys.readouterr()
+    for asked in (ckpt, final, checkpoints.hf_dir(final)):
+        assert _finetune(root, asked) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"mlmclm: error: {final}: damaged checkpoint (hf/model.safetensors: 1000 bytes, cut short "
+                       f"inside its {int.from_bytes(whole[:8], 'little')}-byte header); write it again by re-running "
+                       f"its run's pretraining: mlmclm pretrain {results}/config.yaml"], err
+        assert not (root / "results").exists()
+    assert _finetune(root, checkpoints.step_dir(ckpt, 4)) == 0
+    assert [p.name for p in (root / "results" / "tiny").iterdir()] == ["tiny-s-clm-8-4"]
+    assert main(["pretrain", str(results / "config.yaml")]) == 0  # the command the refusal names
+    assert checkpoints.complete(final, verify=True)
+    assert _finetune(root, ckpt) == 0
+    doc = json.loads(next((root / "results" / "tiny" / "tiny-s-clm-8").rglob("results.json")).read_text())
+    assert doc["meta"]["step"] == 8 and Path(doc["meta"]["checkpoint"]) == checkpoints.hf_dir(final)
