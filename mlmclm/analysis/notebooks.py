@@ -438,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in execute(args.notebooks or NOTEBOOKS, parameters, jobs=args.jobs).items():
         print(f"{name:<20} {seconds:5.1f} s")
     print(f"{'all':<20} {time.perf_counter() - total:5.1f} s")
+    print("wrote the executed notebooks in notebooks/, their figures in "
+          f"{parameters.get('figures_dir') or 'figures/'} and their tables in "
+          f"{parameters.get('tables_dir') or 'results/tables/'}")
     return 0
 
 
