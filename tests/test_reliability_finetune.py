@@ -88,3 +88,34 @@ def test_a_damaged_final_checkpoint_is_refused_with_the_command_that_writes_it_a
     assert _finetune(root, ckpt) == 0
     doc = json.loads(next((root / "results" / "tiny" / "tiny-s-clm-8").rglob("results.json")).read_text())
     assert doc["meta"]["step"] == 8 and Path(doc["meta"]["checkpoint"]) == checkpoints.hf_dir(final)
+
+
+def test_qa_windows_that_cannot_overlap_so_much_on_this_model_are_refused_before_any_work(tiny_run, capsys):
+    root, ckpt, _ = tiny_run  # no max_length: the windows are 0.99 x the model's 128-token context
+    before = sorted((root / "results").rglob("*"))
+    capsys.readouterr()
+    assert _finetune(root, ckpt, "--datasets", "squad11", "--set", "max_length=null", "--set", "qa_stride=63") == 2
+    assert capsys.readouterr().err.strip() == (
+        "mlmclm: error: qa_stride=63: squad11's windows on tiny-s-clm-8 are 126 tokens long (max_length, or the "
+        "model's context), and must overlap by less than half of that; lower qa_stride below 63")
+    assert sorted((root / "results").rglob("*")) == before
+
+
+def test_a_checkpoint_removed_while_its_grid_runs_is_one_line(tiny_run, tmp_path):
+    """Another process wrote the run's checkpoints again after the grid opened it: each run loads the model anew,
+    and the folder that is gone is said in one line, not taken for a hub id (a 60-line HFValidationError)."""
+    import shutil
+
+    from mlmclm.errors import FinetuneError
+    from mlmclm.evaluation.finetune import load_model, open_checkpoint
+    from mlmclm.evaluation.tasks import select_tasks
+
+    _, ckpt, _ = tiny_run
+    copy = tmp_path / "tiny-s-clm-8"
+    shutil.copytree(checkpoints.hf_dir(checkpoints.step_dir(ckpt, 8)), copy)
+    opened = open_checkpoint(copy)
+    shutil.rmtree(copy)
+    task = select_tasks("offline", ["SC"], ["multiemo_sentiment"])[0]
+    with pytest.raises(FinetuneError, match=f"^{copy} was removed while it was being fine-tuned \\(another process "
+                                            "wrote its run's checkpoints again\\); run the command again$"):
+        load_model(opened, task, 0, None, "cpu")

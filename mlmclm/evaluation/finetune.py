@@ -828,13 +828,17 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
 
 def _check_fits(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]) -> None:
     """The checkpoint can be fine-tuned on every task of the grid: no causal grid on an encoder, no head of the
-    task's kind with other labels (`check_head`)."""
+    task's kind with other labels (`check_head`), QA windows that overlap by less than half of their length."""
     if cfg.is_causal and ckpt.kind == "encoder":
         raise FinetuneError(f"is_causal=True: {ckpt.path} holds a {ckpt.model_type!r} encoder, which has no causal "
                             f"mode (only mlmclm models and the decoders it converts do)")
-    for _, trainer, evaluated in pairs:
+    for c, trainer, evaluated in pairs:
         for t in {trainer.name: trainer, **{e.name: e for e in evaluated}}.values():
             check_head(ckpt, t)
+            if t.group == "QA" and not c.qa_stride < (length := max_length(c, ckpt)) // 2:
+                raise FinetuneError(f"qa_stride={c.qa_stride}: {t.name}'s windows on {ckpt.model_id} are {length} "
+                                    f"tokens long (max_length, or the model's context), and must overlap by less "
+                                    f"than half of that; lower qa_stride below {length // 2}")
 
 
 def _by_protocol(pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
