@@ -299,9 +299,10 @@ def test_a_run_folder_asks_for_its_final_checkpoint_as_its_config_records_it(tmp
                                               f"run: steps 4, 8\\); write it by re-running its run's pretraining: "
                                               f"mlmclm pretrain {results}/config.yaml$"):
             read(root)
-    writer = subprocess.Popen([sys.executable, "-c", "import sys; from mlmclm import locks\nwith locks.hold(sys.argv[1]):"
-                               "\n    print('held', flush=True); sys.stdin.readline()", str(root)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold = "import sys\nfrom mlmclm import locks\nwith locks.hold(sys.argv[1]):\n    print('held', flush=True)\n" \
+           "    sys.stdin.readline()"
+    writer = subprocess.Popen([sys.executable, "-c", hold, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
     try:
         assert writer.stdout.readline() == "held\n"  # its run is being trained by another process
         with pytest.raises(ConfigError, match=f"^{ck.step_dir(root, 12)} is not written yet: process {writer.pid} "):

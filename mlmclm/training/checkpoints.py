@@ -10,29 +10,32 @@ read, publish and prune them.
                                                  identity, and the sha256 of every *.safetensors (`read_state`)
             hf/                                  the model and tokenizer in transformers format (`hf_dir`)
         .tmp-step_NNNNNN/                        a checkpoint being written (`tmp_dir`)
+        .removed-step_NNNNNN.<pid>/              a checkpoint being deleted (`remove`)
 
 A checkpoint is written whole under its temporary name, the accelerate state first, then `hf/`, then
 `trainer_state.json`, and renamed to `step_NNNNNN` last (`publish`), so a `step_NNNNNN` folder is whole unless it was
-damaged afterwards. A checkpoint folder is removed the same way, renamed aside (`.removed-step_NNNNNN.<pid>`, one
-atomic rename in the same parent, out of every reader's sight) before it is deleted (`remove`): a reader sees a
-checkpoint whole or not at all, never half written or half deleted. Pruning (`prune`) removes periodic checkpoints
-only, never a named one (the final checkpoint, the named steps, the one before the decay): those are what fine-tuning
-and later runs read, the periodic ones are resume points of the run's own writer. A named checkpoint is removed only
-by that writer, under the folder's lock, when it is damaged or when a run is rewound to write a lost one again
-(`drop_after`), never because another process is still writing it.
-
-Which checkpoint a path asks for (`requested`): a step folder (or its `hf/`) that step; a run's folder its *final*
-checkpoint (`final_step`: the total of the phases in the config.yaml of the results folder `run.json` names, else the
-highest step folder there is). That checkpoint or a refusal in one line (`unreadable`: damaged, or not written yet,
-with the command that writes it again), never an earlier one in its place. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
+damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
 with its step, an `hf/config.json` and `hf/model.safetensors` (or its shards' index), and every weights file it
 records (or, in a checkpoint written before weights were recorded, every one present) is a whole safetensors file:
-its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the ones recorded at save time: what
-loading a checkpoint (resume, `init.kind=run`, the studies' fine-tuning) asks. Every reader counts complete
-checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's checkpoint, the studies' bookkeeping of what is
-on disk, pruning and rewinding. Anything else in a run's folder (a temporary folder, a damaged step folder) is no
-checkpoint: the run's writer removes it (`clear_temporary`, `last_verified`), naming a damaged one, and trains its
-steps again. The writer holds the folder's lock (`mlmclm.locks`) meanwhile.
+its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the
+ones recorded at save time: what loading a checkpoint (resume, `init.kind=run`, the studies' fine-tuning) asks. Every
+reader counts complete checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's checkpoint, the
+studies' bookkeeping of what is on disk, pruning and rewinding. Anything else in a run's folder (a temporary folder, a
+damaged step folder) is no checkpoint: the run's writer removes it (`clear_temporary`, `last_verified`), naming a
+damaged one, and trains its steps again. The writer holds the folder's lock (`mlmclm.locks`) meanwhile.
+
+A checkpoint folder is removed as it is written: renamed aside first (`.removed-step_NNNNNN.<pid>`, one atomic rename
+in the same parent, out of every reader's sight), then deleted (`remove`), so a reader finds a checkpoint whole or
+not at all, never half written or half deleted. Pruning (`prune`) removes periodic checkpoints only, never a named one
+(the final checkpoint, the named steps, the one before the decay): named ones are what fine-tuning and later runs
+read, periodic ones the resume points of the run's own writer. A named checkpoint is removed only by its run's writer,
+under the folder's lock, when it is damaged or when the run is rewound to write a lost one again (`drop_after`; a
+study reads what is lost under that lock, so it never rewinds a run another study run has just trained).
+
+Which checkpoint a path asks for (`requested`): a step folder (or its `hf/`), that step; a run's checkpoint folder,
+its *final* checkpoint (`final_step`: the total of the phases in the config.yaml of the results folder its `run.json`
+names, else its highest step folder). A reader gets that checkpoint or a refusal in one line (`unreadable`: damaged,
+being trained, or not on disk, with the command that writes it again), never an earlier one in its place.
 
 A run is its resolved config, named by a hash of it (its *identity*, `pretrain.identity`). The folder's `run.json`
 names the run it belongs to, and each checkpoint's trainer state its run's identity. Before a writer removes or
