@@ -5,7 +5,7 @@
 # checkpoint, mini-xs-mlm40-9240-0). Each protocol is a folder <name>/longer/<model>/<group>/<dataset>/lr{LR}_sd{SEED}/
 # results.json (the scale's fine-tuning defaults: batch 16, max_length 64, validation after every epoch; the rest
 # named by the folder: e<epochs>-n<training examples>). Resumable: re-run it and it skips what is complete.
-# Run from the repository root:  bash results/calibration/longer/run.sh [PROTOCOL ...]   (summary: results/calibration/summarize.py longer)
+# Run from the repository root:  bash scripts/calibration/longer/run.sh [PROTOCOL ...]   (summary: scripts/calibration/summarize.py longer)
 set -euo pipefail
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false
 PY=${PY:-.venv/bin/python}

@@ -5,14 +5,14 @@
 # examples, 1,000 validation and test examples), and on the two main datasets at 128 steps (3 learning rates) and
 # 1,152 steps (the 2 best at 384) too, to see where validation plateaus. One torch thread, resumable: re-run it and it skips what is complete.
 # Ran at commit f76ec9b (before the package moved into four rooms; its recipes were then in mlmclm/configs/).
-# Run from the repository root:  bash results/calibration/mini/run.sh
+# Run from the repository root:  bash scripts/calibration/mini/run.sh   (summary: scripts/calibration/mini/summarize.py)
 set -euo pipefail
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false
 M=".venv/bin/python -m mlmclm.cli"   # the code of the checkout it runs in (cwd first on sys.path)
 OUT=results/calibration/mini
 CK=checkpoints/calibration/mini
-# the mini recipe: a file at f76ec9b, a recipe name since the package moved into four rooms
-RECIPE=$([ -f mlmclm/configs/mini.yaml ] && echo mlmclm/configs/mini.yaml || echo mini)
+# the mini recipe (at f76ec9b, when it ran, the file mlmclm/configs/mini.yaml; a recipe name since)
+RECIPE=mini
 for obj in clm mlm40; do
   $M pretrain $RECIPE run_id=mini-m-$obj-2100 "phases=[[$obj, 2100]]" \
     results_dir=results/calibration checkpoints_dir=checkpoints/calibration "checkpoint.steps=[10, 420]" optim.warmup_steps=100 optim.decay_steps=100

@@ -6,7 +6,7 @@
 # mini-xs-mlm40-4620-0). Each protocol is a folder <name>/long/<model>/<group>/<dataset>/lr{LR}_sd{SEED}/results.json
 # (the long scale's fine-tuning defaults: batch 16, max_length 64, validation after every epoch; the rest named by
 # the folder: e<epochs>-n<training examples>). Resumable: re-run it and it skips what is complete.
-# Run from the repository root:  bash results/calibration/long/run.sh   (summary: results/calibration/summarize.py long)
+# Run from the repository root:  bash scripts/calibration/long/run.sh   (summary: scripts/calibration/summarize.py long)
 set -euo pipefail
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false
 PY=${PY:-.venv/bin/python}

@@ -1,5 +1,6 @@
-"""A scale's calibration numbers and figure from its results.json files (results/calibration/<scale>/run.sh). Run from
-the repository root:  .venv/bin/python results/calibration/summarize.py long   (or longer); it writes into that folder:
+"""A scale's calibration numbers and figure from its results.json files (scripts/calibration/<scale>/run.sh). Run from
+the repository root:  .venv/bin/python scripts/calibration/summarize.py long   (or longer); it writes into
+results/calibration/<scale>/:
 
 Every model of a protocol x dataset is read on the grid they all have (the (lr, seed) runs every model has).
 
@@ -26,7 +27,7 @@ from mlmclm.analysis import evidence as E  # noqa: E402
 from mlmclm.analysis import results as R  # noqa: E402
 
 SCALE = sys.argv[1] if len(sys.argv) > 1 else "long"
-HERE = Path(__file__).parent / SCALE
+HERE = Path(__file__).resolve().parents[2] / "results" / "calibration" / SCALE
 frames = [R.load_run_tree(d / SCALE, "calibration", SCALE).assign(protocol=d.name)
           for d in sorted(HERE.iterdir()) if (d / SCALE).is_dir()]
 runs = pd.concat(frames, ignore_index=True)

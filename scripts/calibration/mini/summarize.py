@@ -2,7 +2,7 @@
 model x dataset x protocol x learning rate (summary.csv), validation against fine-tuning steps at each model's best
 learning rate for the one-epoch protocols, and validation after every epoch for the several-epoch ones (curves.png).
 Run from the repository root:
-    .venv/bin/python results/calibration/mini/summarize.py
+    .venv/bin/python scripts/calibration/mini/summarize.py   (it reads and writes results/calibration/mini/)
 
 Folders: `finetune-<steps>/` fine-tuned for <steps> steps of 16 from 18,432 training examples (one epoch at most);
 `finetune-e<E>-n<N>/` for E epochs of N training examples (validation scored after each epoch).
@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from mlmclm.analysis.results import load_run_tree  # noqa: E402
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "mini"
 BATCH = 16
 
 

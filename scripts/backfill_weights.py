@@ -1,13 +1,14 @@
-"""Add `weights_i` (the words of each sentence) to the committed tag-accuracy results that predate it.
+"""Historical: added `weights_i` (the words of each sentence) to the committed tag-accuracy results that predated it (it rewrote
+the committed results once; nothing calls it now).
 
 Fine-tuning writes `weights_i` beside `scores_i` for a word-level accuracy since the hierarchical bootstrap needs them
-to resample the score exactly (`mlmclm.analysis.claims`). Results written before hold the per-sentence accuracies
+to resample the score exactly (`mlmclm.analysis.bootstrap`). Results written before hold the per-sentence accuracies
 only. The words of each evaluated sentence are a property of the dataset, not of the run: this script reads them from
 the built offline task (`mlmclm tasks build --datasets brown_upos`), capped as the run was (`meta.config.max_eval`),
 checks that the word-weighted mean of the run's own `scores_i` reproduces its stored score to 1e-9 (else it stops,
 naming the file), and writes them with `meta.weights_i_added` saying so. Re-running it changes nothing.
 
-    .venv/bin/python results/runs/backfill_weights.py results/runs
+    .venv/bin/python scripts/backfill_weights.py results/runs
 """
 
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from mlmclm.evaluation.tasks import SUITES, load_task
 from mlmclm.io import read_json, write_json
 
+# the note the committed results carry, under the script's path when it ran
 NOTE = "added after the run by results/runs/backfill_weights.py: words per sentence of the evaluated split"
 
 
