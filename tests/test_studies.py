@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mlmclm import cli, studies
-from mlmclm.config import scale_config
+from mlmclm.config import PretrainConfig, load_config, scale_config
 from mlmclm.errors import ConfigError
 from mlmclm.runs import steps_token
 
