@@ -364,7 +364,7 @@ class _BenchGrid:
     def separate(self, commands: list[list[str]]):
         def go(out):
             for command in commands:
-                subprocess.run([*command, "--results-dir", str(out)], check=True, capture_output=True, cwd=ROOT)
+                subprocess.run([*command, "--runs-dir", str(out)], check=True, capture_output=True, cwd=ROOT)
         return go
 
 

@@ -1,13 +1,14 @@
 """The command-line parsers of the verbs whose modules import torch (`pretrain`, `data`, `finetune`, `bench`), kept
 apart from them so that `mlmclm --help`, every verb's `--help` and the torch-free verbs never import torch: each
 parser names its job as "module:function" (`set_defaults(run=...)`), imported only when the verb runs
-(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`, and the two kinds of
-`--results-dir`: `runs_dir` for the verbs that write run folders, `results_dir` for `reproduce`), and the scale and
-recipe lists come from the shipped files.
+(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`, the folders: `--runs-dir`
+of the verbs that write run folders, `--results-dir` of `reproduce`), and the scale and recipe lists come from the
+shipped files.
 """
 
 from __future__ import annotations
 
+import argparse
 from argparse import ArgumentTypeError
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def runs_folder(text: str) -> str:
     is refused (one line, by argparse) naming its runs folder."""
     if (Path(text) / "runs").is_dir() and (Path(text) / "paper").exists():
         raise ArgumentTypeError(f"{text} is a results folder (it holds paper/ and runs/); this verb takes a "
-                          f"runs folder: --results-dir {Path(text) / 'runs'}")
+                          f"runs folder: --runs-dir {Path(text) / 'runs'}")
     return text
 
 
@@ -45,18 +46,24 @@ def results_folder(text: str) -> str:
     return text
 
 
+def _not_here(text: str) -> str:
+    raise ArgumentTypeError("this verb takes --runs-dir RUNS (the runs folder, e.g. results/runs); --results-dir is "
+                            "reproduce's results folder (paper/, runs/, tables/ inside)")
+
+
 def runs_dir(parser, what: str) -> None:
-    """`--results-dir` of the verbs that write run folders (study, finetune): a runs folder."""
-    parser.add_argument("--results-dir", default=None, type=runs_folder, metavar="RUNS",
-                        help=f"the runs folder: {what} go in RUNS/<scale>/ (default: results/runs; not the results "
-                             "folder that `reproduce --results-dir` takes)")
+    """`--runs-dir` of the verbs that write run folders (study, finetune): a runs folder. `--results-dir` is
+    `reproduce`'s results folder only (one meaning per option name); given here, it is refused naming `--runs-dir`."""
+    parser.add_argument("--runs-dir", default=None, type=runs_folder, metavar="RUNS",
+                        help=f"the runs folder: {what} go in RUNS/<scale>/ (default: results/runs)")
+    parser.add_argument("--results-dir", type=_not_here, help=argparse.SUPPRESS)
 
 
 def results_dir(parser) -> None:
     """`--results-dir` of `reproduce`: a results folder."""
     parser.add_argument("--results-dir", default=None, type=results_folder, metavar="RESULTS",
-                        help="the results folder: paper/, runs/<scale>/ and tables/ (default: results; not the runs "
-                             "folder that `study` and `finetune --results-dir` take)")
+                        help="the results folder: paper/, runs/<scale>/ and tables/ (default: results; `study` and "
+                             "`finetune` take its runs folder as --runs-dir)")
 
 
 def _run_config(parser) -> None:

@@ -1050,30 +1050,21 @@ def add_cli(sub) -> None:
 
 def paths_from(args) -> Paths:
     p = Paths()
-    return Paths(Path(args.results_dir).resolve() if args.results_dir else p.results,
+    return Paths(Path(args.runs_dir).resolve() if args.runs_dir else p.results,
                  Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else p.checkpoints,
                  Path(args.data_dir).resolve() if args.data_dir else p.data)
 
 
 def group_overrides(scale: ScaleConfig, groups: str) -> list[str]:
-    """The scale fields that cut its grids to the datasets of `groups` ("IR", "SC,TC"): a `ConfigError` for an unknown
-    group, or one the scale's datasets do not have."""
-    from .evaluation.catalog import SUITES
-    from .config import FINETUNE_GROUPS
+    """The scale fields that cut its grids to the datasets of `groups` ("IR", "SC,TC")."""
+    from .evaluation.tasks import group_datasets
 
     wanted = [g.strip() for g in groups.split(",") if g.strip()]
-    bad = [g for g in wanted if g not in FINETUNE_GROUPS]
-    if bad or not wanted:
-        raise ConfigError(f"--groups {groups!r}: choose from {', '.join(FINETUNE_GROUPS)}")
-    cfg, known = scale.finetune, SUITES[scale.finetune.suite]
-    if not cfg.datasets:  # every dataset of the groups (the paper's suite)
-        return [f"finetune.groups=[{','.join(wanted)}]"]
-    datasets = [d for d in cfg.datasets if known[d].group in wanted]
-    if not datasets:
-        have = sorted({known[d].group for d in cfg.datasets})
-        raise ConfigError(f"--groups {groups}: scale {scale.scale} fine-tunes no dataset of it (its groups: "
-                          f"{', '.join(have)})")
-    return [f"finetune.groups=[{','.join(wanted)}]", f"finetune.datasets=[{','.join(datasets)}]"]
+    out = [f"finetune.groups=[{','.join(wanted)}]"]
+    if scale.finetune.datasets:  # else every dataset of the groups (the paper's suite)
+        kept = group_datasets(scale.finetune.suite, scale.finetune.datasets, wanted)
+        out.append(f"finetune.datasets=[{','.join(kept)}]")
+    return out
 
 
 def _cli(args) -> int:

@@ -31,7 +31,7 @@ def suite(tmp_path_factory):
 def _finetune(suite, model, *extra):
     root, _ = suite
     return main(["finetune", str(model), "--scale", "tiny", "--data-dir", str(root / "tasks"),
-                 "--results-dir", str(root / "results"), "--lrs", "1e-3", "--seeds", "0", "--set", "max_steps=2",
+                 "--runs-dir", str(root / "results"), "--lrs", "1e-3", "--seeds", "0", "--set", "max_steps=2",
                  *extra])
 
 

@@ -37,7 +37,7 @@ def suite(tmp_path_factory):
 def _cli(suite, *extra):
     root, ckpt = suite
     return main(["finetune", str(ckpt), "--scale", "tiny", "--data-dir", str(root / "tasks"),
-                 "--results-dir", str(root / "results"), *extra])
+                 "--runs-dir", str(root / "results"), *extra])
 
 
 def test_tiny_grid_end_to_end_then_skips_what_is_done(suite, capsys):
@@ -175,7 +175,7 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
                           (flipped.parent, f"{flipped}: damaged checkpoint (hf/model.safetensors: its sha256 is not"),
                           (headed, "has a 2-label MlmClmForSequenceClassification head (neg, pos) but "
                                    "multiemo_sentiment has 4 labels (negative, neutral, positive, ambivalent)")):
-        assert main(["finetune", str(path), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--results-dir",
+        assert main(["finetune", str(path), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--runs-dir",
                      str(tmp_path / "results"), "--datasets", "multiemo_sentiment", "--groups", "SC"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
@@ -262,7 +262,7 @@ def test_forked_workers_end_with_their_parent(suite, tmp_path, signal_name):
     import time
     root, ckpt = suite
     proc = subprocess.Popen([sys.executable, "-m", "mlmclm.cli", "finetune", str(ckpt), "--scale", "tiny",
-                             "--data-dir", str(root / "tasks"), "--results-dir", str(tmp_path), "--datasets",
+                             "--data-dir", str(root / "tasks"), "--runs-dir", str(tmp_path), "--datasets",
                              "multiemo_sentiment", "--lrs", "1e-3", "--seeds", ",".join(map(str, range(300))),
                              "--set", "grid_workers=2"], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -428,7 +428,7 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
     assert {d["meta"]["train_steps"] for k, d in docs.items() if k.startswith("IR")} == {2}
     assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
     # the command line's --lrs is every dataset's grid
-    assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--results-dir",
+    assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--runs-dir",
                 str(tmp_path / "cli"), "--set", "per_dataset.multiemo_sentiment.lrs=[1e-4]") == 0
     assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
     with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):

@@ -81,7 +81,7 @@ def test_readers_leave_out_a_model_being_written(tmp_path, capsys):
 
 
 def _study(results, ckpt):
-    return [sys.executable, "-m", "mlmclm.cli", "study", "run", "stability", "--scale", "tiny", "--results-dir",
+    return [sys.executable, "-m", "mlmclm.cli", "study", "run", "stability", "--scale", "tiny", "--runs-dir",
             str(results), "--checkpoints-dir", str(ckpt), "--set", "finetune.datasets=[multiemo_sentiment]"]
 
 

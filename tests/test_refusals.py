@@ -88,7 +88,7 @@ def test_sigterm_says_what_ctrl_c_says(tmp_path):
 
 def test_an_argument_that_is_not_utf8_is_one_line_before_any_work(tmp_path, capsys):
     bad = str(tmp_path / b"runs\xff".decode("utf-8", "surrogateescape"))
-    assert cli.main(["study", "run", "scaling", "--scale", "tiny", "--results-dir", bad]) == 2
+    assert cli.main(["study", "run", "scaling", "--scale", "tiny", "--runs-dir", bad]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "runs\\udcff: not valid UTF-8" in err
     assert _files(tmp_path) == []

@@ -29,7 +29,7 @@ def tiny_run(tmp_path_factory):
 
 
 def _finetune(root, model, *extra):
-    return main(["finetune", str(model), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--results-dir",
+    return main(["finetune", str(model), "--scale", "tiny", "--data-dir", str(root / "tasks"), "--runs-dir",
                  str(root / "results"), "--datasets", "multiemo_sentiment", "--seeds", "0", *extra])
 
 
@@ -58,7 +58,7 @@ def test_a_number_that_makes_no_sense_is_refused_in_one_line_before_any_work(tin
 
 
 def test_a_study_refuses_them_before_any_work_too(tmp_path, capsys):
-    argv = ["study", "run", "stability", "--scale", "tiny", "--set", "stability.seeds=[3, 3]", "--results-dir",
+    argv = ["study", "run", "stability", "--scale", "tiny", "--set", "stability.seeds=[3, 3]", "--runs-dir",
             str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == "mlmclm: error: seeds names 3 twice ([3, 3]); list each once"

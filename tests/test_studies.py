@@ -189,7 +189,7 @@ def test_a_run_on_record_keeps_its_named_checkpoints_and_can_be_retrained(tmp_pa
 
 def test_an_unwritable_results_folder_is_one_line_before_any_training(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    argv = ["study", "run", "stability", "--scale", "tiny", "--results-dir", str(tmp_path / "file" / "runs"),
+    argv = ["study", "run", "stability", "--scale", "tiny", "--runs-dir", str(tmp_path / "file" / "runs"),
             "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -353,7 +353,7 @@ def test_study_run_pretrain_only_trains_and_fine_tunes_nothing(tmp_path):
     from mlmclm.cli import main
 
     args = ["study", "run", "scaling", "--scale", "tiny", "--pretrain-only", "--set", "sizes=[tiny-s]",
-            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+            "--runs-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert main(args) == 0
     assert len(list((tmp_path / "runs" / "tiny").glob("*/meta.json"))) == 5
     assert not list((tmp_path / "runs").rglob("results.json"))
@@ -365,7 +365,7 @@ def test_study_run_fine_tunes_each_model_as_soon_as_its_run_is_trained(tmp_path,
     from mlmclm.cli import main
 
     args = ["study", "run", "scaling", "--scale", "tiny", "--set", "sizes=[tiny-s]", "--set", "objectives=[clm, mlm40]",
-            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+            "--runs-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert main(args) == 0
     steps = [line.split("]")[1].split()[0] for line in capsys.readouterr().out.splitlines()
              if line.startswith(("[pretrain", "[finetune"))]
@@ -405,7 +405,7 @@ def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, ca
                                                 "mini-xs-clm-4400-mlm40-4620 and not on disk")
     assert [r.run_id for r in state.runs] == ["mini-xs-clm-4620", "mini-xs-mlm40-4620", "mini-xs-clm-4400-mlm40-4620"]
     assert state.wanted["mini-xs-clm-4620"] == [4400]
-    assert cli.main(["study", "plan", "biphasic", "--scale", "long", "--results-dir", str(paths.results),
+    assert cli.main(["study", "plan", "biphasic", "--scale", "long", "--runs-dir", str(paths.results),
                          "--checkpoints-dir", str(paths.checkpoints)]) == 0
     out = capsys.readouterr().out
     assert "  mini-xs-clm-4620 " in out and ("\n      to retrain: its checkpoint at step 4400 is needed by "
@@ -454,14 +454,17 @@ def test_study_plan_never_imports_torch():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["study", "plan", "all", "--scale", "long", "--results-dir", "{root}/results"],
-     "argument --results-dir: {root}/results is a results folder (it holds paper/ and runs/); this verb takes a runs "
-     "folder: --results-dir {root}/results/runs"),
+    (["study", "plan", "all", "--scale", "long", "--runs-dir", "{root}/results"],
+     "argument --runs-dir: {root}/results is a results folder (it holds paper/ and runs/); this verb takes a runs "
+     "folder: --runs-dir {root}/results/runs"),
+    (["study", "plan", "all", "--scale", "long", "--results-dir", "{root}/results/runs"],
+     "argument --results-dir: this verb takes --runs-dir RUNS (the runs folder, e.g. results/runs); --results-dir is "
+     "reproduce's results folder"),
     (["reproduce", "--scale", "long", "--results-dir", "{root}/results/runs"],
      "argument --results-dir: {root}/results/runs is a runs folder (it holds long/); reproduce takes the results "
      "folder above it: --results-dir {root}/results"),
 ])
-def test_results_dir_of_the_other_kind_is_refused_in_one_line(capsys, argv, message):
+def test_a_folder_option_of_the_other_kind_is_refused_in_one_line(capsys, argv, message):
     from mlmclm.io import ROOT
 
     with pytest.raises(SystemExit):
@@ -614,7 +617,7 @@ def test_one_models_grid_of_one_group_is_re_run_with_the_runs_it_needs(tmp_path,
     """The command the README gives to re-run a model's grid of one group, into a fresh runs folder: it trains the
     model's run (and only that) and fine-tunes the scale's datasets of that group."""
     args = ["scaling", "--scale", "tiny", "--model", "tiny-m-clm-42", "--groups", "IR",
-            "--results-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
+            "--runs-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt")]
     assert cli.main(["study", "run", *args]) == 0
     runs = tmp_path / "runs" / "tiny"
     assert sorted(p.name for p in runs.iterdir()) == ["tiny-m-clm-42"]

@@ -66,7 +66,7 @@ def test_tensorboard_logs_each_finetuning_run(tmp_path, capsys):
 
     texts = offline_suite(tmp_path)
     ckpt = random_checkpoint(tmp_path / "ckpts" / "tiny-mlm40-100", texts)
-    assert main(["finetune", str(ckpt), "--scale", "tiny", "--data-dir", str(tmp_path / "tasks"), "--results-dir",
+    assert main(["finetune", str(ckpt), "--scale", "tiny", "--data-dir", str(tmp_path / "tasks"), "--runs-dir",
                  str(tmp_path / "results"), "--datasets", "brown_upos", "--lrs", "1e-3", "--seeds", "0", "--set",
                  "epochs=2", "--set", "max_steps=-1", "--report-to", "tensorboard"]) == 0
     run = next((tmp_path / "results").rglob("results.json")).parent

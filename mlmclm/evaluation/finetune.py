@@ -63,7 +63,7 @@ from ..models.modeling import (
     MlmClmForQuestionAnswering, MlmClmForSequenceClassification, MlmClmForTokenClassification, MlmClmModel, mean_pool,
 )
 from .grid import context_length, plan_grid, result_fault
-from .tasks import Task, load_task
+from .tasks import Task, group_datasets, load_task
 from ..training import checkpoints, trackers
 from ..training.objectives import IGNORE
 from ..training.optim import build_optimizer
@@ -927,11 +927,15 @@ def _run_jobs(grid: _Grid, todo: list[tuple], workers: int, progress: bool) -> N
 # ----------------------------------------------------------------------------------------------- command line
 
 def _cli_finetune(args) -> int:
-    overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.results_dir),
+    overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.runs_dir),
                                                      ("data_dir", args.data_dir)) if value is not None]
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
-    cfg = finetune_config(scale_config(args.scale), overrides + args.overrides)
+    scale = scale_config(args.scale)
+    if args.groups and args.datasets is None and scale.finetune.datasets:  # the scale's datasets of those groups
+        kept = group_datasets(args.suite or scale.finetune.suite, scale.finetune.datasets, args.groups.split(","))
+        overrides.append(f"datasets=[{','.join(kept)}]")
+    cfg = finetune_config(scale, overrides + args.overrides)
     for key in ("lrs", "seeds"):  # an explicit grid on the command line is every dataset's
         if getattr(args, key) is not None:
             for entry in cfg.per_dataset.values():

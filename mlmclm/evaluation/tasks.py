@@ -59,6 +59,21 @@ def select_tasks(suite: str, groups: Iterable[str], datasets: Iterable[str] = ()
     return [t for t in known.values() if t.group in groups and (not datasets or t.name in datasets)]
 
 
+def group_datasets(suite: str, datasets: Iterable[str], groups: Iterable[str]) -> list[str]:
+    """The datasets of a grid's list (`datasets`: a scale's) in `groups`, for `--groups` on its own: a `TaskError`
+    for an unknown group or one the list has no dataset of."""
+    known, groups = SUITES[suite], list(groups)
+    bad = [g for g in groups if g not in GROUPS]
+    if bad or not groups:
+        raise TaskError(f"--groups {','.join(groups)!r}: choose from {', '.join(GROUPS)}")
+    kept = [d for d in datasets if known[d].group in groups]
+    if not kept:
+        have = sorted({known[d].group for d in datasets})
+        raise TaskError(f"--groups {','.join(groups)}: this grid fine-tunes no dataset of it (its datasets are in "
+                        f"{', '.join(have)}); add --datasets")
+    return kept
+
+
 # ----------------------------------------------------------------------------------------------- loading
 
 def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | None = None,
