@@ -445,3 +445,11 @@ def test_every_task_group_is_one_entry_of_each_table():
 
     assert list(HANDLERS) == list(HEADS) == list(FINETUNE_GROUPS)
     assert {g for g, h in HANDLERS.items() if h.labelled} == set(ROW_LABELS)
+
+
+def test_groups_alone_fine_tune_the_scales_datasets_of_those_groups(suite, tmp_path, capsys):
+    """At a scale with a dataset list (tiny), `--groups IR` alone is that list's IR datasets, not a refusal."""
+    assert _cli(suite, "--groups", "IR", "--lrs", "1e-3", "--seeds", "0", "--runs-dir", str(tmp_path)) == 0
+    assert {p.relative_to(tmp_path).parts[2:4] for p in tmp_path.rglob("results.json")} == {("IR", "squad_retrieval")}
+    assert _cli(suite, "--groups", "QA,XX", "--runs-dir", str(tmp_path)) == 2
+    assert "--groups 'QA,XX': choose from SC, TC, QA, IR" in capsys.readouterr().err
