@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 import yaml
+from mlmclm.analysis import compute, drawing, points, run_tree
 from mlmclm.io import ROOT as REPO
 from mlmclm.testing import scores_frame, write_sample_tree, write_synthetic_study
 
@@ -106,9 +107,15 @@ def test_fig12_follows_a_cpt_run_started_from_another_cpt_run(tmp_path):
 
 
 def _capture(monkeypatch) -> list:
-    """The figures drawn (Figure objects), in order, as save receives them."""
-    drawn, save = [], figures.save
-    monkeypatch.setattr(figures, "save", lambda fig, out, name: (drawn.append(fig), save(fig, out, name))[1])
+    """The figures drawn (Figure objects), in order, as save receives them (the kit's, and figures' own name for it,
+    which Fig. 4 across scales calls)."""
+    drawn, save = [], drawing.save
+
+    def spy(fig, out, name):
+        drawn.append(fig)
+        return save(fig, out, name)
+    monkeypatch.setattr(drawing, "save", spy)
+    monkeypatch.setattr(figures, "save", spy)
     return drawn
 
 
@@ -154,10 +161,10 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     write_synthetic_study(runs_dir, size="mini-m")
     _config(runs_dir, "mini-m-clm-400")
     _meta(runs_dir, "mini-m-clm-400", 1000, 5000)
-    arch = figures.run_parameters(runs_dir)
+    arch = run_tree.run_parameters(runs_dir)
     assert arch == {"mini-m": {"embeddings": 1000, "body": 5000, "output_layer": 1000, "tokens_per_step": 16 * 64}}
     scores = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
-    view = figures.with_flops(results.data_efficiency_view(scores), arch).set_index("model")
+    view = compute.with_flops(results.data_efficiency_view(scores), arch).set_index("model")
     assert view.loc["mini-m-clm-400-100", "flops"].iloc[0] == 6 * 1024 * 100 * (1000 + 5000 + 1000)
     assert view.loc["mini-m-mlm40-400-100", "flops"].iloc[0] == 6 * 1024 * 100 * (1000 + 5000 + 0.4 * 1000)
     drawn = _capture(monkeypatch)
@@ -167,7 +174,7 @@ def test_fig10_for_our_runs_counts_flops_from_parameters(tmp_path, monkeypatch):
     paper = results.load(REPO / "results", sources=["paper"]).scores
     figures.fig10(paper, tmp_path / "figs", results.architecture(REPO / "results" / "paper"))
     assert {ax.get_xlabel() for ax in drawn[-1].axes} == {"training FLOPs (x 1e20)\nApp. F rule"}
-    assert set(figures.FLOPS_RULES) == {"6N", "App. F"}
+    assert set(compute.FLOPS_RULES) == {"6N", "App. F"}
 
 
 def test_fig4_scales_puts_every_source_on_each_axis_of_tokens_per_parameter(tmp_path, monkeypatch):
@@ -177,18 +184,18 @@ def test_fig4_scales_puts_every_source_on_each_axis_of_tokens_per_parameter(tmp_
     _meta(runs_dir, "mini-m-clm-400", 1000, 5000)  # an untied output layer of 1,000
     ours = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
     paper = results.load(REPO / "results", sources=["paper"]).scores
-    arch = {**figures.run_parameters(runs_dir), **results.architecture(REPO / "results" / "paper")}
-    per_axis = figures.tokens_per_axis(arch)
-    assert figures.tokens_per_parameter(arch) == per_axis["body"]
+    arch = {**run_tree.run_parameters(runs_dir), **results.architecture(REPO / "results" / "paper")}
+    per_axis = compute.tokens_per_axis(arch)
+    assert compute.tokens_per_parameter(arch) == per_axis["body"]
     assert per_axis["body"]["mini-m"] == 1024 / 5000 and per_axis["body"]["610M"] == 2_359_296 / 460_123_776
     assert per_axis["body+embedding"]["mini-m"] == 1024 / 6000 and per_axis["all"]["mini-m"] == 1024 / 7000
     drawn = _capture(monkeypatch)
     assert figures.fig4_scales(pd.concat([paper, ours], ignore_index=True), tmp_path, arch) == [
         tmp_path / "fig04_scales.png"]
     tc = [ax for ax in drawn[0].axes if ax.get_title() == "TC"]  # one row of panels per axis, in AXES' order
-    assert [ax.get_xlabel() for ax in tc] == list(figures.AXES.values()) == [
+    assert [ax.get_xlabel() for ax in tc] == list(compute.AXES.values()) == [
         "tokens per body parameter", "tokens per body+embedding parameter", "tokens per parameter (all)"]
-    for ax, axis in zip(tc, figures.AXES):
+    for ax, axis in zip(tc, compute.AXES):
         lines = {c.get_label(): c.lines[0].get_xdata() for c in ax.containers}  # error bars: one container a series
         ours_x = [steps * per_axis[axis]["mini-m"] for steps in (100, 200)]  # stable-phase checkpoints
         assert list(lines["ours, mini (mini-m)"]) == pytest.approx(ours_x)
@@ -200,25 +207,25 @@ def test_the_three_axes_count_more_parameters_in_turn():
     # Table 1's 610M: a body of 460,123,776, an input embedding of 128,256 x 1,152 = 147,750,912 and an untied output
     # layer as large (the released configs: tie_word_embeddings false): ~608M and ~756M, as the paper's model cards
     arch = results.architecture(REPO / "results" / "paper")
-    counts = figures.parameter_counts(arch["610M"])
+    counts = compute.parameter_counts(arch["610M"])
     assert counts == {"body": 460_123_776, "embeddings": 147_750_912, "output_layer": 147_750_912}
-    per_axis = figures.tokens_per_axis(arch)
-    assert list(per_axis) == list(figures.AXES) == ["body", "body+embedding", "all"]
+    per_axis = compute.tokens_per_axis(arch)
+    assert list(per_axis) == list(compute.AXES) == ["body", "body+embedding", "all"]
     assert per_axis["body+embedding"]["610M"] == 2_359_296 / 607_874_688
     assert per_axis["all"]["610M"] == 2_359_296 / 755_625_600
     toy = {"layers": 2, "d_model": 8, "ffn": 16, "heads": 2, "kv_heads": 1, "vocab": 50, "tokens_per_step": 64}
     mine = {"toy": toy, "ours": {"embeddings": 400, "body": 1000, "output_layer": 400, "tokens_per_step": 64}}
     for size in mine:
-        body, with_embedding, every = (figures.tokens_per_parameter(mine, axis)[size] for axis in figures.AXES)
+        body, with_embedding, every = (compute.tokens_per_parameter(mine, axis)[size] for axis in compute.AXES)
         assert body > with_embedding > every
-    assert figures.tokens_per_parameter(mine, "all")["ours"] == 64 / 1800
-    assert figures.PAPER_TIED_EMBEDDINGS is False
-    tied = figures.parameter_counts({**toy, "tied": True})  # a shape that ties them: no output layer
+    assert compute.tokens_per_parameter(mine, "all")["ours"] == 64 / 1800
+    assert compute.PAPER_TIED_EMBEDDINGS is False
+    tied = compute.parameter_counts({**toy, "tied": True})  # a shape that ties them: no output layer
     assert tied["output_layer"] == 0 and tied["embeddings"] == 50 * 8
-    no_head = figures.tokens_per_parameter({"old": {"embeddings": 400, "body": 1000, "tokens_per_step": 64}}, "all")
+    no_head = compute.tokens_per_parameter({"old": {"embeddings": 400, "body": 1000, "tokens_per_step": 64}}, "all")
     assert math.isnan(no_head["old"])  # a meta.json without an output-layer count: unknown, not guessed
     with pytest.raises(ValueError, match="unknown axis"):
-        figures.tokens_per_parameter(mine, "embedding")
+        compute.tokens_per_parameter(mine, "embedding")
 
 
 def _controls(scores):
@@ -427,11 +434,11 @@ def _points(ax) -> int:
 
 
 def test_every_point_of_ours_has_the_interval_of_the_one_interval_function(tmp_path, monkeypatch):
-    """figures._interval is the one place a point's interval comes from: replaced, every bar and band of every
+    """points.interval is the one place a point's interval comes from: replaced, every bar and band of every
     figure of ours changes with it, and no point is drawn without one."""
     def fake(rows, minus=None):
         return float(rows["score"].mean() - (0 if minus is None else minus["score"].mean())), 0.75
-    monkeypatch.setattr(figures, "_interval", fake)
+    monkeypatch.setattr(points, "interval", fake)
     drawn = _capture(monkeypatch)
     arch = {"mini-xs": {"embeddings": 1000, "body": 5000, "tokens_per_step": 2048}}
     for draw in (figures.fig2, figures.fig4, figures.fig6, figures.fig8, figures.fig9,
@@ -482,9 +489,9 @@ def test_no_text_falls_outside_the_figure_at_its_saved_size(tmp_path, monkeypatc
 
 
 def test_title_lines_break_after_a_clause_or_before_whose_numbers():
-    assert figures._wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
+    assert drawing.wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
         "Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs", "(ours, scale long)"]
-    assert figures._wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
+    assert drawing.wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
                          60) == ["bars: ±1 sd over 3 learning rates x 4 seeds;",
                                  "the paper's: 1e-05 to 1e-04; dots: runs"]
-    assert figures._wrap("short title", 60) == ["short title"]
+    assert drawing.wrap("short title", 60) == ["short title"]

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from mlmclm.errors import ResultFileError
 from mlmclm.io import ROOT as REPO
 from mlmclm.testing import write_run, write_sample_tree, write_synthetic_study
 
@@ -196,7 +197,7 @@ def test_malformed_result_file_names_path_and_fault(tmp_path, content, fault):
     path = tmp_path / "m-clm-10" / "SC" / "sst2" / "lr1e-04_sd0" / "results.json"
     path.parent.mkdir(parents=True)
     path.write_text(content)
-    with pytest.raises(results.ResultFileError, match=fault) as err:
+    with pytest.raises(ResultFileError, match=fault) as err:
         results.load_run_tree(tmp_path, "ours", "tiny")
     assert str(err.value).startswith(f"{path}: ")
 
@@ -204,11 +205,11 @@ def test_malformed_result_file_names_path_and_fault(tmp_path, content, fault):
 def test_badly_named_run_folder_and_group(tmp_path):
     write_run(tmp_path, "m-clm-10", "SC", "sst2", 1e-4, 0, 0.5, 0.5)
     (tmp_path / "m-clm-10" / "SC" / "sst2" / "lr1e-04_sd0").rename(tmp_path / "m-clm-10" / "SC" / "sst2" / "run0")
-    with pytest.raises(results.ResultFileError, match="run folder 'run0' is not named"):
+    with pytest.raises(ResultFileError, match="run folder 'run0' is not named"):
         results.load_run_tree(tmp_path, "ours", "tiny")
     other = tmp_path / "b"
     write_run(other, "m-clm-10", "XX", "sst2", 1e-4, 0, 0.5, 0.5)
-    with pytest.raises(results.ResultFileError, match="task group 'XX'"):
+    with pytest.raises(ResultFileError, match="task group 'XX'"):
         results.load_run_tree(other, "ours", "tiny")
 
 
@@ -319,7 +320,7 @@ def test_load_reads_the_stability_grid_and_baselines_apart(tmp_path):
 def test_malformed_majority_baseline_names_the_file(tmp_path):
     path = write_run(tmp_path, "m-clm-10", "SC", "sst2", 1e-4, 0, 0.5, 0.5)
     path.write_text(json.dumps({**json.loads(path.read_text()), "baselines": {"majority": {"test": 31.3}}}))
-    with pytest.raises(results.ResultFileError, match=r"baselines.majority.test is 31.3"):
+    with pytest.raises(ResultFileError, match=r"baselines.majority.test is 31.3"):
         results.load_run_tree(tmp_path, "ours", "tiny")
 
 
@@ -333,7 +334,7 @@ def test_a_garbage_line_in_pretrain_csv_names_the_file_and_the_line(tmp_path, li
     path = tmp_path / "m-clm-10" / "pretrain.csv"
     path.parent.mkdir()
     path.write_text(f"step,loss,lr\n1,2.0,0.1\n{line}\n3,1.0,0.1\n")
-    with pytest.raises(results.ResultFileError, match=fault) as err:
+    with pytest.raises(ResultFileError, match=fault) as err:
         results.load_pretrain_logs(tmp_path)
     assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
     path.write_text("step,loss,lr\n1,2.0,0.1\n3,1.0,0.1\n")

@@ -34,13 +34,15 @@ import pandas as pd
 
 from . import evidence
 from . import matching
-from . import results
+from . import aggregation
+from . import ids
+from . import views
 
 CELL = ["source", "scale", "size", "task_group"]
 
 
 def _sorted(df: pd.DataFrame, *keys: str) -> pd.DataFrame:
-    order = df.assign(_size=df["size"].map(results.size_key))
+    order = df.assign(_size=df["size"].map(ids.size_key))
     return df.loc[order.sort_values(["source", "_size", *keys], kind="stable").index].reset_index(drop=True)
 
 
@@ -63,7 +65,7 @@ def _compare(a: pd.DataFrame, b: pd.DataFrame, on: list[str], names: tuple[str, 
 
 def check_mlm_vs_clm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 1: MLM-40% minus CLM at the full budget, per source, size and task group."""
-    v = results.group_averages(results.scaling_view(scores))
+    v = ids.group_averages(views.scaling_view(scores))
     out = _compare(v[v["mask_ratio"] == 40], v[v["objective"] == "clm"], ["source", "scale", "size", "task_group"],
                    ("MLM", "CLM"))
     return _sorted(out)
@@ -72,7 +74,7 @@ def check_mlm_vs_clm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFr
 def ratio_margins(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claims 2 and 2b: each masking ratio's margin over the best other ratio (``margin``, with its half-width), per
     source, size and task group (full-budget MLM runs, cells with two ratios or more)."""
-    v = results.group_averages(results.scaling_view(scores))
+    v = ids.group_averages(views.scaling_view(scores))
     v = v[v["objective"] == "mlm"].sort_values(["score", "mask_ratio"], ascending=[False, True])
     v = v[v.groupby(CELL)["mask_ratio"].transform("size") > 1]
     g = v.groupby(CELL, sort=False)
@@ -104,18 +106,18 @@ def check_masking_ratio(scores: pd.DataFrame, runs=None, split="test") -> pd.Dat
 def check_data_efficiency(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 3: CLM minus MLM-40% at each intermediate checkpoint, per source, size and task group; ``total`` is the
     runs' full budget (the steps of the size's full-budget models)."""
-    v = results.group_averages(results.data_efficiency_view(scores))
+    v = ids.group_averages(views.data_efficiency_view(scores))
     out = _compare(v[v["objective"] == "clm"], v[v["objective"] == "mlm"],
                    ["source", "scale", "size", "task_group", "steps"], ("CLM", "MLM"))
     keys = ["source", "scale", "size"]
-    total = results.scaling_view(scores).groupby(keys)["steps"].max().rename("total").reset_index()
+    total = views.scaling_view(scores).groupby(keys)["steps"].max().rename("total").reset_index()
     return _sorted(out.merge(total, on=keys, how="left"), "steps")
 
 
 def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 4: sd of centered scores over seeds and learning rates in [1e-5, 1e-4] (a scale of ours: its stability
     grid), CLM vs MLM-40%, per dataset."""
-    c = results.centered_scores(runs, split=split)
+    c = views.centered_scores(runs, split=split)
     cols = ["source", "scale", "size", "task_group", "dataset", "CLM sd", "MLM sd", "CLM runs", "MLM runs", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -133,7 +135,7 @@ def check_lr_sensitivity(scores, runs: pd.DataFrame, split: str = "test") -> pd.
 def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 5: per source, size, budget and task group, the best split strictly between CLM-only (100%) and
     MLM-only (0%) and its gain over the better of the two (``diff``, with its half-width)."""
-    v = results.group_averages(results.biphasic_view(scores))
+    v = ids.group_averages(views.biphasic_view(scores))
     keys = ["source", "scale", "size", "budget", "task_group"]
     cols = [*keys, "best split", "split", "MLM-only", "CLM-only", "diff", "diff ±", "call"]
     inner = v[v["clm_share"].between(1, 99)].sort_values(["score", "clm_share"], ascending=[False, True])
@@ -154,7 +156,7 @@ def check_biphasic(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFram
 def check_split_vs_mlm(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 5 as the paper states it: the 25/75 split (the first quarter of the steps CLM, then MLM-40%) minus
     MLM-only, per source, size, budget and task group."""
-    v = results.group_averages(results.biphasic_view(scores))
+    v = ids.group_averages(views.biphasic_view(scores))
     out = _compare(v[v["clm_share"] == 25], v[v["clm_share"] == 0], ["source", "scale", "size", "budget",
                                                                        "task_group"], ("25/75 split", "MLM-only"))
     return _sorted(out, "budget")
@@ -163,7 +165,7 @@ def check_split_vs_mlm(scores: pd.DataFrame, runs=None, split="test") -> pd.Data
 def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 5b: on SC and QA at each budget, the lowest other split's lead over CLM-only (``diff``, with its
     half-width: positive when CLM-only is the lowest)."""
-    v = results.group_averages(results.biphasic_view(scores))
+    v = ids.group_averages(views.biphasic_view(scores))
     v = v[v["task_group"].isin(["SC", "QA"])]
     keys = ["source", "scale", "size", "budget", "task_group"]
     lowest = v[v["clm_share"] != 100].sort_values(["score", "clm_share"]).drop_duplicates(keys)
@@ -178,7 +180,7 @@ def check_clm_only_worst(scores: pd.DataFrame, runs=None, split="test") -> pd.Da
 
 def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 6: sd over masking ratios and seeds of centered scores, CLM+MLM vs MLM-only, per dataset."""
-    c = results.masking_ratio_spread(runs, split=split)
+    c = views.masking_ratio_spread(runs, split=split)
     cols = ["source", "scale", "size", "task_group", "dataset", "CLM+MLM sd", "MLM sd", "call"]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -194,7 +196,7 @@ def check_masking_robustness(scores, runs: pd.DataFrame, split: str = "test") ->
 def check_cpt(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim 7: CLM-based minus MLM-based model before CPT (``cpt_steps == 0``, the base models) and after each CPT
     length, per source, size and task group."""
-    v = results.group_averages(results.cpt_view(scores))
+    v = ids.group_averages(views.cpt_view(scores))
     out = _compare(v[v["base"] == "CLM"], v[v["base"] == "MLM"], ["source", "scale", "size", "cpt_steps", "task_group"],
                    ("CLM-based", "MLM-based"))
     return _sorted(out, "cpt_steps")
@@ -212,11 +214,11 @@ def check_mixed(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim B1: per source, size, budget and task group, the best mixed or alternating model minus the best of the
     sequential schedules of that budget (MLM-only, CLM-only, the 25/75 split; cells with all three), both chosen
     on the scores at hand (in a bootstrap replica: chosen again, so the interval counts the choice, as claim 5's)."""
-    v = results.group_averages(results.mixed_view(scores))
+    v = ids.group_averages(views.mixed_view(scores))
     keys = ["source", "scale", "size", "budget", "task_group"]
     cols = [*keys, "best mixed", "mixed", "best sequential", "sequential", "diff", "diff ±", "call"]
     seq = v[~v["mixed"].astype(bool)]
-    seq = seq[seq.groupby(keys)["schedule"].transform("nunique") == len(results.SEQUENTIAL)]
+    seq = seq[seq.groupby(keys)["schedule"].transform("nunique") == len(views.SEQUENTIAL)]
     m = _best(v[v["mixed"].astype(bool)], keys)[[*keys, "schedule", "score", "ci"]].merge(
         _best(seq, keys)[[*keys, "schedule", "score", "ci"]], on=keys, suffixes=("", "_seq"))
     if m.empty:
@@ -231,7 +233,7 @@ def check_mixed(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
 def check_detour(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
     """Claim B2: the CLM detour minus the plain MLM-CPT of the same decayed MLM-40% model and CPT length, per source,
     size, CPT length and task group."""
-    v = results.group_averages(results.detour_view(scores))
+    v = ids.group_averages(views.detour_view(scores))
     out = _compare(v[v["schedule"] == "detour"], v[v["schedule"] == "MLM-CPT"],
                    ["source", "scale", "size", "cpt_steps", "task_group"], ("detour", "MLM-CPT"))
     return _sorted(out, "cpt_steps")
@@ -269,7 +271,7 @@ def _stat_mlm_vs_clm(rows, point=None):
 def _stat_widening(rows, point=None):
     """1b: the smallest widening of the SC gap from one size to the next (positive when it widens at every step)."""
     sc = rows[rows["task_group"] == "SC"]
-    rank = {size: i for i, size in enumerate(results.ordered_sizes(sc["size"]))}
+    rank = {size: i for i, size in enumerate(ids.ordered_sizes(sc["size"]))}
     sc = sc.assign(_rank=sc["size"].map(rank).astype(int)).sort_values(["source", "_rank"], kind="stable")
     prev = sc.groupby("source", sort=False)[["diff", "diff ±"]].shift()
     keep = prev["diff"].notna().to_numpy()
@@ -408,14 +410,14 @@ def _detail_ir(rows):
 
 def _detail_early(rows):
     e = _early(rows)
-    steps = ", ".join(results.step_label(s) for s in sorted(set(e["steps"])))
-    return f"checkpoints {steps} of {results.step_label(e['total'].max())}"
+    steps = ", ".join(ids.step_label(s) for s in sorted(set(e["steps"])))
+    return f"checkpoints {steps} of {ids.step_label(e['total'].max())}"
 
 
 def _detail_last(rows):
     last = _late(rows)
-    return (f"the last checkpoint: {results.step_label(last['steps'].max())} of "
-            f"{results.step_label(last['total'].max())}")
+    return (f"the last checkpoint: {ids.step_label(last['steps'].max())} of "
+            f"{ids.step_label(last['total'].max())}")
 
 
 def _detail_biphasic(rows):
@@ -436,7 +438,7 @@ def _detail_cpt(rows):
     """The level before CPT and the difference in gains beside the verdict's level (a detail, not the verdict)."""
     m = _cpt_ends(rows)
     before, after = m["diff_0"].mean(), m["diff"].mean()
-    return (f"after {results.step_label(m['cpt_steps'].max())} of CPT; before CPT {before:+.2f}, so the CLM-based "
+    return (f"after {ids.step_label(m['cpt_steps'].max())} of CPT; before CPT {before:+.2f}, so the CLM-based "
             f"model gained {after - before:+.2f} more than the MLM-based one")
 
 
@@ -486,8 +488,8 @@ def _no_cpt(rows) -> str:
 
 
 def _clm_mlm40_models(scores, runs=None, groups=None) -> set:
-    v = results.scaling_view(scores)
-    return set(v[results.is_clm_or_mlm40(v)]["model"])
+    v = views.scaling_view(scores)
+    return set(v[views.is_clm_or_mlm40(v)]["model"])
 
 
 def _checkpoint_models(pick):
@@ -497,22 +499,22 @@ def _checkpoint_models(pick):
         keys = ["source", "scale", "size", "task_group", "steps"]
         if not len(rows):
             return set()
-        return set(results.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"])
+        return set(views.data_efficiency_view(scores).merge(pick(rows)[keys], on=keys)["model"])
     return models
 
 
 def _mlm_models(scores, runs=None, groups=None) -> set:
-    v = results.scaling_view(scores)
+    v = views.scaling_view(scores)
     return set(v[v["objective"] == "mlm"]["model"])
 
 
 def _biphasic_models(scores, runs=None, groups=None) -> set:
-    return set(results.biphasic_view(scores)["model"])
+    return set(views.biphasic_view(scores)["model"])
 
 
 def _split_models(scores, runs=None, groups=None) -> set:
     """Claim 5's: the 25/75 splits and the MLM-only models of their budgets."""
-    v = results.biphasic_view(scores)
+    v = views.biphasic_view(scores)
     return set(v[v["clm_share"].isin([0, 25])]["model"])
 
 
@@ -533,7 +535,7 @@ def _best_split_models(scores, runs=None, groups=None) -> set:
     rows = check_biphasic(scores)
     rows = rows.assign(end=np.where(rows["MLM-only"] >= rows["CLM-only"], 0, 100))
     keys = ["source", "scale", "size", "budget", "task_group"]
-    v = results.group_averages(results.biphasic_view(scores))
+    v = ids.group_averages(views.biphasic_view(scores))
     return _chosen(v, rows, keys, {"clm_share": "best split"}, groups) | _chosen(v, rows, keys, {"clm_share": "end"},
                                                                                   groups)
 
@@ -541,7 +543,7 @@ def _best_split_models(scores, runs=None, groups=None) -> set:
 def _cpt_models(scores, runs=None, groups=None) -> set:
     """The models claim 7's level compares: the CLM- and MLM-based models after the longest CPT (not the bases)."""
     ends = _cpt_ends(check_cpt(scores))[["source", "scale", "size", "cpt_steps"]].drop_duplicates()
-    return set(results.cpt_view(scores).merge(ends, on=["source", "scale", "size", "cpt_steps"])["model"])
+    return set(views.cpt_view(scores).merge(ends, on=["source", "scale", "size", "cpt_steps"])["model"])
 
 
 def _mixed_models(scores, runs=None, groups=None) -> set:
@@ -549,21 +551,21 @@ def _mixed_models(scores, runs=None, groups=None) -> set:
     difference)."""
     rows = check_mixed(scores)
     keys = ["source", "scale", "size", "budget", "task_group"]
-    v = results.group_averages(results.mixed_view(scores))
+    v = ids.group_averages(views.mixed_view(scores))
     return (_chosen(v, rows, keys, {"schedule": "best mixed"}, groups)
             | _chosen(v, rows, keys, {"schedule": "best sequential"}, groups))
 
 
 def _detour_models(scores, runs=None, groups=None) -> set:
-    return set(results.detour_view(scores)["model"])
+    return set(views.detour_view(scores)["model"])
 
 
 def _stability_models(scores, runs, groups=None) -> set:
-    return set(results.centered_scores(runs)["model"])
+    return set(views.centered_scores(runs)["model"])
 
 
 def _masking_models(scores, runs, groups=None) -> set:
-    return set(results.masking_ratio_spread(runs)["model"])
+    return set(views.masking_ratio_spread(runs)["model"])
 
 
 @dataclass(frozen=True)
@@ -775,14 +777,14 @@ def _selected_replicas(runs: pd.DataFrame, n_boot: int, seed: int, rule: str, in
 
 
 def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
-    """Per source, scale, task group and family (`results.family`: models that differ only in their pretraining
-    seed), the spread of its seeds' group averages x_i (the point estimates `results.pool_pretraining_seeds` pools):
+    """Per source, scale, task group and family (`ids.family`: models that differ only in their pretraining
+    seed), the spread of its seeds' group averages x_i (the point estimates `aggregation.pool_pretraining_seeds` pools):
     ``ss`` = sum_i (x_i - m)^2, ``dof`` = k - 1 and ``sd`` = sqrt(ss / dof) (missing for one seed), ``k`` seeds."""
     cols = ["source", "scale", "task_group", "family", "ss", "dof", "sd", "k"]
-    avg = results.group_averages(results.aggregate(runs, rule))
+    avg = ids.group_averages(aggregation.aggregate(runs, rule))
     if avg.empty:
         return pd.DataFrame(columns=cols)
-    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(results.family).rename("family")],
+    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(ids.family).rename("family")],
                       observed=True)["score"]
     out = pd.DataFrame({"ss": fam.var().fillna(0) * (fam.size() - 1), "dof": fam.size() - 1, "sd": fam.std(),
                         "k": fam.size()}).reset_index()
@@ -805,7 +807,7 @@ def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.Da
 
 def _pool_replicas(avg: np.ndarray, models: list[str], terms: dict, seed: int,
                    where: tuple = ()) -> tuple[np.ndarray, list[int]]:
-    """Replicas of models that differ only in their pretraining seed (`results.family`) pooled, a parametric
+    """Replicas of models that differ only in their pretraining seed (`ids.family`) pooled, a parametric
     bootstrap of each family's mean: per replica the mean over its k seeds' replicas (the seeds themselves not
     resampled) plus sd / sqrt(k) x T, T drawn from Student's t with ``dof`` degrees of freedom for each family and
     replica, (``sd``, ``dof``) = ``terms[family]`` (``terms[None]`` for a family not named: the pooled spread of
@@ -816,7 +818,7 @@ def _pool_replicas(avg: np.ndarray, models: list[str], terms: dict, seed: int,
     the seeds stay fixed. The seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw
     again: counted twice, the interval errs wide. Each family's term has its own stream (`_stream`, named by
     ``where`` and the family). Returns (n_boot, families) and, per family, the column of its seed-0 model."""
-    codes, names = pd.factorize(pd.Series(models).map(results.family))
+    codes, names = pd.factorize(pd.Series(models).map(ids.family))
     order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
     pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
     for c, name in enumerate(names):
@@ -834,16 +836,16 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
     test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
     validation scores (`_selected_replicas`), fine-tuning seeds resampled (the same draw for every model), the mean
-    over them, the mean over the group's datasets (where a model has all of them, as `results.summarize`), then the
+    over them, the mean over the group's datasets (where a model has all of them, as `aggregation.summarize`), then the
     mean over each family's pretraining seeds plus a Student-t pretraining-seed term (`_pool_replicas`) from the
     pooled spread of the source, scale and task group's pretraining seeds (``spread``, default
-    `pretraining_seed_spread` of ``runs``): models pooled under their seed-0 id, as `results.pool_pretraining_seeds`
+    `pretraining_seed_spread` of ``runs``): models pooled under their seed-0 id, as `aggregation.pool_pretraining_seeds`
     pools the point estimates. ``own``: a family with 2+ pretraining seeds draws its term from its own spread
     (`family_seed_spread`) instead, the others from the pooled one. ``instances=False`` keeps the validation and test
     sets as they are: the interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
-    runs = results.default_grid(runs)
+    runs = aggregation.default_grid(runs)
     if runs.empty:
-        return pd.DataFrame(columns=results.SCORE_COLUMNS)
+        return pd.DataFrame(columns=ids.SCORE_COLUMNS)
     sel, reps = _selected_replicas(runs, n_boot, seed, rule, instances)
     w = _seed_draws(sel["seed"].to_numpy(), n_boot, seed)
     keys = ["model", "task_group", "dataset"]
@@ -852,17 +854,17 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     with np.errstate(invalid="ignore", divide="ignore"):
         score = ((w * reps.T) @ onehot) / (w @ onehot)  # (n_boot, cells)
     cells = sel.drop_duplicates(keys).assign(col=np.arange(cell.max() + 1))
-    required = {g: results.required_datasets(d, g) for g, d in cells.groupby("task_group")["dataset"]}
+    required = {g: aggregation.required_datasets(d, g) for g, d in cells.groupby("task_group")["dataset"]}
     avgs = [(model, group, part["col"].to_numpy()) for (model, group), part in
             cells.groupby(["model", "task_group"], sort=False) if frozenset(part["dataset"]) == required[group]]
     if not avgs:
-        return pd.DataFrame(columns=results.SCORE_COLUMNS)
+        return pd.DataFrame(columns=ids.SCORE_COLUMNS)
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
     spread = pretraining_seed_spread(runs, rule) if spread is None else spread
     spread = spread.set_index(["scale", "task_group"])[["sd", "dof"]]
     fams = family_seed_spread(runs, rule) if own else pd.DataFrame(columns=["scale", "task_group", "family", "dof"])
     own_terms = {(r.scale, r.task_group, r.family): (r.sd, int(r.dof)) for r in fams[fams["dof"] > 0].itertuples()}
-    attrs = sel.drop_duplicates("model").set_index("model")[["scale", *results.ATTRIBUTES]]
+    attrs = sel.drop_duplicates("model").set_index("model")[["scale", *ids.ATTRIBUTES]]
     pooled, keep = [], []
     for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
         idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
@@ -873,39 +875,39 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
         keep += [idx[f] for f in first]
     avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
     base = pd.DataFrame([a[:2] for a in avgs], columns=["model", "task_group"]).join(attrs, on="model")
-    base = _categorical(base.assign(dataset=results.AVG, flag=""))
+    base = _categorical(base.assign(dataset=ids.AVG, flag=""))
     df = base.iloc[np.tile(np.arange(len(avgs)), n_boot)].reset_index(drop=True)
     df = df.assign(source=np.repeat(np.arange(n_boot), len(avgs)), score=avg.ravel(), ci=np.nan, n=pd.NA)
-    return df[results.SCORE_COLUMNS]
+    return df[ids.SCORE_COLUMNS]
 
 
 def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, seed: int = 0,
                            rule: str = "per_seed", instances: bool = True) -> pd.DataFrame:
     """Group averages with the claims' 95% interval, per source, scale, model and task group of ``runs`` (default
     grid): ``score`` the mean over the model's pretraining seeds (one row under its seed-0 id, as
-    `results.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`
+    `aggregation.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`
     (test instances, fine-tuning seeds, the learning rate chosen again, a pretraining-seed term), ``ci`` half their
     distance (for symmetric bars), ``pretrain_seeds``, and ``pretrain_sd`` and ``pretrain_dof``, the pooled spread of
     pretraining seeds behind that term (`pretraining_seed_spread`, from every model of the source and scale: ``dof``
     0 means there was none to estimate, and the interval holds the seeds fixed). ``models``: the seed-0 ids
-    (`results.family`) to keep; default all. Test instances are shared by every model of a dataset (the bootstrap
+    (`ids.family`) to keep; default all. Test instances are shared by every model of a dataset (the bootstrap
     draws them once for all): their noise widens each model's interval but cancels in a difference;
     ``instances=False`` leaves it out."""
-    runs = results.default_grid(runs)
+    runs = aggregation.default_grid(runs)
     spreads = pretraining_seed_spread(runs, rule)
     if models is not None:
-        runs = runs[runs["model"].map(results.family).isin(set(models))]
+        runs = runs[runs["model"].map(ids.family).isin(set(models))]
     parts = []
     for (source, scale), part in runs.groupby(["source", "scale"], sort=False):
         spread = spreads[(spreads["source"] == source) & (spreads["scale"] == scale)]
-        point = results.group_averages(results.pool_pretraining_seeds(results.aggregate(part)))
+        point = ids.group_averages(aggregation.pool_pretraining_seeds(aggregation.aggregate(part)))
         reps = replica_scores(part, n_boot, seed, rule, instances, spread).astype({"model": str, "task_group": str})
         q = reps.groupby(["model", "task_group"])["score"].quantile([0.025, 0.975]).unstack()
         q = q.set_axis(["low", "high"], axis=1).reset_index()
         seeds = spread[["task_group", "sd", "dof"]].rename(columns={"sd": "pretrain_sd", "dof": "pretrain_dof"})
         point = point.drop(columns="ci").merge(q, on=["model", "task_group"])
         parts.append(point.merge(seeds, on="task_group", how="left"))
-    cols = [*results.SCORE_COLUMNS, "pretrain_seeds", "low", "high", "pretrain_sd", "pretrain_dof"]
+    cols = [*ids.SCORE_COLUMNS, "pretrain_seeds", "low", "high", "pretrain_sd", "pretrain_dof"]
     if not parts:
         return pd.DataFrame(columns=cols)
     out = pd.concat(parts, ignore_index=True)
@@ -917,7 +919,7 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
     repeats a few values a million times, stays fast."""
     text = [c for c in df.columns if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object]
     values = {c: [v for v in pd.unique(df[c]) if isinstance(v, str)] for c in text}
-    order = {c: results.ordered_sizes(v) if c == "size" else sorted(v) for c, v in values.items()}
+    order = {c: ids.ordered_sizes(v) if c == "size" else sorted(v) for c, v in values.items()}
     return df.astype({c: pd.CategoricalDtype(order[c]) for c in text})
 
 
@@ -939,7 +941,7 @@ def _replica_runs(runs: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
 def _per_run_runs(claim: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs a per-run claim reads (so that replicas stay small): claim 4, the stability grid's full-budget
     single-objective base models; claim 6, the default grid's models with a masking ratio and no CPT."""
-    runs = results.stability_grid(runs) if claim == "4" else results.default_grid(runs)
+    runs = aggregation.stability_grid(runs) if claim == "4" else aggregation.default_grid(runs)
     base = ~runs["intermediate"].astype("boolean").fillna(True) & (runs["cpt_steps"] == 0)
     keep = base & (runs["objective"].isin(["clm", "mlm"]) if claim == "4" else runs["mask_ratio"].notna())
     return runs[keep.fillna(False).astype(bool)]
@@ -961,19 +963,19 @@ def _bounds(claim: str, point: pd.DataFrame, runs: pd.DataFrame, split: str, n_b
 
 
 def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Scores (pretraining seeds pooled: `results.pool_pretraining_seeds`) and runs without the task groups of models
+    """Scores (pretraining seeds pooled: `aggregation.pool_pretraining_seeds`) and runs without the task groups of models
     that have a flagged cell (fewer seeds than their neighbours), and a note naming what was left out ("" when
     nothing was)."""
     flagged = scores[scores["flag"].fillna("") != ""] if "flag" in scores else scores.iloc[0:0]
     if flagged.empty:
-        return results.pool_pretraining_seeds(scores), runs, ""
+        return aggregation.pool_pretraining_seeds(scores), runs, ""
     out = set(zip(flagged["model"], flagged["task_group"]))
 
     def keep(df):
         return df[[k not in out for k in zip(df["model"], df["task_group"])]]
 
     shown = "; ".join(f"{r.model} {r.task_group}/{r.dataset} ({r.flag})" for r in flagged.head(3).itertuples())
-    return results.pool_pretraining_seeds(keep(scores)), keep(runs), (
+    return aggregation.pool_pretraining_seeds(keep(scores)), keep(runs), (
         f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their neighbours, with their model's "
         f"task group ({shown}{'; ...' if len(flagged) > 3 else ''})")
 
@@ -1021,14 +1023,14 @@ def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str, paper: pd.Dat
 def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
     """The pretraining and fine-tuning seeds behind the compared models' group averages ("3", or "1-3" where they
     differ; "" where unknown)."""
-    avg = results.group_averages(scores)
+    avg = ids.group_averages(scores)
     rows = avg[avg["model"].isin(models) & avg["task_group"].isin(groups)]
 
     def span(col):
         v = pd.to_numeric(rows[col], errors="coerce").dropna().astype(int) if col in rows else pd.Series([], dtype=int)
         return "" if v.empty else (f"{v.min()}" if v.min() == v.max() else f"{v.min()}-{v.max()}")
     paper = (rows["scale"] == "paper").all() and not rows.empty
-    return span("pretrain_seeds"), span("n") or (str(results.PAPER_SEEDS) if paper else "")
+    return span("pretrain_seeds"), span("n") or (str(ids.PAPER_SEEDS) if paper else "")
 
 
 def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
@@ -1036,7 +1038,7 @@ def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
     control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
     gate), a difference within the compared models' last-epoch validation gain, or the fine-tuning of the compared
     models failing the calibration criteria."""
-    every_seed = {m for m in src.seeds["model"].unique() if results.family(m) in models}
+    every_seed = {m for m in src.seeds["model"].unique() if ids.family(m) in models}
     return [w for w in (evidence.signal(src.seeds, models, groups),
                         evidence.unsettled(src.runs, models, groups, value),
                         _uncalibrated(src.runs, every_seed, groups)) if w]
@@ -1131,7 +1133,7 @@ def _paper_side(key: str, src: _Source) -> pd.DataFrame:
     c, none = CLAIMS[key], pd.DataFrame(columns=["scope", "value", "lo", "hi"])
     if c.per_run or src.matched.empty or c.paper.startswith(BEYOND_PAPER):
         return none
-    point = c.rows(src.matched[results.SCORE_COLUMNS])
+    point = c.rows(src.matched[ids.SCORE_COLUMNS])
     return none if point.empty or c.unavailable(point) else c.measure(point)
 
 
@@ -1143,7 +1145,7 @@ def _beside_paper(key: str, src: _Source, scope: str, groups: list, lo: float, h
     if row.empty:
         return {}
     value, p_lo, p_hi = (float(row[k].iloc[0]) for k in ("value", "lo", "hi"))
-    models = CLAIMS[key].models(src.matched[results.SCORE_COLUMNS], None, groups)
+    models = CLAIMS[key].models(src.matched[ids.SCORE_COLUMNS], None, groups)
     m = src.matched[src.matched["model"].isin(models) & src.matched["task_group"].isin(groups)]
     return {"paper_estimate": round(value, 2), "paper_low": round(p_lo, 2), "paper_high": round(p_hi, 2),
             "paper_config": "; ".join(sorted(set(m["paper_config"]))), "vs_paper": _reading(lo, hi, value)}
@@ -1201,7 +1203,7 @@ def _judge(key: str, src: _Source, source: str, split: str, n_boot: int, seed: i
     for t in table.itertuples():
         verdict, why = _call(t.lo, t.hi, words)
         notes, extra, lo, hi = [detail], {}, t.lo, t.hi
-        groups = [t.scope] if t.scope in results.GROUPS else sorted(set(point["task_group"]))
+        groups = [t.scope] if t.scope in ids.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, models, groups)
         pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
         if src.controlled:
@@ -1242,7 +1244,7 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims, split: str = "tes
     95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
     (`replica_scores`: test instances, fine-tuning seeds, the learning rate chosen again in each of ``n_boot``
     replicas, and a Student-t pretraining-seed term, `_pool_replicas`), for the paper its printed half-widths. Models
-    that differ only in their pretraining seed are one model, their mean (`results.pool_pretraining_seeds`). The
+    that differ only in their pretraining seed are one model, their mean (`aggregation.pool_pretraining_seeds`). The
     verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when its leading model does not beat the random-init control of its size

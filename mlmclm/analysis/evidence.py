@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import results
+from . import aggregation
+from . import ids
 
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
@@ -40,11 +41,11 @@ def random_controls(scores: pd.DataFrame) -> pd.DataFrame:
 def _majority(runs: pd.DataFrame) -> pd.DataFrame:
     """What the majority-class predictor scores: the mean over the runs of a dataset (default grid); a group's
     average is the mean over its datasets (missing if one lacks it)."""
-    runs = results.default_grid(runs)
+    runs = aggregation.default_grid(runs)
     keys = ["source", "scale", "task_group", "dataset"]
     m = runs.groupby(keys, sort=False)["majority"].mean().reset_index()
     avg = m.groupby(keys[:3], sort=False)["majority"].agg(lambda x: x.mean(skipna=False)).reset_index()
-    return pd.concat([m, avg.assign(dataset=results.AVG)], ignore_index=True)
+    return pd.concat([m, avg.assign(dataset=ids.AVG)], ignore_index=True)
 
 
 def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +60,8 @@ def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     out = best.merge(random_controls(s), on=CELL, how="left").merge(
         _majority(runs), on=["source", "scale", "task_group", "dataset"], how="left")
     out["helped"] = beyond(out["best_score"], out["best_ci"], out["random"], out["random_ci"])
-    order = pd.DataFrame({"s": out["size"].map(results.size_key), "g": out["task_group"].map(results.GROUPS.index),
-                          "d": out["dataset"].map(lambda d: (d == results.AVG, d))})
+    order = pd.DataFrame({"s": out["size"].map(ids.size_key), "g": out["task_group"].map(ids.GROUPS.index),
+                          "d": out["dataset"].map(lambda d: (d == ids.AVG, d))})
     out = out.loc[order.sort_values(["s", "g", "d"], kind="stable").index]
     cols = [*CELL, "majority", "random_model", "random", "random_ci", "best_pretrained", "best_score", "best_ci",
             "helped"]
@@ -68,14 +69,14 @@ def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def against_control(scores: pd.DataFrame, models, groups) -> pd.DataFrame:
-    """Per model of ``scores`` in the families of ``models`` (`results.family`: each pretraining seed of a compared
+    """Per model of ``scores`` in the families of ``models`` (`ids.family`: each pretraining seed of a compared
     model) and task group of ``groups``: its group average (``score``, ``ci``), the random-init control of its size
     (`random_controls`: ``random``, ``random_ci``; missing where the size has none), ``beats``: whether it is above
     the control beyond the combined half-width, and ``leading``: whether its family scores highest (the mean over its
     seeds) among the compared families of its size and group."""
-    avg = results.group_averages(scores)
-    avg = avg.assign(family=avg["model"].map(results.family))
-    compared = avg[avg["family"].isin(set(map(results.family, models))) & avg["task_group"].isin(set(groups))]
+    avg = ids.group_averages(scores)
+    avg = avg.assign(family=avg["model"].map(ids.family))
+    compared = avg[avg["family"].isin(set(map(ids.family, models))) & avg["task_group"].isin(set(groups))]
     m = compared.merge(random_controls(avg), on=CELL, how="left")
     cell = ["source", "scale", "size", "task_group"]
     mean = m.groupby([*cell, "family"], sort=False)["score"].transform("mean")
@@ -124,11 +125,11 @@ def pretraining_effect(scores: pd.DataFrame, models, groups) -> float:
 
 
 def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per source, scale, model family (`results.family`: pretraining seeds together) and task group, how much the
+    """Per source, scale, model family (`ids.family`: pretraining seeds together) and task group, how much the
     selected runs' validation score still rose over their last fine-tuning epoch (``last_gain``, points: the mean over
     seeds and pretraining seeds per dataset, then over the group's datasets; NaN without a validation curve)."""
-    sel = results.select_lr(results.default_grid(runs))
-    sel = sel.assign(family=sel["model"].map(results.family))
+    sel = aggregation.select_lr(aggregation.default_grid(runs))
+    sel = sel.assign(family=sel["model"].map(ids.family))
     keys = ["source", "scale", "family", "task_group"]
     per = sel.groupby([*keys, "dataset"], sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     return per.groupby(keys, sort=False).agg(lambda g: g.mean(skipna=False)).rename("last_gain").reset_index()
@@ -228,7 +229,7 @@ def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     lo = runs.groupby([*keys, "model"])["lr"].transform("min")
     hi = runs.groupby([*keys, "model"])["lr"].transform("max")
     runs = runs.assign(edge=np.isclose(runs["lr"], lo) | np.isclose(runs["lr"], hi))
-    sel = results.select_lr(runs[runs["objective"] != "random"])
+    sel = aggregation.select_lr(runs[runs["objective"] != "random"])
     votes = sel.groupby([*keys, "model", "lr", "edge"], sort=False).size().rename("seeds").reset_index()
     votes = votes.sort_values(["seeds", "edge"], ascending=False, kind="stable").drop_duplicates([*keys, "model"])
     if votes.empty:
@@ -241,15 +242,15 @@ def _unconverged(runs: pd.DataFrame) -> pd.DataFrame:
     selected runs' validation gain over their last epoch; the cells above ``MAX_LAST_GAIN`` or without a curve (NaN)."""
     keys = ["source", "scale", "task_group", "dataset", "model"]
     trained = runs[~runs["zero_shot"].astype(bool)]
-    gain = results.select_lr(trained).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
+    gain = aggregation.select_lr(trained).groupby(keys, sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     gain = gain.rename("last_gain").reset_index()
     return gain[~(gain["last_gain"] <= MAX_LAST_GAIN)].reset_index(drop=True)
 
 
 def calibration_report(runs: pd.DataFrame) -> Calibration:
     """The calibration criteria on the default grid of ``runs`` (one source's, e.g. a scale's committed runs)."""
-    runs = results.default_grid(runs)
-    avg = results.group_averages(results.aggregate(runs))
+    runs = aggregation.default_grid(runs)
+    avg = ids.group_averages(aggregation.aggregate(runs))
     wide = avg[~(avg["ci"] <= MAX_HALF_WIDTH)][["source", "scale", "model", "task_group", "score", "ci", "n"]]
     interior, edges = _edge_cells(runs)
     return Calibration(unequal=_unequal_grids(runs), interior=interior, edge_cells=edges,

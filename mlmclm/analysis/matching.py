@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..config import scale_config
 from ..errors import ConfigError
-from . import results
+from . import ids
 
 
 def placement(scale: str):
@@ -76,10 +76,10 @@ def paper_at(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     same objective, masking ratio and CLM steps at the same fraction of the budget; a checkpoint or CPT length the
     paper did not evaluate read off its curve, `_read`), ``source`` "paper" and ``paper_config`` naming the paper's
     model(s). Empty where no scale of ``ours`` has a placement or the paper has nothing there."""
-    cols = [*results.SCORE_COLUMNS, "paper_config"]
-    ours = results.group_averages(ours)
-    ours = ours[results.sequential(ours) & (ours["pretrain_seed"] == 0).fillna(False)]
-    paper = results.group_averages(paper[paper["source"] == "paper"]).drop_duplicates(["model", "task_group"])
+    cols = [*ids.SCORE_COLUMNS, "paper_config"]
+    ours = ids.group_averages(ours)
+    ours = ours[ids.sequential(ours) & (ours["pretrain_seed"] == 0).fillna(False)]
+    paper = ids.group_averages(paper[paper["source"] == "paper"]).drop_duplicates(["model", "task_group"])
     rows = []
     for scale, part in ours.groupby("scale", sort=False):
         cfg = placement(str(scale))
@@ -94,5 +94,5 @@ def paper_at(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
             if got is not None:
                 ours_row = {k: v for k, v in r._asdict().items() if k != "Index"}
                 rows.append({**ours_row, "source": "paper", "score": round(got[0], 2), "ci": round(got[1], 2),
-                             "n": results.PAPER_SEEDS, "flag": "", "paper_config": got[2]})
+                             "n": ids.PAPER_SEEDS, "flag": "", "paper_config": got[2]})
     return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame(columns=cols)

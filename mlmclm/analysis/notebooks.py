@@ -50,10 +50,10 @@ class Context:
 
     def architecture(self) -> dict:
         """Per size, what Fig. 10 counts FLOPs from: Table 1's shapes for the paper's sizes, else our runs' parameter
-        counts (``figures.run_parameters``)."""
-        from . import figures, results
+        counts (``results.run_parameters``)."""
+        from . import results
 
-        ours = {k: v for scale in self.scales for k, v in figures.run_parameters(self.results / "runs" / scale).items()}
+        ours = {k: v for scale in self.scales for k, v in results.run_parameters(self.results / "runs" / scale).items()}
         return {**ours, **results.architecture(self.results / "paper")}
 
     def verdicts(self, claim_keys, **kwargs) -> pd.DataFrame:
@@ -260,7 +260,7 @@ def _run_study(study: str | None, scales, res_dir: Path) -> None:
     if study is None or not scales:
         raise ConfigError("run_study=True needs the notebook's study (setup(..., study='scaling')) and scales")
     for scale in scales:
-        cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--results-dir",
+        cmd = [sys.executable, "-m", "mlmclm", "study", "run", study, "--scale", scale, "--runs-dir",
                str(res_dir / "runs"), "--checkpoints-dir", str(res_dir.parent / "checkpoints")]  # beside results
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env={**os.environ, "TQDM_DISABLE": "1"}) as proc:

@@ -12,17 +12,22 @@ import numpy as np
 import pandas as pd
 
 from ..io import lr_text, write_text
+from . import aggregation
+from . import compute
+from . import ids
+from . import published
 from . import results
+from . import views
 
 STUDIES = {
-    "scaling": (results.scaling_view, ["Size", "Obj", "Mask"]),
-    "data_efficiency": (results.data_efficiency_view, ["Obj", "Step"]),
-    "biphasic": (results.biphasic_view, ["Budget", "Mix"]),
-    "cpt": (results.cpt_view, ["Base", "CPT"]),
+    "scaling": (views.scaling_view, ["Size", "Obj", "Mask"]),
+    "data_efficiency": (views.data_efficiency_view, ["Obj", "Step"]),
+    "biphasic": (views.biphasic_view, ["Budget", "Mix"]),
+    "cpt": (views.cpt_view, ["Base", "CPT"]),
 }
 # Table number -> (study, task group), as in the paper.
 TABLES = {2 + i: (study, group) for i, (study, group) in enumerate(
-    (s, g) for s in STUDIES for g in results.GROUPS)}
+    (s, g) for s in STUDIES for g in ids.GROUPS)}
 TITLES = {
     "scaling": "MLM vs. CLM downstream performance on {group} datasets",
     "data_efficiency": "MLM vs. CLM downstream performance on {group} datasets at various pretraining checkpoints",
@@ -36,11 +41,11 @@ def _labels(r, study: str) -> list[str]:
     if study == "scaling":
         return [r.size, obj, "–" if pd.isna(r.mask_ratio) else f"{r.mask_ratio}%"]
     if study == "data_efficiency":
-        return [obj, results.step_label(r.steps)]
+        return [obj, ids.step_label(r.steps)]
     if study == "biphasic":  # both phases in the budget's unit: 0K+12K, 0+4620
-        phase = results.step_label if r.steps % 1000 == 0 else str
-        return [results.step_label(r.steps), f"{phase(int(r.clm_steps))}+{phase(int(r.mlm_steps))}"]
-    return [r.base, "–" if r.cpt_steps == 0 else results.step_label(r.cpt_steps)]
+        phase = ids.step_label if r.steps % 1000 == 0 else str
+        return [ids.step_label(r.steps), f"{phase(int(r.clm_steps))}+{phase(int(r.mlm_steps))}"]
+    return [r.base, "–" if r.cpt_steps == 0 else ids.step_label(r.cpt_steps)]
 
 
 def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
@@ -54,7 +59,7 @@ def _order(view: pd.DataFrame, study: str) -> pd.DataFrame:
         keys = [view["steps"], view["clm_steps"]]
     else:
         keys = [(view["base"] == "CLM").astype(int), view["cpt_steps"]]
-    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate([view["size"].map(results.size_key), *keys])},
+    order = pd.DataFrame({f"k{i}": k.to_numpy() for i, k in enumerate([view["size"].map(ids.size_key), *keys])},
                          index=view.index)
     return view.loc[order.sort_values(list(order.columns), kind="stable").index]
 
@@ -76,7 +81,7 @@ def study_table(scores: pd.DataFrame, number: int, source: str = "paper",
     view = view_fn(scores[(scores["source"] == source) & (scores["task_group"] == group)])
     if view.empty:
         return pd.DataFrame(columns=label_cols)
-    datasets = [*results.dataset_order(view["dataset"]), results.AVG]
+    datasets = [*ids.dataset_order(view["dataset"]), ids.AVG]
     models = _order(view.drop_duplicates("model"), study)
     cells = view.set_index(["model", "dataset"])
     rows = []
@@ -104,7 +109,7 @@ def _control_rows(ctl: pd.DataFrame, label_cols: list[str], datasets: list[str])
         labels = [size or "–", name] if label_cols[0] == "Size" else [f"{name}, {size}" if size else name]
         return [{**dict(zip(label_cols, labels + ["–"] * len(label_cols))), **values}]
 
-    sizes = results.ordered_sizes(ctl["size"])
+    sizes = ids.ordered_sizes(ctl["size"])
     rows = row(CONTROL_NAMES["majority"], "", ctl, "majority")
     for size in sizes:
         rows += row(CONTROL_NAMES["random"], size if len(sizes) > 1 or label_cols[0] == "Size" else "",
@@ -114,7 +119,7 @@ def _control_rows(ctl: pd.DataFrame, label_cols: list[str], datasets: list[str])
 
 def architecture_table(paper_dir: str | Path) -> pd.DataFrame:
     """Table 1: one row per setting, one column per size (shared settings repeated in each)."""
-    t1 = results.load_architecture(paper_dir)
+    t1 = published.load_architecture(paper_dir)
     sizes = [s for s in t1["size"].unique() if s != "all"]
     rows = []
     for setting, part in t1.groupby("setting", sort=False):
@@ -150,9 +155,9 @@ def show(scores: pd.DataFrame, numbers, tables_dir: str | Path, controls: pd.Dat
                 continue
             study, group = TABLES[number]
             where = "the paper's, as printed" if source == "paper" else (
-                f"ours, scale {scale}" if source == "ours" else results.output_subdir(source, scale))
+                f"ours, scale {scale}" if source == "ours" else ids.output_subdir(source, scale))
             caption = f"Table {number}: {TITLES[study].format(group=group)} ({where})"
-            write(table, Path(tables_dir) / results.output_subdir(source, scale), f"table{number:02d}", caption)
+            write(table, Path(tables_dir) / ids.output_subdir(source, scale), f"table{number:02d}", caption)
             display(Markdown(f"**{caption}**"))
             display(table.set_index(STUDIES[study][1]))
 
@@ -174,8 +179,8 @@ def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
     and "yes" when it beats the control beyond the combined 95% half-width, else "no signal" (no verdict on a claim
     from that task), or "no control" without a random-init model."""
     keys = ["source", "scale", "size", "task_group"]
-    n = controls[controls["dataset"] != results.AVG].groupby(keys)["dataset"].nunique()
-    shown = [d != results.AVG or n.get(k, 0) > 1 for k, d in zip(controls[keys].itertuples(index=False, name=None),
+    n = controls[controls["dataset"] != ids.AVG].groupby(keys)["dataset"].nunique()
+    shown = [d != ids.AVG or n.get(k, 0) > 1 for k, d in zip(controls[keys].itertuples(index=False, name=None),
                                                            controls["dataset"])]
     rows = []
     for r in controls[shown].itertuples():
@@ -202,7 +207,7 @@ def show_controls(controls: pd.DataFrame, tables_dir: str | Path | None = None) 
                    "random-init model (same size, same fine-tuning) beyond the combined 95% half-width; otherwise "
                    "no signal, and a claim's verdict on that task says so instead of judging the claim.")
         if tables_dir is not None:
-            write(table, Path(tables_dir) / results.output_subdir(source, scale), "controls", caption)
+            write(table, Path(tables_dir) / ids.output_subdir(source, scale), "controls", caption)
         display(Markdown(f"**{caption}**"))
         display(table.set_index(["Size", "Group", "Dataset"]))
 
@@ -212,13 +217,14 @@ BEYOND_COLUMNS = ["Scale", "Size", "Comparison", "Schedule", "Model", "Pretraini
 
 def beyond_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Beyond the paper (issue 27), ours only: the mixed and alternating models against MLM-only, CLM-only and the
-    25/75 split of their budget (`results.mixed_view`), then the CLM detour against the plain MLM-CPT of the same
-    decayed MLM-40% model (`results.detour_view`). One row per model: its task-group averages, the mean over its
-    pretraining seeds ± the 95% half-width (`results.pool_pretraining_seeds`); no rows where no scale has such runs."""
-    pooled = results.pool_pretraining_seeds(scores[scores["source"] == "ours"])
-    views = ((results.mixed_view(pooled), "mixed vs sequential"), (results.detour_view(pooled), "detour vs MLM-CPT"))
-    v = pd.concat([results.group_averages(view).assign(Comparison=name) for view, name in views], ignore_index=True)
-    groups = [g for g in results.GROUPS if g in set(v["task_group"])]
+    25/75 split of their budget (`views.mixed_view`), then the CLM detour against the plain MLM-CPT of the same
+    decayed MLM-40% model (`views.detour_view`). One row per model: its task-group averages, the mean over its
+    pretraining seeds ± the 95% half-width (`aggregation.pool_pretraining_seeds`); no rows where no scale has such
+    runs."""
+    pooled = aggregation.pool_pretraining_seeds(scores[scores["source"] == "ours"])
+    compared = ((views.mixed_view(pooled), "mixed vs sequential"), (views.detour_view(pooled), "detour vs MLM-CPT"))
+    v = pd.concat([ids.group_averages(view).assign(Comparison=name) for view, name in compared], ignore_index=True)
+    groups = [g for g in ids.GROUPS if g in set(v["task_group"])]
     rows = []
     for (scale, size, comparison, schedule, model), part in v.groupby(
             ["scale", "size", "Comparison", "schedule", "model"], sort=False):
@@ -251,7 +257,7 @@ def _show(table: pd.DataFrame, tables_dir: str | Path | None, scale: str, name: 
     from IPython.display import Markdown, display
 
     if tables_dir is not None:
-        write(table, Path(tables_dir) / results.output_subdir("ours", scale), name, caption)
+        write(table, Path(tables_dir) / ids.output_subdir("ours", scale), name, caption)
     display(Markdown(f"**{caption}**"))
     display(table.set_index(index))
 
@@ -260,11 +266,11 @@ def models_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Every model of one source and scale (controls, intermediate checkpoints, every pretraining seed and run outside
     the paper's tables included): its task-group averages, ± the 95% half-width over fine-tuning seeds, in size,
     objective and step order."""
-    s = results.group_averages(scores).dropna(subset=["score"])
+    s = ids.group_averages(scores).dropna(subset=["score"])
     if s.empty:
         return pd.DataFrame(columns=["Model", "Group", "Score"])
-    order = s.assign(_size=s["size"].map(lambda x: results.size_key(x) if isinstance(x, str) else (9,)),
-                     _group=s["task_group"].map(results.GROUPS.index))
+    order = s.assign(_size=s["size"].map(lambda x: ids.size_key(x) if isinstance(x, str) else (9,)),
+                     _group=s["task_group"].map(ids.GROUPS.index))
     s = s.loc[order.sort_values(["_size", "model", "_group"], kind="stable").index]
     return pd.DataFrame({"Model": s["model"], "Group": s["task_group"],
                          "Score": [cell(a, b) for a, b in zip(s["score"], s["ci"])]}).reset_index(drop=True)
@@ -279,14 +285,14 @@ def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> N
 
 
 def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per model with several pretraining seeds (`results.family`), each seed's score (± over its fine-tuning seeds)
-    and their mean (± the 95% t half-width over the pretraining seeds: `results.pool_pretraining_seeds`), per task
+    """Per model with several pretraining seeds (`ids.family`), each seed's score (± over its fine-tuning seeds)
+    and their mean (± the 95% t half-width over the pretraining seeds: `aggregation.pool_pretraining_seeds`), per task
     group and dataset. What the claims compare where a model has several pretraining seeds is that mean."""
-    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(results.family))
+    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(ids.family))
     s = s[s.groupby(["source", "scale", "family", "dataset"])["model"].transform("nunique") > 1]
     if s.empty:
         return pd.DataFrame(columns=["Model", "Group", "Dataset"])
-    pooled = results.pool_pretraining_seeds(s).set_index(["source", "scale", "model", "task_group", "dataset"])
+    pooled = aggregation.pool_pretraining_seeds(s).set_index(["source", "scale", "model", "task_group", "dataset"])
     rows = []
     for (source, scale, family, group, dataset), part in s.groupby(
             ["source", "scale", "family", "task_group", "dataset"], sort=False):
@@ -317,7 +323,7 @@ def _lrs(lrs) -> str:
 
 
 def reference_table(reference: results.Results, data: results.Results, controls: pd.DataFrame) -> pd.DataFrame:
-    """Models pretrained elsewhere (``results.REFERENCE``), fine-tuned under a scale's protocol on a grid of their own,
+    """Models pretrained elsewhere (``ids.REFERENCE``), fine-tuned under a scale's protocol on a grid of their own,
     beside that scale's best pretrained model and random-init control (``evidence.controls``): per scale and dataset,
     the score (± 95% half-width), the grid and the learning rates the seeds chose, and the reference model's margin
     over our best (± the combined half-width). A chosen rate at an edge of its grid is marked: there the grid did not
@@ -325,8 +331,8 @@ def reference_table(reference: results.Results, data: results.Results, controls:
     import numpy as np
 
 
-    runs = results.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
-    chosen = results.select_lr(runs)
+    runs = aggregation.default_grid(pd.concat([reference.runs, data.runs], ignore_index=True))
+    chosen = aggregation.select_lr(runs)
     grids = runs.groupby(["source", "scale", "model", "dataset"])["lr"].agg(lambda x: sorted(set(x)))
 
     def lr_cells(source, scale, model, dataset) -> tuple[str, str]:
@@ -339,7 +345,7 @@ def reference_table(reference: results.Results, data: results.Results, controls:
         return _lrs(grid), text
 
     rows = []
-    ref = reference.scores[reference.scores["dataset"] != results.AVG]
+    ref = reference.scores[reference.scores["dataset"] != ids.AVG]
     for (scale, group, dataset), part in ref.groupby(["scale", "task_group", "dataset"], sort=False):
         ctl = controls[(controls["source"] == "ours") & (controls["scale"] == scale) & (controls["dataset"] == dataset)]
         best = ctl.loc[ctl["best_score"].idxmax()] if not ctl.empty else None
@@ -354,7 +360,7 @@ def reference_table(reference: results.Results, data: results.Results, controls:
                 rows.append({**base, "Model": "random init (ours)", "Score": cell(best["random"], best["random_ci"]),
                              "Grid": grid, "Chosen lr": picks, "Minus our best": ""})
         for r in part.itertuples():
-            grid, picks = lr_cells(results.REFERENCE, scale, r.model, dataset)
+            grid, picks = lr_cells(ids.REFERENCE, scale, r.model, dataset)
             margin = "" if best is None else f"{r.score - best['best_score']:+.2f}" + (
                 " (one seed: no interval)" if pd.isna(r.ci) else f" (±{np.hypot(r.ci, best['best_ci']):.2f})")
             rows.append({**base, "Model": f"{r.model} (reference)", "Score": cell(r.score, r.ci), "Grid": grid,
@@ -377,7 +383,7 @@ def show_reference(reference: results.Results | None, data: results.Results, con
         caption = (f"Reference models (pretrained elsewhere) under the {scale} protocol, beside our best model and "
                    "random-init control at that scale: test score ± 95% half-width over fine-tuning seeds.")
         if tables_dir is not None:
-            write(part.drop(columns="Scale"), Path(tables_dir) / results.output_subdir("ours", scale), "reference",
+            write(part.drop(columns="Scale"), Path(tables_dir) / ids.output_subdir("ours", scale), "reference",
                   caption)
         display(Markdown(f"**{caption}**"))
         display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))
@@ -395,8 +401,8 @@ LEAD_METHOD = ("± 95%: the two models' own half-widths (over pretraining seeds 
 
 
 def _axis_columns(axis: str, paper_size: str) -> tuple[str, str]:
-    """The crossover table's two columns of one axis (``results.AXES``): ours, and the paper's gap there."""
-    label = results.AXES[axis]
+    """The crossover table's two columns of one axis (``compute.AXES``): ours, and the paper's gap there."""
+    label = compute.AXES[axis]
     return label[0].upper() + label[1:], f"paper {paper_size} ({axis})"
 
 
@@ -427,9 +433,9 @@ def _interpolate(curve: tuple[np.ndarray, np.ndarray], tpp: float) -> float:
 
 def crossover_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
     """Issue 26's question in one table: MLM-40% minus CLM of ours at each intermediate checkpoint and at the end
-    (``lead``: `figures.mlm_lead`, ± the root sum of squares of the two models' 95% half-widths, ``LEAD_METHOD``),
+    (``lead``: `points.mlm_lead`, ± the root sum of squares of the two models' 95% half-widths, ``LEAD_METHOD``),
     per scale and task group, and on each axis of ``per_axis`` ({axis: {size: tokens a step per parameter}},
-    `figures.tokens_per_axis`) our pretraining tokens per parameter beside the paper's ``paper_size`` at the same
+    `compute.tokens_per_axis`) our pretraining tokens per parameter beside the paper's ``paper_size`` at the same
     place: its stable-phase checkpoints interpolated linearly in log tokens per parameter, blank outside their range
     (and where a count is unknown). Rows: our checkpoints of sizes with a body count, in order of tokens."""
     body = per_axis["body"]
@@ -494,8 +500,8 @@ def _crossing_cell(curve: tuple[np.ndarray, np.ndarray], crossing: float) -> str
 
 def crossover_axes_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
     """The crossover finding on every axis: per scale, size and task group of ours, whether our decayed final models
-    (``lead``'s ``final`` rows, `figures.mlm_lead`) have passed the paper's ``paper_size`` crossover point on each
-    axis of ``per_axis`` (`figures.tokens_per_axis`): the first place where its MLM-40% minus CLM turns positive and
+    (``lead``'s ``final`` rows, `points.mlm_lead`) have passed the paper's ``paper_size`` crossover point on each
+    axis of ``per_axis`` (`compute.tokens_per_axis`): the first place where its MLM-40% minus CLM turns positive and
     stays positive along its stable-phase checkpoints (`_crossing`); and whether that answer depends on the axis
     (the axes with an answer give different ones)."""
     final = lead[(lead["source"] == "ours") & lead["final"].astype(bool)]
@@ -520,7 +526,7 @@ def crossover_axes_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "
 
 def show_crossover(lead: pd.DataFrame, per_axis: dict, tables_dir: str | Path | None = None) -> None:
     """Display ``crossover_table`` and ``crossover_axes_table`` (and write ``crossover.csv``/``.tex`` and
-    ``crossover-axes.csv``/``.tex`` under ``tables_dir``). ``per_axis``: `figures.tokens_per_axis`."""
+    ``crossover-axes.csv``/``.tex`` under ``tables_dir``). ``per_axis``: `compute.tokens_per_axis`."""
     from IPython.display import Markdown, display
 
     table, axes = crossover_table(lead, per_axis), crossover_axes_table(lead, per_axis)

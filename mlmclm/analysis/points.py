@@ -1,0 +1,78 @@
+"""A figure point and its interval: models that differ only in their pretraining seed pooled into one point
+(`pool`), the one function that computes every point's estimate and 95% half-width (`interval`), and MLM-40% minus
+CLM per checkpoint with the difference's half-width (`mlm_lead`, for Fig. 4 across scales and the crossover tables).
+No torch import here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import aggregation
+from . import ids
+from . import views
+
+
+def interval(rows: pd.DataFrame, minus: pd.DataFrame | None = None) -> tuple[float, float]:
+    """(estimate, 95% half-width) of one figure point: the only place a figure computes an interval.
+
+    ``rows`` are the score rows (`aggregation.summarize`: ``score`` = the mean over fine-tuning seeds at the selected
+    learning rate, ``ci`` its half-width) of the pretraining seeds of one model and cell, one row a seed; with
+    ``minus``, the same for a second model, and the point is the difference (``rows`` minus ``minus``). One seed: its
+    own score and half-width; k seeds: their mean and t95(k - 1) x sd / sqrt(k) over the seed means (a seed's mean
+    carries its fine-tuning noise, so this counts both sources); a difference: the two half-widths in quadrature. The
+    half-width is NaN where there is none (one pretraining seed with one fine-tuning seed)."""
+    def one(r: pd.DataFrame) -> tuple[float, float]:
+        if len(r) == 1:
+            return float(r["score"].iloc[0]), float(r["ci"].iloc[0])
+        mean, half, _ = aggregation.mean_ci(r["score"])
+        return mean, half
+    estimate, half = one(rows)
+    if minus is None:
+        return estimate, half
+    other, other_half = one(minus)
+    return estimate - other, math.hypot(half, other_half)
+
+
+def pool(scores: pd.DataFrame) -> pd.DataFrame:
+    """Scores with the models that differ only in their pretraining seed (`ids.family`) pooled into one row under
+    the seed-0 id, per source, scale, task group and dataset: ``score`` and ``ci`` from `interval` over the seeds'
+    rows, ``pretrain_seeds`` = k, ``members`` = the index labels of those rows in ``scores`` (for a difference of two
+    pooled models, `mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
+    if not scores.index.is_unique:
+        scores = scores.reset_index(drop=True)
+    df = scores.assign(_family=scores["model"].map(ids.family))
+    out = []
+    for _, rows in df.groupby(["source", "scale", "_family", "task_group", "dataset"], sort=False, dropna=False):
+        seed0 = rows.index[rows["model"] == rows["_family"]]
+        if len(seed0):
+            score, ci = interval(rows)
+            out.append((seed0[0], score, ci, len(rows), tuple(rows.index)))
+    index = [o[0] for o in out]
+    pooled = df.loc[index].drop(columns="_family")
+    return pooled.assign(score=[o[1] for o in out], ci=[o[2] for o in out],
+                         pretrain_seeds=pd.Series([o[3] for o in out], index=index, dtype="int64"),
+                         members=pd.Series([o[4] for o in out], index=index, dtype=object)).reset_index(drop=True)
+
+
+def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
+    """MLM-40% minus CLM (``gap`` and its 95% half-width ``gap_ci``, both from `interval` over the two models'
+    pretraining seeds, and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
+    intermediate checkpoint and, as ``final``, at the full budget, for the sizes with intermediate checkpoints."""
+    scores = scores.reset_index(drop=True)
+    pooled = ids.group_averages(pool(scores))
+    early = views.data_efficiency_view(pooled)
+    final = views.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
+    both = pd.concat([early.assign(final=False), final[views.is_clm_or_mlm40(final)].assign(final=True)])
+    keys = ["source", "scale", "size", "task_group", "steps", "final"]
+    cols = [*keys, "members", "pretrain_seeds"]
+    m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
+                                                     suffixes=("_mlm", "_clm"))
+    gaps = [interval(scores.loc[list(a)], minus=scores.loc[list(b)]) for a, b in zip(m["members_mlm"],
+                                                                                       m["members_clm"])]
+    return m.assign(gap=[g for g, _ in gaps], gap_ci=[h for _, h in gaps],
+                    pretrain_seeds=np.maximum(m["pretrain_seeds_mlm"], m["pretrain_seeds_clm"]))[
+        [*keys, "gap", "gap_ci", "pretrain_seeds"]]

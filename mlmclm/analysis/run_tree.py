@@ -1,0 +1,190 @@
+"""The run-tree reader: what a run folder holds, as tables. Fine-tuning results from
+``<root>/<model>/<group>/<dataset>/[<train set>_]lr{LR}_sd{seed}/results.json`` (the layout of this repository's
+``results/runs/<scale>/`` and of EncodEval's ``results/``) as one row per run (`load_run_tree`), pretraining logs
+(``pretrain.csv``, with where each run started from its ``config.yaml``: `load_pretrain_logs`), and the parameter
+counts and tokens a step of each size's runs (``meta.json``, ``config.yaml``: `run_parameters`). A file that does not
+read as it should is a `ResultFileError` naming it. No torch import here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, ResultFileError
+from ..io import load_result, misplaced
+from ..locks import busy
+from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, parse_model_id, with_attributes
+
+_RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
+
+
+def _instances(doc: dict, split: str, key: str) -> np.ndarray | None:
+    values = doc[split].get(key)
+    return np.asarray(values, dtype=float) if isinstance(values, list) and values else None
+
+
+def _read(path: str | Path, doc: dict | None = None) -> dict:
+    """Of one ``results.json`` (``doc``: its content, when read already): ``validation`` and ``test`` scores (points),
+    each split's per-instance scores and weights (``test_i``, ``test_w``, ``validation_i``, ``validation_w``: arrays,
+    None when absent), the majority-class baseline's test score (``majority``: ``baselines.majority.test``, points;
+    NaN when absent), the validation gain over the last epoch (``last_gain``, points: the final score minus the one
+    after the epoch before, from ``validation.curve``; NaN without a curve) and whether the model was scored zero-shot
+    (``zero_shot``: its ``meta.train_dataset`` is another dataset, as IR's sets trained on another set's pairs)."""
+    path = Path(path)
+    doc = load_result(path) if doc is None else doc
+    scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
+    baselines = doc.get("baselines")
+    majority = baselines.get("majority") if isinstance(baselines, dict) else None
+    majority = majority.get("test") if isinstance(majority, dict) else None
+    if majority is not None and (isinstance(majority, bool) or not isinstance(majority, (int, float))
+                                 or not 0 <= majority <= 1):
+        raise ResultFileError(f"{path}: baselines.majority.test is {majority!r}, expected a number in [0, 1]")
+    curve = doc["validation"].get("curve")
+    try:
+        last_gain = 100 * (float(curve[-1][1]) - float(curve[-2][1])) if curve else math.nan
+    except (TypeError, ValueError, IndexError, KeyError):
+        raise ResultFileError(f"{path}: validation.curve must be a list of [step, score] pairs, "
+                              f"got {curve!r:.80}") from None
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    zero_shot = meta.get("train_dataset", meta.get("dataset")) != meta.get("dataset")
+    out = {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
+           "last_gain": last_gain, "zero_shot": zero_shot,
+           **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
+              for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
+    for split, score in (("validation", scores[0]), ("test", scores[1])):
+        per, weights = out[f"{split}_i"], out[f"{split}_w"]
+        if weights is not None and (per is None or len(per) != len(weights) or weights.sum() <= 0
+                                    or abs(100 * (per * weights).sum() / weights.sum() - score) > 1e-6):
+            raise ResultFileError(f"{path}: {split}.weights_i do not reproduce its score from scores_i (a weighted "
+                                  "mean): the file is damaged or its weights belong to other instances")
+    return out
+
+
+def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
+                  relative_to: str | Path | None = None, grid: str = "default") -> pd.DataFrame:
+    """Runs from ``<root>/<model>/<group>/<dataset>/[<train set>_]lr{LR}_sd{seed}/results.json``.
+
+    The layout of this repository's ``results/runs/<scale>/`` and of EncodEval's ``results/``. Dataset folders named
+    as in EncodEval get the paper's labels (``mnli_m`` -> ``MNLI``); ``paper_datasets_only`` drops the others (EncodEval
+    also holds QED runs, which the paper does not use). Paths are kept relative to ``relative_to`` (default: root).
+    ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
+    """
+    root = Path(root)
+    rows, aside = [], []
+    writing = {d.name: who for d in root.glob("*") if d.is_dir() and (who := busy(d))}
+    for model, who in writing.items():  # a consistent snapshot: no model whose grid is being written
+        print(f"left out {model}: {who} is writing its results; re-run this when it is done")
+    for path in sorted(root.glob("*/*/*/*/results.json")):
+        run_dir, dataset, group, model = path.parts[-2], path.parts[-3], path.parts[-4], path.parts[-5]
+        if (paper_datasets_only and dataset not in DATASETS) or model in writing:
+            continue
+        m = _RUN_DIR.match(run_dir)
+        if m is None:
+            raise ResultFileError(f"{path}: run folder {run_dir!r} is not named lr{{LR}}_sd{{SEED}}")
+        if group not in GROUPS:
+            raise ResultFileError(f"{path}: task group {group!r} is not one of {', '.join(GROUPS)}")
+        doc = load_result(path)
+        if fault := misplaced(path, doc):  # a result counts only in the folder its meta names
+            aside.append(fault)
+            continue
+        rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
+                     "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path, doc),
+                     "path": path.relative_to(relative_to or root).as_posix()})
+    if aside:
+        print(f"{len(aside)} results.json not counted, not in the folder their meta names: "
+              f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
+    return runs_frame(rows, source, scale, grid)
+
+
+def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default") -> pd.DataFrame:
+    if grid not in GRIDS:
+        raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
+    df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
+                                     "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w",
+                                     "path"])
+    df = with_attributes(df)
+    df["source"], df["scale"], df["grid"] = source, scale, grid
+    df["seed"] = df["seed"].astype("int64")
+    cols = ["lr", "validation", "test", "majority", "last_gain"]
+    df[cols] = df[cols].astype("float64")
+    df["zero_shot"] = df["zero_shot"].fillna(False).astype(bool)
+    return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
+
+
+def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
+    """Loss curves: ``<runs_dir>/<run_id>/pretrain.csv`` (columns ``step`` and ``loss`` at least), one frame.
+
+    With where each run started, from its ``config.yaml`` (``init``): ``parent`` (the run whose checkpoint it starts
+    from; missing for a run from scratch or without a config), ``parent_step`` (that checkpoint's step) and
+    ``resumed`` (it took over the parent's optimizer and step count, so its log's steps continue the parent's).
+    """
+    import yaml
+
+    frames = []
+    for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
+        log = _read_log(path)
+        config = path.parent / "config.yaml"
+        init = (yaml.safe_load(config.read_text()) or {}).get("init") or {} if config.is_file() else {}
+        start = {"parent": None, "parent_step": None, "resumed": False}
+        if init.get("kind") == "run":
+            start = {"parent": Path(init["path"]).name, "parent_step": init.get("step"),
+                     "resumed": bool(init.get("optimizer"))}
+        frames.append(log[["step", "loss"]].assign(model=path.parent.name, **start))
+    if not frames:
+        return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
+    return with_attributes(pd.concat(frames, ignore_index=True))
+
+
+def _read_log(path: Path) -> pd.DataFrame:
+    """One pretrain.csv; a line that does not parse, or whose step or loss is not a number, is a ResultFileError
+    naming the file and the line."""
+    try:
+        log = pd.read_csv(path, skip_blank_lines=False)
+    except pd.errors.EmptyDataError:
+        raise ResultFileError(f"{path}: empty, not a pretraining log") from None
+    except pd.errors.ParserError as e:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+        where = f"line {m[2]} has {m[3]} fields, the header {m[1]}" if m else str(e).strip().splitlines()[-1]
+        raise ResultFileError(f"{path}: {where}") from None
+    missing = {"step", "loss"} - set(log.columns)
+    if missing:
+        raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    for column in ("step", "loss"):
+        numbers = pd.to_numeric(log[column], errors="coerce")
+        bad = numbers.isna() & (log[column].notna() | (column == "step"))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            value = log[column].iloc[row]
+            what = f"{column} {value!r} is not a number" if pd.notna(value) else f"no {column}"
+            raise ResultFileError(f"{path}: line {row + 2}: {what}")
+        log[column] = numbers
+    return log
+
+
+def run_parameters(runs_dir: str | Path) -> dict:
+    """Per model size of a scale's runs (``results/runs/<scale>/``), what Fig. 10 counts our FLOPs from (the "6N"
+    rule of ``FLOPS_RULES``) and `tokens_per_parameter` our tokens per parameter: the parameter counts of a run's
+    meta.json (``embeddings``, ``body``, and ``output_layer`` where it has one: 0 when tied) and the tokens a step
+    of its config.yaml (``batch_size`` x ``data.seq_len``). Sizes without both files are left out."""
+    import yaml
+
+    out = {}
+    for meta in sorted(Path(runs_dir).glob("*/meta.json")):
+        config = meta.parent / "config.yaml"
+        try:
+            size = parse_model_id(meta.parent.name)["size"]
+        except ValueError:
+            continue
+        if size in out or not config.is_file():
+            continue
+        counts, cfg = json.loads(meta.read_text()).get("parameters") or {}, yaml.safe_load(config.read_text())
+        if {"embeddings", "body"} <= set(counts):
+            out[size] = {**{k: counts[k] for k in ("embeddings", "body", "output_layer") if k in counts},
+                         "tokens_per_step": cfg["batch_size"] * cfg["data"]["seq_len"]}
+    return out
