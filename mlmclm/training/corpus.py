@@ -9,6 +9,8 @@
 - `build_shards`: documents shuffled with a seed (the recorded data order), each `[bos] tokens [eos]`, concatenated
   into one uint32 stream per split (memory-mapped when read); blocks of any length are cut at read time.
 Every step is cached: a second build with the same inputs does nothing.
+- `prepare_tokenizer`, `prepare_shards`: a pretraining run's tokenizer and shards, built once under a lock in folders
+  named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import gzip
 import hashlib
 import itertools
 import json
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import locks
+from ..config import PretrainConfig
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
 from ..io import atomic_path, write_json
@@ -395,6 +399,72 @@ def _pieces(text: str) -> list[str]:
         pieces.append(text[start:cut])
         start = cut
     return pieces + [text[start:]]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A run's tokenizer and shards, cached
+# ---------------------------------------------------------------------------------------------------------------
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]
+
+
+def corpus_key(data) -> str:
+    """The cache key of a run's corpus (its tokenizer's and shards' folder names): the offline corpus by its sources
+    (each fetched at a pinned version), a `datasets` corpus by name, a local one by its content
+    (`content_digest`): an edited file is read again."""
+    if data.corpus == "offline":
+        key = "offline-" + "-".join(data.sources)
+    elif data.corpus.startswith("hf:"):
+        key = _slug(data.corpus[3:])
+    else:
+        key = _slug(Path(data.corpus).name) + "-" + content_digest(data.corpus)[:12]
+    return key + (f"-{data.max_chars}c" if data.max_chars else "")
+
+
+def tokenizer_key(tokenizer) -> str:
+    """The cache key of a tokenizer (in its shards' folder name): a hash of its serialised form."""
+    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
+
+
+def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
+    """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
+    with a mask (and pad) token added when missing."""
+    data, root = cfg.data, Path(cfg.data.root)
+    if hf_tokenizer is not None:
+        tok = hf_tokenizer
+        added = {k: v for k, v in (("mask_token", "<|mask|>"), ("pad_token", "<|pad|>")) if getattr(tok, k) is None}
+        if added:
+            tok.add_special_tokens(added)
+        if tok.bos_token is None:
+            tok.add_special_tokens({"bos_token": SPECIAL_TOKENS["bos_token"]})
+        return tok
+    if data.tokenizer == "train":
+        path = root / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}"
+        with locks.hold(path.parent):  # one builder at a time; the second finds it built
+            if not (path / "tokenizer.json").exists():
+                texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+                train_tokenizer(texts, data.vocab_size, path)
+        tok = load_tokenizer(str(path))
+        if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
+            print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
+                  f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
+                  "give a larger corpus", flush=True)
+        return tok
+    return load_tokenizer(data.tokenizer, data.mask_token)
+
+
+def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
+    """The run's token shards (`build_shards`) in a folder named by its corpus, its tokenizer, its data seed and its
+    token cap; a hub corpus keeps its own order."""
+    data, root = cfg.data, Path(cfg.data.root)
+    out = root / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
+        f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
+    with locks.hold(out.parent):  # one builder at a time; the second finds them built
+        if not (out / "meta.json").exists():
+            texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+            build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
+                         shuffle=not data.corpus.startswith("hf:"))
+    return out
 
 
 class TokenBlocks:

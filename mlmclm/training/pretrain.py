@@ -19,6 +19,9 @@ every checkpoint's trainer state and in the checkpoint folder's run.json. A run 
 results folder or a checkpoint folder of another identity, so it never removes, overwrites or resumes another run's
 checkpoints. Results written before identities (meta.json without one: the committed runs) are checked by their
 config.yaml alone, which is what the identity hashes.
+
+`pretrain` checks what it can before any work, then builds the run (`mlmclm.training.build`: the accelerator, the
+data, the model and its optimizer) and trains it (`Trainer`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import csv
 import errno
 import hashlib
 import json
-import logging
 import os
 import shutil
 import time
@@ -39,100 +41,18 @@ from typing import Any
 
 import torch
 
-from . import corpus
+from .. import locks
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
+from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
-from ..models.convert import from_hf
-from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
-from .. import locks
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..runs import run_folder
-from . import checkpoints, trackers
-from .runlog import CSV_FIELDS, _valid_rows, finished, log_end
+from . import checkpoints, corpus, trackers
+from .build import Built, build, distributed_setup, load_hf_decoder, start_accelerator
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
-from .optim import build_optimizer
-
-log = logging.getLogger(__name__)
-
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Data
-# ---------------------------------------------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]
-
-
-def _corpus_key(data) -> str:
-    """The cache key of a run's corpus (its tokenizer's and shards' folder names): the offline corpus by its sources
-    (each fetched at a pinned version), a `datasets` corpus by name, a local one by its content
-    (`corpus.content_digest`): an edited file is read again."""
-    if data.corpus == "offline":
-        key = "offline-" + "-".join(data.sources)
-    elif data.corpus.startswith("hf:"):
-        key = _slug(data.corpus[3:])
-    else:
-        key = _slug(Path(data.corpus).name) + "-" + corpus.content_digest(data.corpus)[:12]
-    return key + (f"-{data.max_chars}c" if data.max_chars else "")
-
-
-def _tokenizer_key(tokenizer) -> str:
-    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
-
-
-def load_hf_decoder(init):
-    """A Llama-family causal LM and its tokenizer from a transformers folder or a GGUF file, fp32."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    kwargs = {"gguf_file": init.gguf_file} if init.gguf_file else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(init.path, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(init.path, dtype=torch.float32, **kwargs)
-    except OSError as e:
-        raise ConfigError(f"init.path={init.path!r}: cannot load a transformers causal LM there "
-                          f"({str(e).splitlines()[0]})") from None
-    return model, tokenizer
-
-
-def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
-    """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
-    with a mask (and pad) token added when missing."""
-    data, root = cfg.data, Path(cfg.data.root)
-    if hf_tokenizer is not None:
-        tok = hf_tokenizer
-        added = {k: v for k, v in (("mask_token", "<|mask|>"), ("pad_token", "<|pad|>")) if getattr(tok, k) is None}
-        if added:
-            tok.add_special_tokens(added)
-        if tok.bos_token is None:
-            tok.add_special_tokens({"bos_token": corpus.SPECIAL_TOKENS["bos_token"]})
-        return tok
-    if data.tokenizer == "train":
-        path = root / "tokenizers" / f"{_corpus_key(data)}-bpe{data.vocab_size}"
-        with locks.hold(path.parent):  # one builder at a time; the second finds it built
-            if not (path / "tokenizer.json").exists():
-                texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-                corpus.train_tokenizer(texts, data.vocab_size, path)
-        tok = corpus.load_tokenizer(str(path))
-        if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
-            print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
-                  f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
-                  "give a larger corpus", flush=True)
-        return tok
-    return corpus.load_tokenizer(data.tokenizer, data.mask_token)
-
-
-def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
-    data, root = cfg.data, Path(cfg.data.root)
-    out = root / "shards" / f"{_corpus_key(data)}-tok{_tokenizer_key(tokenizer)}-seed{data.seed}" \
-        f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
-    with locks.hold(out.parent):  # one builder at a time; the second finds them built
-        if not (out / "meta.json").exists():
-            texts = corpus.iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-            corpus.build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
-                                shuffle=not data.corpus.startswith("hf:"))
-    return out
+from .runlog import CSV_FIELDS, finished, log_end, truncate
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -158,38 +78,6 @@ def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer
 # ---------------------------------------------------------------------------------------------------------------
 # The run
 # ---------------------------------------------------------------------------------------------------------------
-def _build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
-    torch.manual_seed(cfg.seed)
-    if cfg.init.kind == "run":
-        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
-        model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
-    elif cfg.init.kind == "hf":
-        body = from_hf(hf_model)  # fp32 already (load_hf_decoder); a GGUF model refuses .float()
-        with torch.device("meta"):
-            model = MlmClmForMaskedLM(copy.deepcopy(body.config))
-        model.load_state_dict(body.state_dict(), assign=True)
-        if model.config.tie_word_embeddings:
-            model.tie_weights()
-        if len(tokenizer) != model.config.vocab_size:
-            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-            model.config.vocab_size = len(tokenizer)
-    else:
-        config = MlmClmConfig.from_size(cfg.model.size, **{**cfg.model.overrides, "vocab_size": len(tokenizer)})
-        model = MlmClmForMaskedLM(config)
-    c = model.config
-    c.pad_token_id, c.bos_token_id = tokenizer.pad_token_id, tokenizer.bos_token_id
-    c.eos_token_id, c.mask_token_id = tokenizer.eos_token_id, tokenizer.mask_token_id
-    c.attention_backend = cfg.model.attention_backend
-    if cfg.data.seq_len > c.max_position_embeddings:
-        raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the model's max_position_embeddings "
-                          f"({c.max_position_embeddings})")
-    return model
-
-
-def _optimizer(model, o, device=None) -> torch.optim.AdamW:
-    return build_optimizer(model, o.lr, o.betas, o.eps, o.weight_decay, device)  # norms: no weight decay
-
-
 def identity(cfg: PretrainConfig) -> str:
     """A run's identity: the hash of its resolved config (the text of its config.yaml)."""
     return hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]
@@ -258,11 +146,26 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
         if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)
             held.enter_context(locks.hold(run_dir))
             held.enter_context(locks.hold(ckpt_root))
-        trainer = Trainer(cfg, schedule, run_dir, ckpt_root, report_to)
+        trainer = None
         try:
+            if _complete(cfg, schedule, run_dir, ckpt_root):
+                print(f"{cfg.run_id}: already complete ({run_dir})")
+                return run_dir
+            accelerator = start_accelerator(cfg, run_dir, report_to)
+            trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(cfg, schedule, accelerator),
+                              report_to)
             return trainer.run()
         except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step}") from None
+            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step if trainer else 0}") from None
+
+
+def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path) -> bool:
+    """Whether the run is complete (its log whole and its last checkpoint written); refuses first a results folder or
+    a checkpoint folder of another run."""
+    _check_run_folder(cfg, run_dir)
+    checkpoints.claim(ckpt_root, owner(cfg), write=False)  # refused before any work when they are another run's
+    total = schedule.total
+    return finished(run_dir, total) and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [total]
 
 
 @dataclass
@@ -283,49 +186,45 @@ class Interval:
 
 @dataclass
 class Trainer:
-    """One run while it trains. `run` is the whole of it, in named parts: `set_up` (the accelerator), `build` (the
-    data, the model, its optimizer), `resume` (where to start), `begin` (the log, the step-0 checkpoint), then for
-    each step `train_step` (`forward_backward` over the micro-batches), `log` and `checkpoint`, and `end`. The fields
-    after `step` are filled in by those parts, in that order."""
+    """One run while it trains, on its accelerator (`build.start_accelerator`) with what `build.build` made. `run`
+    is the whole of the training, in named parts: `resume` (where to start), `begin` (the log, the progress bar, the
+    step-0 checkpoint), then for each step `train_step` (`forward_backward` over the micro-batches), `log` and
+    `checkpoint`, and `end`. Of the fields after `step`, `resume` sets where the run starts and `begin` opens the
+    interval, the log and the progress bar (None before it); the last three are fixed when the trainer is made."""
     cfg: PretrainConfig
     schedule: Schedule
     run_dir: Path
     ckpt_root: Path
+    accelerator: Any
+    built: Built
     report_to: str = "none"
     step: int = 0  # the step being trained: what an interruption reports
-    # set_up
-    accelerator: Any = None
-    precision: str = "no"  # accelerate's mixed_precision: "bf16" or "no"
-    distributed: dict = field(default_factory=dict)  # `distributed_setup`, as meta.json records it
-    # build
-    tokenizer: Any = None
-    shards: Path | None = None
-    blocks: corpus.TokenBlocks | None = None
-    model: Any = None  # as accelerate prepared it (and torch.compile compiled it): what trains
-    unwrapped: MlmClmForMaskedLM | None = None
-    optimizer: Any = None
     # resume
     start: int = 0  # the step training resumes after (0: none done)
     elapsed: float = 0.0  # wall time of this run's earlier sessions
     tokens_seen: int = 0
     # begin
-    special: torch.Tensor | None = None  # the tokenizer's special ids, never masked
-    named: set = field(default_factory=set)  # the checkpoint steps never pruned
-    bad_step: torch.Tensor | None = None  # the first step whose loss was not finite (0: none)
     interval: Interval | None = None
-    last_loss: float | None = None  # the mean loss of the last row written
     log_file: Any = None  # pretrain.csv, open for appending (main process only)
     writer: csv.DictWriter | None = None
     bar: Any = None  # the progress bar
     t0: float = 0.0  # time.perf_counter() at the run's start, its earlier sessions' wall time counted
+    last_loss: float | None = None  # the mean loss of the last row written
+    # fixed when the trainer is made (__post_init__)
+    special: torch.Tensor = field(init=False)  # the tokenizer's special ids, never masked
+    named: set = field(init=False)  # the checkpoint steps never pruned
+    bad_step: torch.Tensor = field(init=False)  # the first step whose loss was not finite (0: none)
+
+    def __post_init__(self):
+        cfg, schedule, device = self.cfg, self.schedule, self.accelerator.device
+        self.special = torch.tensor(self.built.tokenizer.all_special_ids, device=device)
+        self.named = set(cfg.checkpoint.steps) | {schedule.total}
+        if cfg.checkpoint.pre_decay and schedule.decay:
+            self.named.add(schedule.decay_start)
+        self.bad_step = torch.zeros((), dtype=torch.long, device=device)
 
     def run(self) -> Path:
-        """The run: skipped when complete; else set up, resumed, trained to its last step, ended."""
-        if self.complete_already():
-            print(f"{self.cfg.run_id}: already complete ({self.run_dir})")
-            return self.run_dir
-        self.set_up()
-        self.build()
+        """The run: resumed, trained to its last step, ended."""
         self.resume()
         self.begin()
         for step in range(self.start + 1, self.schedule.total + 1):
@@ -339,66 +238,6 @@ class Trainer:
                 self.checkpoint(step)
         self.end()
         return self.run_dir
-
-    # ---- set-up ----
-    def complete_already(self) -> bool:
-        """Whether the run is complete (its log whole and its last checkpoint written); refuses first a results
-        folder or a checkpoint folder of another run."""
-        cfg, run_dir = self.cfg, self.run_dir
-        me = owner(cfg)
-        _check_run_folder(cfg, run_dir)
-        checkpoints.claim(self.ckpt_root, me, write=False)  # refused before any work when they are another run's
-        total = self.schedule.total
-        return finished(run_dir, total) and checkpoints.checkpoint_steps(self.ckpt_root)[-1:] == [total]
-
-    def set_up(self) -> None:
-        """The accelerator (bf16 on a GPU unless precision says fp32), its processes checked against the launch and
-        the batch, and the tracker started."""
-        from accelerate import Accelerator
-
-        cfg = self.cfg
-        on_gpu = torch.cuda.is_available()
-        self.precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
-        self.accelerator = Accelerator(mixed_precision=self.precision, cpu=not on_gpu,
-                                       **trackers.accelerator_kwargs(self.report_to, self.run_dir))
-        self.distributed = distributed_setup(self.accelerator)
-        kind = self.distributed["type"]
-        if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != "FSDP":
-            raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {kind}, not FSDP (FSDP shards "
-                              f"over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch with "
-                              "--multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
-        trackers.start(self.accelerator, self.report_to, cfg.run_id, to_yaml(cfg))
-        world = self.accelerator.num_processes
-        if cfg.batch_size % (world * cfg.micro_batch_size):
-            raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
-                              f"({world} x {cfg.micro_batch_size})")
-
-    def build(self) -> None:
-        """The tokenizer and the token blocks (the main process builds them first, the others then find them
-        built), the model and its optimizer, prepared by accelerate."""
-        cfg, accelerator = self.cfg, self.accelerator
-        hf_model = hf_tok = None
-        if cfg.init.kind == "hf":
-            hf_model, hf_tok = load_hf_decoder(cfg.init)
-        with accelerator.main_process_first():
-            self.tokenizer = prepare_tokenizer(cfg, hf_tok)
-            if any(o.has_mlm for o, _ in self.schedule.phases) and self.tokenizer.mask_token_id is None:
-                raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
-                                  f"phase; set data.mask_token to an existing token (e.g. "
-                                  f"'<|reserved_special_token_0|>' for Llama-3)")
-            self.shards = prepare_shards(cfg, self.tokenizer)
-        self.blocks = corpus.TokenBlocks(self.shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
-        if self.blocks.n < cfg.batch_size:
-            raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {self.blocks.n} block(s) of data.seq_len="
-                              f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower "
-                              f"data.seq_len or batch_size, or give a larger corpus")
-        model = _build_model(cfg, self.tokenizer, hf_model)
-        del hf_model
-        optimizer = _optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
-        self.model, self.optimizer = accelerator.prepare(model, optimizer)
-        if cfg.compile:
-            self.model = torch.compile(self.model)
-        self.unwrapped = accelerator.unwrap_model(self.model)
 
     # ---- resume ----
     def resume(self) -> None:
@@ -426,21 +265,15 @@ class Trainer:
         if accelerator.is_main_process:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             write_text(self.run_dir / "config.yaml", to_yaml(cfg))
-            _truncate_log(self.run_dir / "pretrain.csv", self.start)
+            truncate(self.run_dir / "pretrain.csv", self.start)
             self.write_meta("running", self.elapsed, None)
 
     def begin(self) -> None:
-        """What the steps need (the special ids, the named checkpoint steps, the interval's sums), pretrain.csv open
-        for appending (its header when new), the progress bar, and the step-0 checkpoint when named and not
-        written yet (the initial weights)."""
+        """The first interval's sums, pretrain.csv open for appending (its header when new), the progress bar, and
+        the step-0 checkpoint when named and not written yet (the initial weights)."""
         from tqdm.auto import tqdm
 
         cfg, schedule, device = self.cfg, self.schedule, self.accelerator.device
-        self.special = torch.tensor(self.tokenizer.all_special_ids, device=device)
-        self.named = set(cfg.checkpoint.steps) | {schedule.total}
-        if cfg.checkpoint.pre_decay and schedule.decay:
-            self.named.add(schedule.decay_start)
-        self.bad_step = torch.zeros((), dtype=torch.long, device=device)
         self.interval = Interval(torch.zeros((), device=device), torch.zeros((), dtype=torch.long, device=device),
                                  began=time.perf_counter())
         if self.accelerator.is_main_process:
@@ -464,18 +297,18 @@ class Trainer:
         cfg, device = self.cfg, self.accelerator.device
         parts = self.schedule.parts(step, cfg.batch_size)
         lr = self.schedule.lr_at(step)
-        for group in self.optimizer.param_groups:
+        for group in self.built.optimizer.param_groups:
             group["lr"] = lr
         first = cfg.data.offset + (step - 1) * cfg.batch_size
-        ids = torch.from_numpy(self.blocks.batch(first, cfg.batch_size)).to(device)
+        ids = torch.from_numpy(self.built.blocks.batch(first, cfg.batch_size)).to(device)
         inputs, labels = self.objective_batch(ids, parts, step)
         total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
-        docs = torch.cumsum(ids == self.tokenizer.bos_token_id, dim=1) if cfg.data.document_masking else None
+        docs = torch.cumsum(ids == self.built.tokenizer.bos_token_id, dim=1) if cfg.data.document_masking else None
         step_loss = self.forward_backward(inputs, labels, docs, parts, total_labels)
         if cfg.optim.grad_clip:
-            self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.optim.grad_clip)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+            self.accelerator.clip_grad_norm_(self.built.model.parameters(), cfg.optim.grad_clip)
+        self.built.optimizer.step()
+        self.built.optimizer.zero_grad(set_to_none=True)
         self.bad_step = torch.where((self.bad_step == 0) & ~torch.isfinite(step_loss), step, self.bad_step)
         self.interval.loss += step_loss
         self.interval.labels += total_labels
@@ -493,12 +326,12 @@ class Trainer:
     def objective_inputs(self, ids: torch.Tensor, objective, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The inputs and labels of rows `ids` under `objective`: CLM's next tokens, or MLM's masks drawn from a
         generator seeded by (seed, step) (a step has at most one MLM part)."""
-        bos = self.tokenizer.bos_token_id
+        bos = self.built.tokenizer.bos_token_id
         if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
             return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
         gen = torch.Generator(device=self.accelerator.device).manual_seed(self.cfg.seed * 1_000_003 + step)
-        return mlm_inputs(ids, objective.mask_ratio, self.tokenizer.mask_token_id, self.special, gen,
-                          self.cfg.mlm_recipe, len(self.tokenizer))
+        return mlm_inputs(ids, objective.mask_ratio, self.built.tokenizer.mask_token_id, self.special, gen,
+                          self.cfg.mlm_recipe, len(self.built.tokenizer))
 
     def forward_backward(self, inputs, labels, docs, parts, total_labels) -> torch.Tensor:
         """Forward and backward over this process's rows of the global batch, a micro-batch at a time (gradients
@@ -516,9 +349,9 @@ class Trainer:
         step_loss = torch.zeros((), device=accelerator.device)
         for m in range(micro_steps):
             first = rank * local + m * micro
-            sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(self.model)
+            sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(self.built.model)
             with sync, accelerator.autocast():
-                losses = [self.model(input_ids=inputs[a:b], labels=labels[a:b], is_causal=objective.is_causal,
+                losses = [self.built.model(input_ids=inputs[a:b], labels=labels[a:b], is_causal=objective.is_causal,
                                      document_ids=None if docs is None else docs[a:b],
                                      num_items_in_batch=total_labels).loss
                           for objective, a, b in _within(parts, first, first + micro)]
@@ -565,7 +398,7 @@ class Trainer:
 
     def save(self, step: int, causal: bool, state: dict) -> None:
         """`_save_checkpoint`, its trainer state stamped with the run's identity."""
-        _save_checkpoint(self.accelerator, self.ckpt_root, step, self.model, self.tokenizer, causal,
+        _save_checkpoint(self.accelerator, self.ckpt_root, step, self.built.model, self.built.tokenizer, causal,
                          {**state, "identity": identity(self.cfg)})
 
     # ---- the end ----
@@ -580,15 +413,15 @@ class Trainer:
         self.accelerator.wait_for_everyone()
 
     def write_meta(self, status: str, wall: float, loss: float | None) -> None:
-        shard_meta = json.loads((self.shards / "meta.json").read_text())
-        config, distributed = self.unwrapped.config, self.distributed
+        shard_meta = json.loads((self.built.shards / "meta.json").read_text())
+        config, distributed = self.built.unwrapped.config, distributed_setup(self.accelerator)
         write_json(self.run_dir / "meta.json", {
             "run_id": self.cfg.run_id, "identity": identity(self.cfg), "status": status, "wall_time_s": round(wall, 2),
             "tokens_seen": self.tokens_seen, "final_loss": loss, "attention_backend": config.attention_backend,
             "parameters": config.num_parameters_by_part(), "processes": distributed["processes"],
             "distributed": distributed,
-            "precision": "bf16" if self.precision == "bf16" else "fp32",
-            "data": {"shards": str(self.shards), **shard_meta},
+            "precision": "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32",
+            "data": {"shards": str(self.built.shards), **shard_meta},
             **provenance(),
         })
 
@@ -621,14 +454,6 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     accelerator.wait_for_everyone()
 
 
-def _truncate_log(path: Path, step: int) -> None:
-    """On resume, keep only the valid log rows up to the checkpoint's step (and no half-written line)."""
-    if not path.exists():
-        return
-    keep = [ln for i, ln in enumerate(_valid_rows(path)) if i == 0 or int(ln.split(",")[0]) <= step]
-    write_text(path, "\n".join(keep) + "\n" if keep else "")
-
-
 def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml)."""
     me = owner(cfg)
@@ -653,21 +478,6 @@ def _recorded_identity(meta_path: Path) -> str | None:
     return meta.get("identity") if isinstance(meta, dict) else None
 
 
-def distributed_setup(accelerator) -> dict:
-    """How the run is spread over processes, as meta.json records it: accelerate's distributed type (NO, MULTI_CPU,
-    MULTI_GPU, FSDP, ...), the processes, the collective backend and, under FSDP, its version and sharding."""
-    state = accelerator.state
-    setup = {"type": str(getattr(state.distributed_type, "value", state.distributed_type)),
-             "processes": accelerator.num_processes, "backend": getattr(state, "backend", None)}
-    plugin = getattr(state, "fsdp_plugin", None)
-    if plugin is not None:
-        sharding = getattr(plugin, "sharding_strategy", None)
-        setup["fsdp"] = {"version": getattr(plugin, "fsdp_version", 1),
-                         "sharding": str(getattr(sharding, "name", sharding)),
-                         "reshard_after_forward": str(getattr(plugin, "reshard_after_forward", None))}
-    return setup
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
@@ -687,8 +497,8 @@ def _run_cli(args) -> int:
 def _data_cli(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
     hf_tok = load_hf_decoder(cfg.init)[1] if cfg.init.kind == "hf" else None
-    tokenizer = prepare_tokenizer(cfg, hf_tok)
-    shards = prepare_shards(cfg, tokenizer)
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
+    shards = corpus.prepare_shards(cfg, tokenizer)
     meta = json.loads((shards / "meta.json").read_text())
     print(f"shards: {shards}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
           f"vocabulary {meta['vocab_size']:,}")

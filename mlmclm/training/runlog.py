@@ -1,5 +1,6 @@
 """A pretraining run's record in its results folder, torch-free (`mlmclm.training.pretrain` writes it; `mlmclm
-study plan` reads it without importing torch): pretrain.csv's valid rows, and whether the run is done and why not.
+study plan` reads it without importing torch): pretrain.csv's valid rows, whether the run is done and why not, and
+the log cut back to the step a resumed run starts from.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ResultFileError
-from ..io import read_json
+from ..io import read_json, write_text
 
 CSV_FIELDS = ["step", "phase", "objective", "lr", "loss", "label_tokens", "tokens_seen", "tokens_per_s",
               "wall_time_s"]
@@ -39,7 +40,7 @@ def finished(run_dir: Path, total: int) -> bool:
     return fault is None
 
 
-def _valid_rows(path: Path) -> list[str]:
+def valid_rows(path: Path) -> list[str]:
     """The header and the rows of pretrain.csv up to its first damaged line (a wrong field count, a step that is not
     a number or does not grow, a half-written last line); [] when the file is missing or its header is wrong."""
     if not path.exists():
@@ -60,5 +61,13 @@ def _valid_rows(path: Path) -> list[str]:
 
 def log_end(path: Path) -> int:
     """The step of pretrain.csv's last valid row (0 when none): the log is whole up to there."""
-    rows = _valid_rows(path)
+    rows = valid_rows(path)
     return int(rows[-1].split(",")[0]) if len(rows) > 1 else 0
+
+
+def truncate(path: Path, step: int) -> None:
+    """pretrain.csv cut back to its valid rows up to `step` (a resumed run's checkpoint), no half-written line kept."""
+    if not path.exists():
+        return
+    keep = [ln for i, ln in enumerate(valid_rows(path)) if i == 0 or int(ln.split(",")[0]) <= step]
+    write_text(path, "\n".join(keep) + "\n" if keep else "")

@@ -1,0 +1,155 @@
+"""What a pretraining run is made of before its first step, built from its config in this order:
+
+1. `start_accelerator`: the accelerator (bf16 on a GPU unless `precision` says fp32), its processes checked against
+   the launch and the batch, the tracker started;
+2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
+   `corpus.prepare_shards`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
+   `load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate.
+
+`mlmclm.training.pretrain.Trainer` trains what is built; `distributed_setup` says how they are spread, as meta.json
+records it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import checkpoints, corpus, trackers
+from ..config import InitSpec, OptimSpec, PretrainConfig, to_yaml
+from ..errors import ConfigError
+from ..models.configuration import MlmClmConfig
+from ..models.convert import from_hf
+from ..models.modeling import MlmClmForMaskedLM
+from ..schedule import Schedule
+from .optim import build_optimizer
+
+
+def start_accelerator(cfg: PretrainConfig, run_dir: Path, report_to: str):
+    """The run's accelerator (bf16 on a GPU unless precision says fp32), its processes checked against the launch
+    and the batch, and the tracker `report_to` started (its files in `run_dir`)."""
+    from accelerate import Accelerator
+
+    on_gpu = torch.cuda.is_available()
+    precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
+    accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
+                              **trackers.accelerator_kwargs(report_to, run_dir))
+    kind = distributed_setup(accelerator)["type"]
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != "FSDP":
+        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {kind}, not FSDP (FSDP shards "
+                          f"over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch with "
+                          "--multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
+    trackers.start(accelerator, report_to, cfg.run_id, to_yaml(cfg))
+    world = accelerator.num_processes
+    if cfg.batch_size % (world * cfg.micro_batch_size):
+        raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
+                          f"({world} x {cfg.micro_batch_size})")
+    return accelerator
+
+
+def distributed_setup(accelerator) -> dict:
+    """How the run is spread over processes, as meta.json records it: accelerate's distributed type (NO, MULTI_CPU,
+    MULTI_GPU, FSDP, ...), the processes, the collective backend and, under FSDP, its version and sharding."""
+    state = accelerator.state
+    setup = {"type": str(getattr(state.distributed_type, "value", state.distributed_type)),
+             "processes": accelerator.num_processes, "backend": getattr(state, "backend", None)}
+    plugin = getattr(state, "fsdp_plugin", None)
+    if plugin is not None:
+        sharding = getattr(plugin, "sharding_strategy", None)
+        setup["fsdp"] = {"version": getattr(plugin, "fsdp_version", 1),
+                         "sharding": str(getattr(sharding, "name", sharding)),
+                         "reshard_after_forward": str(getattr(plugin, "reshard_after_forward", None))}
+    return setup
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a run trains, as `build` makes them."""
+    tokenizer: Any
+    shards: Path  # the token shards' folder (its meta.json goes into the run's)
+    blocks: corpus.TokenBlocks
+    model: Any  # as accelerate prepared it (and torch.compile compiled it): what trains
+    unwrapped: MlmClmForMaskedLM
+    optimizer: Any
+
+
+def build(cfg: PretrainConfig, schedule: Schedule, accelerator) -> Built:
+    """The tokenizer and the token blocks (the main process builds them first, the others then find them built),
+    the model and its optimizer, prepared by accelerate."""
+    hf_model = hf_tok = None
+    if cfg.init.kind == "hf":
+        hf_model, hf_tok = load_hf_decoder(cfg.init)
+    with accelerator.main_process_first():
+        tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
+        if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
+            raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
+                              f"phase; set data.mask_token to an existing token (e.g. "
+                              f"'<|reserved_special_token_0|>' for Llama-3)")
+        shards = corpus.prepare_shards(cfg, tokenizer)
+    blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
+    if blocks.n < cfg.batch_size:
+        raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
+                          f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower "
+                          f"data.seq_len or batch_size, or give a larger corpus")
+    model = build_model(cfg, tokenizer, hf_model)
+    del hf_model
+    optimizer = run_optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
+    model, optimizer = accelerator.prepare(model, optimizer)
+    if cfg.compile:
+        model = torch.compile(model)
+    return Built(tokenizer, shards, blocks, model, accelerator.unwrap_model(model), optimizer)
+
+
+def load_hf_decoder(init: InitSpec):
+    """A Llama-family causal LM and its tokenizer from a transformers folder or a GGUF file, fp32."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = {"gguf_file": init.gguf_file} if init.gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(init.path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(init.path, dtype=torch.float32, **kwargs)
+    except OSError as e:
+        raise ConfigError(f"init.path={init.path!r}: cannot load a transformers causal LM there "
+                          f"({str(e).splitlines()[0]})") from None
+    return model, tokenizer
+
+
+def build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
+    """The model a run starts from (seeded by `cfg.seed`): its init checkpoint, the transformers decoder `hf_model`
+    converted (its embeddings resized to the tokenizer), or a new model of `model.size`; with the tokenizer's
+    special ids and the run's attention backend."""
+    torch.manual_seed(cfg.seed)
+    if cfg.init.kind == "run":
+        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
+        model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
+    elif cfg.init.kind == "hf":
+        body = from_hf(hf_model)  # fp32 already (load_hf_decoder); a GGUF model refuses .float()
+        with torch.device("meta"):
+            model = MlmClmForMaskedLM(copy.deepcopy(body.config))
+        model.load_state_dict(body.state_dict(), assign=True)
+        if model.config.tie_word_embeddings:
+            model.tie_weights()
+        if len(tokenizer) != model.config.vocab_size:
+            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+            model.config.vocab_size = len(tokenizer)
+    else:
+        config = MlmClmConfig.from_size(cfg.model.size, **{**cfg.model.overrides, "vocab_size": len(tokenizer)})
+        model = MlmClmForMaskedLM(config)
+    c = model.config
+    c.pad_token_id, c.bos_token_id = tokenizer.pad_token_id, tokenizer.bos_token_id
+    c.eos_token_id, c.mask_token_id = tokenizer.eos_token_id, tokenizer.mask_token_id
+    c.attention_backend = cfg.model.attention_backend
+    if cfg.data.seq_len > c.max_position_embeddings:
+        raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the model's max_position_embeddings "
+                          f"({c.max_position_embeddings})")
+    return model
+
+
+def run_optimizer(model, o: OptimSpec, device=None) -> torch.optim.AdamW:
+    """The run's AdamW from its `optim` section (`optim.build_optimizer`: norms without weight decay)."""
+    return build_optimizer(model, o.lr, o.betas, o.eps, o.weight_decay, device)
