@@ -1,0 +1,424 @@
+"""How a claim (`Claim`) is judged on each source's results: the statistic with its 95% interval, the evidence, the
+verdict and the reason for it (`verdicts`; the claims themselves are `claims.CLAIMS`).
+
+The interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap over test
+instances and fine-tuning seeds, the learning rate chosen again in each replica, with a Student-t term for
+pretraining seeds from their spread pooled over the models with 2+ of them (`bootstrap`; where there is none, the
+reason says so); for the paper, its printed half-widths (a difference of two independent means gets
+sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a minimum over values the minimum of their
+bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ
+only in their pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model
+size, no IR task, no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
+
+Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
+model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
+below it is named in the row, not a gate), the difference must be larger than the compared models' last-epoch
+validation gain (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
+with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
+paper's scores at the configuration our models stand for, through the same check and statistic), with what
+pretraining adds in its group and which pretraining-seed term its interval used (`BESIDE_PAPER`). Cells with fewer
+fine-tuning seeds than their neighbours (``flag``) are left out, with their model's task group, and the evidence says
+so. No torch import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from . import aggregation
+from . import bootstrap
+from . import evidence
+from . import ids
+from . import matching
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim, defined in one place: its key and text, the check behind it, its statistic, the models it
+    compares and why a source cannot carry it.
+
+    ``measure`` maps the rows of ``table`` (default: the check; one source's rows or the bootstrap replicas', each a
+    ``source``) to ``value`` (the statistic: positive when the claim holds), ``lo`` and ``hi`` (bounds from the rows'
+    printed half-widths) per source and scope (a task group, or "all"); claims whose cells are chosen on the point
+    estimates get those as ``point``, and ``choices`` says among how many comparisons they were chosen (the interval is
+    widened to Bonferroni's for that many). ``unavailable`` says why a source's rows cannot carry the claim ("" when
+    they can); ``describe`` gives the evidence beyond the statistic; ``models`` names the pretrained models compared;
+    ``paper`` names the paper's tables and figures behind it and quotes the paper's sentence where
+    the project's notes on the paper quote it (in quotation marks), else says "paraphrased". A ``per_run`` claim
+    (the paper prints no numbers for it) is judged on run-level results only, its bootstrap replicas drawn from the
+    runs ``replica_runs`` keeps; ``below_control`` says what a compared model below the random-init control means
+    for it.
+    """
+
+    key: str
+    text: str
+    check: Callable[..., pd.DataFrame]
+    statistic: str
+    measure: Callable[..., pd.DataFrame]
+    models: Callable[..., set]
+    unavailable: Callable[[pd.DataFrame], str]
+    describe: Callable[[pd.DataFrame], str] = lambda rows: ""
+    table: Callable[..., pd.DataFrame] | None = None
+    per_run: bool = False
+    replica_runs: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    choices: Callable[[pd.DataFrame], int] = lambda point: 1
+    below_control: str = "reported, not a gate: the leading model beats it"
+    paper: str = ""
+
+    def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
+        """The check's rows (or ``table``'s) of ``scores`` (and ``runs``, for a per-run claim)."""
+        return (self.table or self.check)(scores, runs, split=split)
+
+
+BEYOND_PAPER = "not a claim of the paper; issue 27"  # ``paper`` of the claims beyond it (their keys: B1, B2)
+
+
+def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Scores (pretraining seeds pooled: `aggregation.pool_pretraining_seeds`) and runs without the task groups of
+    models that have a flagged cell (fewer seeds than their neighbours), and a note naming what was left out ("" when
+    nothing was)."""
+    flagged = scores[scores["flag"].fillna("") != ""] if "flag" in scores else scores.iloc[0:0]
+    if flagged.empty:
+        return aggregation.pool_pretraining_seeds(scores), runs, ""
+    out = set(zip(flagged["model"], flagged["task_group"]))
+
+    def keep(df):
+        return df[[k not in out for k in zip(df["model"], df["task_group"])]]
+
+    shown = "; ".join(f"{r.model} {r.task_group}/{r.dataset} ({r.flag})" for r in flagged.head(3).itertuples())
+    return aggregation.pool_pretraining_seeds(keep(scores)), keep(runs), (
+        f"left out: {len(flagged)} cell(s) with fewer fine-tuning seeds than their neighbours, with their model's "
+        f"task group ({shown}{'; ...' if len(flagged) > 3 else ''})")
+
+
+def _call(lo: float, hi: float, words: tuple[str, str]) -> tuple[str, str]:
+    """The verdict an interval gives, and why."""
+    if np.isnan(lo) or np.isnan(hi):
+        return "inconclusive", "no interval"
+    if lo > 0:
+        return words[0], "the 95% interval lies above zero"
+    return (words[1], "the 95% interval lies below zero") if hi < 0 else ("inconclusive", "the 95% interval holds 0")
+
+
+@dataclass
+class _Source:
+    """One source's data for the verdicts: flagged cells left out, pretraining seeds pooled, for a scale of ours the
+    paper's scores at its models' places (``matched``: `matching.paper_at`), and, computed once when first asked for,
+    its pretraining-seed spreads and bootstrap replicas (``replicas`` with the pooled pretraining-seed term, ``own``
+    with each family's own where it has 2+ seeds)."""
+
+    scores: pd.DataFrame
+    runs: pd.DataFrame
+    note: str
+    per_run: bool
+    controlled: bool  # runs at a scale of ours: judged against the random-init controls and the plateau
+    seeds: pd.DataFrame  # the scores before pooling
+    matched: pd.DataFrame
+    n_boot: int
+    seed: int
+    rule: str
+
+    @cached_property
+    def spread(self) -> pd.DataFrame:
+        """`bootstrap.pretraining_seed_spread` of its runs."""
+        return bootstrap.pretraining_seed_spread(self.runs, self.rule)
+
+    @cached_property
+    def families(self) -> pd.DataFrame:
+        """`bootstrap.family_seed_spread` of its runs."""
+        return bootstrap.family_seed_spread(self.runs, self.rule)
+
+    @cached_property
+    def replicas(self) -> pd.DataFrame:
+        """Its `bootstrap.replica_scores`, the pooled pretraining-seed term."""
+        return bootstrap.replica_scores(self.runs, self.n_boot, self.seed, self.rule, spread=self.spread)
+
+    @cached_property
+    def own(self) -> pd.DataFrame:
+        """Its `bootstrap.replica_scores`, each family's own pretraining-seed term where it has 2+ seeds."""
+        return bootstrap.replica_scores(self.runs, self.n_boot, self.seed, self.rule, spread=self.spread, own=True)
+
+
+def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str, paper: pd.DataFrame, n_boot: int, seed: int,
+            rule: str) -> _Source:
+    raw, r = scores[scores["source"] == source], runs[runs["source"] == source]
+    s, r, note = _flagged(raw, r)
+    controlled = not r.empty and (r["scale"] != "paper").all()
+    matched = matching.paper_at(s if controlled else s.iloc[0:0], paper)  # the paper's own rows: no match
+    return _Source(s, r, note, per_run=not r.empty, controlled=controlled, seeds=raw, matched=matched,
+                   n_boot=n_boot, seed=seed, rule=rule)
+
+
+def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
+    """The pretraining and fine-tuning seeds behind the compared models' group averages ("3", or "1-3" where they
+    differ; "" where unknown)."""
+    avg = ids.group_averages(scores)
+    rows = avg[avg["model"].isin(models) & avg["task_group"].isin(groups)]
+
+    def span(col):
+        v = pd.to_numeric(rows[col], errors="coerce").dropna().astype(int) if col in rows else pd.Series([], dtype=int)
+        return "" if v.empty else (f"{v.min()}" if v.min() == v.max() else f"{v.min()}-{v.max()}")
+    paper = (rows["scale"] == "paper").all() and not rows.empty
+    return span("pretrain_seeds"), span("n") or (str(ids.PAPER_SEEDS) if paper else "")
+
+
+def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
+    """Why a comparison of ours carries no signal ([] when it does): its leading model not beating the random-init
+    control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
+    gate), a difference within the compared models' last-epoch validation gain, or the fine-tuning of the compared
+    models failing the calibration criteria."""
+    every_seed = {m for m in src.seeds["model"].unique() if ids.family(m) in models}
+    return [w for w in (evidence.signal(src.seeds, models, groups),
+                        evidence.unsettled(src.runs, models, groups, value),
+                        _uncalibrated(src.runs, every_seed, groups)) if w]
+
+
+def _uncalibrated(runs: pd.DataFrame, models: set, groups: list) -> str:
+    """The calibration criteria (`evidence.calibration_report`) that the fine-tuning runs of a comparison fail: those
+    of the compared models (every pretraining seed) and of the random-init controls they face, in ``groups``; ""
+    when they pass. A model of the scale that the comparison does not read cannot block it (an early checkpoint
+    still rising does not bear on the final models)."""
+    mine = runs[runs["task_group"].isin(groups) & (runs["model"].isin(models) | (runs["objective"] == "random"))]
+    if mine.empty:
+        return ""
+    summary = evidence.calibration_report(mine).summary()
+    failed = "; ".join(f"{c.criterion} ({c.detail})" for c in summary[~summary["passed"]].itertuples())
+    return f"the fine-tuning calibration of the compared models fails: {failed}" if failed else ""
+
+
+def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
+    """The pretraining-seed term of ``groups``' intervals (`pretraining_seed_spread`) in words, and the reason to add
+    where a group has none ("" when every group has one)."""
+    rows = spread[spread["task_group"].isin(groups)]
+    fixed = sorted(rows.loc[rows["dof"] == 0, "task_group"])
+    shown = ", ".join(f"{r.task_group} sd {r.sd:.2f} ({r.dof} df, {r.multi} model(s) with 2+ seeds)"
+                      for r in rows[rows["dof"] > 0].itertuples())
+    terms = [f"pretraining-seed term: {shown}"] if shown else []
+    reason = (f"pretraining-seed noise not estimable: no model with 2+ pretraining seeds ({', '.join(fixed)})"
+              if fixed else "")
+    return "; ".join(filter(None, [*terms, reason])), reason
+
+
+def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str) -> tuple[pd.DataFrame, str]:
+    """The statistic per scope with its interval (``lo``, ``hi``; for a source with per-run results also ``lo_own``,
+    ``hi_own``: with each family's own pretraining-seed spread, `bootstrap.replica_scores` ``own``) and how it was
+    computed."""
+    table = c.measure(point)
+    if not src.per_run:
+        return table, "printed ± half-widths"
+    table = table.drop(columns=["lo", "hi"]).merge(_bounds(c, point, src, split), on="scope", how="left")
+    if not c.per_run:
+        own = _bounds(c, point, src, split, own=True)[["scope", "lo", "hi"]]
+        table = table.merge(own.rename(columns={"lo": "lo_own", "hi": "hi_own"}), on="scope", how="left")
+    how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
+           f"each of {src.n_boot} replicas" + ("" if c.per_run else ", and a Student-t term for pretraining seeds"))
+    return table, how
+
+
+def _bounds(c: Claim, point: pd.DataFrame, src: _Source, split: str, own: bool = False) -> pd.DataFrame:
+    """The statistic's 95% percentile interval per scope (``lo``, ``hi``, ``replicas``) over bootstrap replicas of one
+    source's runs: for a per-run claim, every run of each replica (`bootstrap.replica_runs`); else the source's replica
+    scores (with each family's own pretraining-seed spread where ``own``)."""
+    if c.per_run:
+        rows = c.rows(None, bootstrap.replica_runs(c.replica_runs(src.runs), src.n_boot, src.seed), split)
+    else:
+        rows = c.rows(src.own if own else src.replicas)
+    dist = c.measure(rows, point).dropna(subset=["value"]) if not rows.empty else pd.DataFrame(
+        columns=["scope", "value"])
+    g, tail = dist.groupby("scope")["value"], 0.025 / c.choices(point)
+    return pd.DataFrame({"lo": g.quantile(tail), "hi": g.quantile(1 - tail), "replicas": g.size()}).reset_index()
+
+
+def _own_term(src: _Source, models: set, groups: list) -> bool:
+    """Whether a comparison's interval uses each family's own pretraining-seed spread: every compared family has 3 or
+    more pretraining seeds in each of ``groups`` (else the pooled spread of the scale)."""
+    f = src.families
+    f = f[f["family"].isin(models) & f["task_group"].isin(groups)]
+    return not f.empty and bool((f["k"] >= 3).all())
+
+
+def _seed_reading(t, own: bool, words) -> tuple[float, float, str]:
+    """The interval a row shows (own or pooled pretraining-seed term), and the ``seed_term`` words: which term, and
+    where the verdict changes with the other one, that it rests on this one."""
+    pair = {True: (t.lo_own, t.hi_own), False: (t.lo, t.hi)}
+    lo, hi = pair[own]
+    name = {True: "each family's own spread", False: "the pooled spread"}
+    term = f"pretraining-seed term: {name[own]}" + (" (every compared family has 3+ seeds)" if own else "")
+    other, this = _call(*pair[not own], words)[0], _call(lo, hi, words)[0]
+    if other != this:
+        term += (f"; the verdict rests on it: with {name[not own]} [{pair[not own][0]:+.2f}, {pair[not own][1]:+.2f}] "
+                 f"({other})")
+    return lo, hi, term
+
+
+def reading(lo: float, hi: float, paper: float) -> str:
+    """Our interval against the paper's matched effect: whether it includes it, excludes it (0 inside), or excludes
+    it and 0 both (with the sign: ours on the paper's side of 0, or the other)."""
+    if any(pd.isna(x) for x in (lo, hi, paper)):
+        return ""
+    if lo <= paper <= hi:
+        return "includes the paper's"
+    if lo <= 0 <= hi:
+        return "excludes the paper's (holds 0)"
+    return "excludes the paper's and 0" + (" (same sign)" if (lo > 0) == (paper > 0) else " (opposite sign)")
+
+
+def _paper_side(c: Claim, src: _Source) -> pd.DataFrame:
+    """The paper's estimate of the comparison a claim makes on a scale of ours (its scores at our models' places,
+    `matching.paper_at`, through the claim's own check and statistic; printed ±), per scope (empty where
+    the paper has none: a claim beyond it, a per-run claim, a place it did not evaluate)."""
+    none = pd.DataFrame(columns=["scope", "value", "lo", "hi"])
+    if c.per_run or src.matched.empty or c.paper.startswith(BEYOND_PAPER):
+        return none
+    point = c.rows(src.matched[ids.SCORE_COLUMNS])
+    return none if point.empty or c.unavailable(point) else c.measure(point)
+
+
+def _beside_paper(c: Claim, src: _Source, scope: str, groups: list, lo: float, hi: float,
+                  table: pd.DataFrame) -> dict:
+    """A row of ours beside the paper: its matched estimate and printed interval, which of the paper's models (or
+    interpolations) that reads, and how our interval reads against it."""
+    row = table[table["scope"] == scope]
+    if row.empty:
+        return {}
+    value, p_lo, p_hi = (float(row[k].iloc[0]) for k in ("value", "lo", "hi"))
+    models = c.models(src.matched[ids.SCORE_COLUMNS], None, groups)
+    m = src.matched[src.matched["model"].isin(models) & src.matched["task_group"].isin(groups)]
+    return {"paper_estimate": round(value, 2), "paper_low": round(p_lo, 2), "paper_high": round(p_hi, 2),
+            "paper_config": "; ".join(sorted(set(m["paper_config"]))), "vs_paper": reading(lo, hi, value)}
+
+
+def _controls(src: _Source, models: set, groups: list) -> dict:
+    """A row of ours against its random-init controls: what pretraining adds (the leading compared model minus the
+    control, `evidence.pretraining_effect`) and the compared models below the control (`evidence.below_control`)."""
+    effect = evidence.pretraining_effect(src.seeds, models, groups)
+    return {"pretraining_effect": round(effect, 2) if not np.isnan(effect) else np.nan,
+            "below_control": evidence.below_control(src.seeds, models, groups)}
+
+
+def _ours(c: Claim, src: _Source, t, groups: list, words, verdict: str, why: str) -> tuple[dict, str, str, list]:
+    """The columns a row of ours adds (the paper's matched estimate, the controls, the seed term), its interval, and
+    its verdict and reason after the gates; notes for the evidence text."""
+    notes = []
+    models = c.models(src.scores, src.runs, groups)
+    extra = _controls(src, models, groups)
+    lo, hi = t.lo, t.hi
+    if not c.per_run:
+        lo, hi, extra["seed_term"] = _seed_reading(t, _own_term(src, models, groups), words)
+        verdict, why = _call(lo, hi, words)
+    gates = _gates(src, models, groups, t.value)
+    if gates:
+        verdict, why = "no signal", "; ".join(gates)
+        notes.append(f"no signal: {why}")
+    elif extra["below_control"]:
+        why = f"{why}; below the random-init control: {extra['below_control']} ({c.below_control})"
+    extra |= {"lo": lo, "hi": hi}
+    return extra, verdict, why, notes
+
+
+def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
+    """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
+    the verdict and the reason for it; for a scale of ours also the paper's estimate of the same comparison and our
+    interval read against it, the pretraining effect and the models below the control, and the seed term used."""
+    words = ("supported", "not supported") if source == "paper" else ("reproduced", "not reproduced")
+    if c.per_run and not src.per_run:
+        return [{"scope": "all", "evidence": "no data: needs per-run results", "verdict": "not checkable",
+                 "reason": "needs per-run results"}]
+    point = c.rows(src.scores, src.runs, split)
+    reason = c.unavailable(point)
+    if reason:
+        return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
+                 "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
+    table, how = _intervals(c, src, point, split)
+    if c.choices(point) > 1:
+        how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
+    detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(c, src)
+    out = []
+    for t in table.itertuples():
+        verdict, why = _call(t.lo, t.hi, words)
+        notes, extra, lo, hi = [detail], {}, t.lo, t.hi
+        groups = [t.scope] if t.scope in ids.GROUPS else sorted(set(point["task_group"]))
+        pretrain, finetune = _seeds(src.scores, models, groups)
+        pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
+        if src.controlled:
+            extra, verdict, why, more = _ours(c, src, t, groups, words, verdict, why)
+            lo, hi = extra.pop("lo"), extra.pop("hi")
+            extra |= _beside_paper(c, src, t.scope, groups, lo, hi, paper)
+            notes += more
+        if src.per_run and not c.per_run:
+            seeds, fixed = _seed_term(src.spread, groups)
+            notes.append(seeds)
+            if fixed and src.controlled and verdict != "no signal":  # ours: an interval that leaves out a source of
+                verdict, why = "no signal", ""                       # noise is no evidence
+            why = "; ".join(filter(None, [why, fixed]))
+        notes.append(src.note)
+        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({how})"
+        out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
+                    "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(lo, 2),
+                    "ci_high": round(hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
+                    "verdict": verdict, "reason": why, **extra})
+    return out
+
+
+# a row of ours also carries (blank for the paper's rows): the paper's estimate of the same comparison and which of its
+# models that reads (`matching.paper_at`), our interval against it, what pretraining adds in the group, the compared
+# models below the random-init control, and the pretraining-seed term of the interval
+BESIDE_PAPER = ["paper_estimate", "paper_low", "paper_high", "paper_config", "vs_paper", "pretraining_effect",
+                "below_control", "seed_term"]
+TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining_seeds",
+                 "finetuning_seeds", "verdict", "reason", *BESIDE_PAPER]
+
+
+def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], split: str = "test", n_boot: int = 2000,
+             seed: int = 0, numbers: bool = False, rule: str = "per_seed", full: bool = False,
+             paper: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per claim of ``claims``, source and scope (a task group, or "all"): the evidence computed from the data
+    and a verdict.
+
+    Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and its
+    95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
+    (`bootstrap.replica_scores`: test instances, fine-tuning seeds, the learning rate chosen again in each of
+    ``n_boot`` replicas, and a Student-t pretraining-seed term), for the paper its printed half-widths. Models
+    that differ only in their pretraining seed are one model, their mean (`aggregation.pool_pretraining_seeds`). The
+    verdict is "reproduced" (for the paper: "supported")
+    when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
+    A comparison of ours is "no signal" when its leading model does not beat the random-init control of its size
+    beyond the combined half-width (`evidence.signal`; a trailing model below it is named in the row,
+    ``below_control``), when the statistic is smaller than a compared model's last-epoch validation gain
+    (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
+    criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
+    the scale with 2+ pretraining seeds); ``reason`` says which. Its interval's pretraining-seed term is each
+    family's own spread where every compared family has 3+ seeds, else the pooled one (``seed_term``, which says when
+    the verdict would change with the other). Beside it: the paper's estimate of the same comparison (``paper``: the
+    paper's scores, default those in ``scores``; read at our models' places, `matching.paper_at`), our interval
+    against it, and the group's pretraining effect (`BESIDE_PAPER`). A source whose results cannot carry the claim
+    gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results:
+    "not checkable"), with the reason. ``numbers`` adds the statistic and its interval as columns (``value``,
+    ``ci_low``, ``ci_high``); ``full`` returns every column (`verdict_table` writes them).
+    """
+    data: dict[str, _Source] = {}
+    rows = []
+    paper = scores[scores["source"] == "paper"] if paper is None else paper
+    for claim in claims:
+        sources = list(dict.fromkeys([*scores["source"], *(runs["source"] if claim.per_run else [])]))
+        sources = sources or ["none loaded"]
+        for source in sources:
+            if source not in data:
+                data[source] = _source(scores, runs, source, paper, n_boot, seed, rule)
+            for row in _judge(claim, data[source], source, split):
+                rows.append({"claim": f"{claim.key}. {claim.text}", "source": source, **row})
+    numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
+    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER] if full else []
+    return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
+
+
+def verdict_table(judged: pd.DataFrame) -> pd.DataFrame:
+    """``verdicts(..., full=True)`` rows (with a ``scale`` column) as the verdicts table's columns (`TABLE_COLUMNS`)."""
+    out = judged.rename(columns={"scope": "group", "value": "estimate", "ci_low": "low", "ci_high": "high",
+                                 "pretrain_seeds": "pretraining_seeds", "finetune_seeds": "finetuning_seeds"})
+    return out.reindex(columns=TABLE_COLUMNS)
