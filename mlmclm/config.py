@@ -1,192 +1,27 @@
-"""The one config system: typed dataclasses, loaded from YAML (or a dict) with dotted overrides, validated before any
-work starts with one clear line per bad field, and dumped back to YAML (the resolved config of a run).
+"""The one config system: the typed dataclasses of pretraining runs (`PretrainConfig`), fine-tuning grids
+(`FinetuneConfig`) and scales (`ScaleConfig`), the paper's protocol numbers they default to, and where the shipped
+recipes and scale files are. Loading, overrides and dumping (`load_config`, `to_dict`, `to_yaml`) are
+`mlmclm.config_loader`'s, re-exported here: import every config name from this module.
 
     cfg = load_config(PretrainConfig, "run.yaml", ["optim.lr=3e-4", "phases=[[clm, 100], [mlm, 200]]"])
 
-A dataclass may define `validate(self)` that raises `ConfigError` for cross-field rules; it runs after loading.
+Each dataclass's `validate(self)` raises `ConfigError` for its cross-field rules and changes nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import math
 import re
-import types
-from importlib import resources
 import typing
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Optional
 
-import yaml
-
+from .config_loader import from_dict, load_config, to_dict, to_yaml  # noqa: F401  (re-exported: load_config, to_yaml)
 from .errors import ConfigError
 from .schedule import Objective, Schedule, parse_objective
 from .sizes import ATTENTION_BACKENDS, FIELDS, SIZES, shape
-
-
-def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
-    """An instance of dataclass `cls` from a YAML file, a YAML string or a dict, with `key.sub=value` overrides."""
-    if source is None:
-        data = {}
-    elif isinstance(source, dict):
-        data = source
-    else:
-        path = Path(source)
-        if path.is_dir():
-            raise ConfigError(f"config file {path} is a folder; name a YAML file")
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            raise ConfigError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', e)}") from None
-        if data is None:
-            raise ConfigError(f"{path}: the config is empty; give at least the keys that make the run yours "
-                              f"(run_id, phases, ...)")
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
-    data = apply_overrides(data, overrides)
-    return from_dict(cls, data)
-
-
-def apply_overrides(data: dict, overrides: typing.Sequence[str]) -> dict:
-    """A copy of `data` with each `dotted.key=value` set (values parsed as YAML: 3e-4, true, [a, b])."""
-    data = _deepcopy(data)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r} must look like dotted.key=value")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else raw
-        except yaml.YAMLError:
-            value = raw
-        node = data
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"override {item!r}: {part} is not a section")
-        node[parts[-1]] = value
-    return data
-
-
-def from_dict(cls, data: dict, prefix: str = ""):
-    if not isinstance(data, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping of config keys, got {data!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
-    for key in data:
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), fields, n=1)
-            hint = f"; did you mean {prefix}{close[0]}?" if close else f"; known keys: {', '.join(fields)}"
-            raise ConfigError(f"unknown config key {prefix}{key}{hint}")
-    kwargs = {k: _convert(hints[k], v, f"{prefix}{k}") for k, v in data.items()}
-    obj = cls(**kwargs)
-    if hasattr(obj, "validate"):
-        obj.validate()
-    return obj
-
-
-def _convert(tp, value, name: str):
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, name + ".")
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return _convert(arg, value, name)
-            except ConfigError as e:
-                errors.append(str(e))
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{name}: {value!r} matches none of {tp}")
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{name}={value!r} is not allowed; choose one of {', '.join(map(str, args))}")
-        return value
-    if origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name} must be a list, got {value!r}")
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(value) != len(args):
-                raise ConfigError(f"{name} must have {len(args)} items, got {value!r}")
-            return tuple(_convert(a, v, f"{name}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-        item = args[0] if args else Any
-        out = [_convert(item, v, f"{name}[{i}]") for i, v in enumerate(value)]
-        return tuple(out) if origin is tuple else out
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{name} must be a mapping, got {value!r}")
-        if len(args) == 2:
-            return {_convert(args[0], k, name): _convert(args[1], v, f"{name}.{k}") for k, v in value.items()}
-        return dict(value)
-    return _convert_scalar(tp, value, name)
-
-
-def _convert_scalar(tp, value, name: str):
-    """`value` checked as a bool, int, float or str of field `name` (a whole float is an int, a number's text a float);
-    any other type passes as it is."""
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name} must be true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(f"{name} must be an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            try:  # YAML reads 5e-4 (no dot) as a string
-                number = float(value) if isinstance(value, str) else None
-            except ValueError:
-                number = None
-            if number is None:
-                raise ConfigError(f"{name} must be a number, got {value!r}")
-            return _convert_scalar(float, number, name)
-        if not math.isfinite(value):
-            raise ConfigError(f"{name} must be a finite number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{name} must be a string, got {value!r}")
-        return value
-    return value
-
-
-def to_dict(obj) -> dict:
-    """Plain dict (lists, not tuples) of a config dataclass, for YAML and JSON."""
-    def plain(x):
-        if dataclasses.is_dataclass(x):
-            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
-        if isinstance(x, (list, tuple)):
-            return [plain(v) for v in x]
-        if isinstance(x, dict):
-            return {k: plain(v) for k, v in x.items()}
-        return x
-    return plain(obj)
-
-
-def to_yaml(obj) -> str:
-    return yaml.safe_dump(to_dict(obj), sort_keys=False, default_flow_style=None)
-
-
-def _deepcopy(x):
-    if isinstance(x, dict):
-        return {k: _deepcopy(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_deepcopy(v) for v in x]
-    return x
 
 
 # ---- names and numbers: each checked once, here, with the reason ----
@@ -546,8 +381,8 @@ class ScaleConfig:
     sizes: list[str] = field(default_factory=lambda: ["tiny-s", "tiny-m", "tiny-l"])  # the paper's 210M/610M/1B
     steps_per_k: int = 1                    # this scale's steps for 1,000 of the paper's steps
     cpt_warmup_k: float = 0.0               # warmup of continued pretraining, in thousands of the paper's steps
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the grid of every evaluated model (its scale:
-                                                                       # this one)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # the grid of every evaluated model, read
+                                                                       # through `grid`: under this scale's name
     stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s own grid (none: the
                                                      # default grid, which must then span several learning rates)
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
@@ -626,10 +461,14 @@ class ScaleConfig:
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
         self._validate_beyond()
-        self.finetune.scale = self.scale  # the grids are this scale's
         if not isinstance(self.stability, dict):  # its fields checked as FinetuneConfig's, named in full
             raise ConfigError(f"stability must be a mapping of fine-tuning fields, got {self.stability!r}")
-        from_dict(FinetuneConfig, {**to_dict(self.finetune), **self.stability}, "stability.")
+        from_dict(FinetuneConfig, {**self.grid(), **self.stability}, "stability.")
+
+    def grid(self) -> dict:
+        """The fields of this scale's fine-tuning grid (`finetune`), its `scale` this one: the grids are this
+        scale's (`finetune_config` loads them)."""
+        return {**to_dict(self.finetune), "scale": self.scale}
 
     def _validate_beyond(self):
         """The keys of the "beyond" study: two-objective phases, detour lengths among the CPT lengths, a CLM share
@@ -673,4 +512,4 @@ def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfi
 def finetune_config(scale: ScaleConfig, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
     """The fine-tuning config of `scale` (`scale_config`) with `key=value` overrides (`batch_size=16`,
     `lrs=[1e-4, 1e-3]`)."""
-    return load_config(FinetuneConfig, to_dict(scale.finetune), overrides)
+    return load_config(FinetuneConfig, scale.grid(), overrides)

@@ -35,7 +35,8 @@ HELPERS = {
     "fetch": {"errors", "io"},
     "locks": {"errors", "io"},
     "workspace": {"errors", "io"},
-    "config": {"errors", "schedule", "sizes"},
+    "config_loader": {"errors"},
+    "config": {"errors", "config_loader", "schedule", "sizes"},
     "runs": {"errors", "io", "config", "schedule", "sizes"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers

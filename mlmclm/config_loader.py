@@ -1,0 +1,185 @@
+"""The config loader: an instance of a config dataclass from a YAML file, a YAML string or a dict, with dotted
+overrides, every field checked against its type with one clear line per bad field, and dumped back to YAML.
+
+    cfg = load_config(PretrainConfig, "run.yaml", ["optim.lr=3e-4", "phases=[[clm, 100], [mlm, 200]]"])
+
+A dataclass may define `validate(self)` that raises `ConfigError` for cross-field rules; it runs after loading and
+changes nothing. It knows no config of this package: those are `mlmclm.config`'s, which re-exports this loader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+
+from .errors import ConfigError
+
+
+def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
+    """An instance of dataclass `cls` from a YAML file, a YAML string or a dict, with `key.sub=value` overrides."""
+    if source is None:
+        data = {}
+    elif isinstance(source, dict):
+        data = source
+    else:
+        path = Path(source)
+        if path.is_dir():
+            raise ConfigError(f"config file {path} is a folder; name a YAML file")
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise ConfigError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', e)}") from None
+        if data is None:
+            raise ConfigError(f"{path}: the config is empty; give at least the keys that make the run yours "
+                              f"(run_id, phases, ...)")
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
+    data = apply_overrides(data, overrides)
+    return from_dict(cls, data)
+
+
+def apply_overrides(data: dict, overrides: typing.Sequence[str]) -> dict:
+    """A copy of `data` with each `dotted.key=value` set (values parsed as YAML: 3e-4, true, [a, b])."""
+    data = _deepcopy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} must look like dotted.key=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            value = raw
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {part} is not a section")
+        node[parts[-1]] = value
+    return data
+
+
+def from_dict(cls, data: dict, prefix: str = ""):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping of config keys, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f"; did you mean {prefix}{close[0]}?" if close else f"; known keys: {', '.join(fields)}"
+            raise ConfigError(f"unknown config key {prefix}{key}{hint}")
+    kwargs = {k: _convert(hints[k], v, f"{prefix}{k}") for k, v in data.items()}
+    obj = cls(**kwargs)
+    if hasattr(obj, "validate"):
+        obj.validate()
+    return obj
+
+
+def _convert(tp, value, name: str):
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, name + ".")
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _convert(arg, value, name)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{name}: {value!r} matches none of {tp}")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{name}={value!r} is not allowed; choose one of {', '.join(map(str, args))}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{name} must be a list, got {value!r}")
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(value) != len(args):
+                raise ConfigError(f"{name} must have {len(args)} items, got {value!r}")
+            return tuple(_convert(a, v, f"{name}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        item = args[0] if args else Any
+        out = [_convert(item, v, f"{name}[{i}]") for i, v in enumerate(value)]
+        return tuple(out) if origin is tuple else out
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name} must be a mapping, got {value!r}")
+        if len(args) == 2:
+            return {_convert(args[0], k, name): _convert(args[1], v, f"{name}.{k}") for k, v in value.items()}
+        return dict(value)
+    return _convert_scalar(tp, value, name)
+
+
+def _convert_scalar(tp, value, name: str):
+    """`value` checked as a bool, int, float or str of field `name` (a whole float is an int, a number's text a float);
+    any other type passes as it is."""
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:  # YAML reads 5e-4 (no dot) as a string
+                number = float(value) if isinstance(value, str) else None
+            except ValueError:
+                number = None
+            if number is None:
+                raise ConfigError(f"{name} must be a number, got {value!r}")
+            return _convert_scalar(float, number, name)
+        if not math.isfinite(value):
+            raise ConfigError(f"{name} must be a finite number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string, got {value!r}")
+        return value
+    return value
+
+
+def to_dict(obj) -> dict:
+    """Plain dict (lists, not tuples) of a config dataclass, for YAML and JSON."""
+    def plain(x):
+        if dataclasses.is_dataclass(x):
+            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        return x
+    return plain(obj)
+
+
+def to_yaml(obj) -> str:
+    return yaml.safe_dump(to_dict(obj), sort_keys=False, default_flow_style=None)
+
+
+def _deepcopy(x):
+    if isinstance(x, dict):
+        return {k: _deepcopy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_deepcopy(v) for v in x]
+    return x
