@@ -5,7 +5,6 @@ import argparse
 import importlib
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from mlmclm import cli
@@ -50,9 +49,7 @@ def test_no_help_imports_torch():
     paths = [list(p) for p, _ in _verbs(_parser())] + [["model", "info"], ["attention", "check"], ["reproduce"], []]
     proc = subprocess.run([sys.executable, "-c", WALK % paths], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == f"ok {len(paths)}", proc.stderr[-2000:]
-    start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mlmclm.cli", "--help"], check=True, capture_output=True, cwd=ROOT)
-    assert time.perf_counter() - start < 4  # ~1 s on two shared cores; importing torch took 6-12 s
 
 
 def test_every_argument_has_help():
