@@ -16,7 +16,6 @@ and modules at the top level of the package:
     studies, bench, export, workspace                jobs built on the subpackages: the five studies, benchmarks, a
                                                      checkpoint in transformers' format, a working folder
     cli, commands                                    the command line
-    testing                                          fixtures shared by the tests and the benchmarks
 
 `import mlmclm` is light: the public names below load their subpackage on first use, so a notebook that only reads
 results never starts torch. Using any model name (`mlmclm.MlmClmConfig`, `mlmclm.MlmClmForMaskedLM`, ...) imports

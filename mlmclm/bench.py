@@ -47,7 +47,7 @@ from .evaluation.tasks import SUITES, TASKS_DIR, load_task
 from .models.configuration import MlmClmConfig
 from .io import ROOT, git_commit, hardware, versions, write_text
 from .models.modeling import MlmClmForMaskedLM
-from .testing import random_checkpoint
+from .training.corpus import load_tokenizer, train_tokenizer
 from .training.objectives import IGNORE, clm_labels
 
 
@@ -302,6 +302,23 @@ def bench_notebooks(reps: int = 1) -> list[dict]:
 
 
 FINETUNE_LRS = (1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3)  # the grid's learning rates (the first `lrs` of them)
+
+
+def random_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, size: str = "tiny",
+                      **config) -> Path:
+    """A randomly initialised MlmClmForMaskedLM of `size` with the byte-level BPE a pretraining run would train on
+    `texts` (`corpus.train_tokenizer`), saved in transformers format in `path` (what fine-tuning reads): the model
+    `bench_finetune` times (the tests fine-tune it too)."""
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="mlmclm-tokenizer-") as tmp:
+        tok = load_tokenizer(str(train_tokenizer(iter(texts), vocab_size, Path(tmp))))
+    torch.manual_seed(seed)
+    cfg = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                 mask_token_id=tok.mask_token_id, **config)
+    MlmClmForMaskedLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
 
 
 def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int = 5, size: str = "mini-m",

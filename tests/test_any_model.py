@@ -13,7 +13,7 @@ from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config
 from mlmclm.errors import FinetuneError, ResultFileError
 from mlmclm.evaluation.finetune import open_checkpoint, run_grid
-from mlmclm.testing import offline_suite, random_transformers_model
+from helpers import offline_suite, random_transformers_model
 
 TINY = scale_config("tiny")  # the scale of every grid here
 FAMILIES = {"bert": ("encoder", False), "modernbert": ("encoder", False), "llama": ("converted", True),

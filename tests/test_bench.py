@@ -4,7 +4,7 @@ fine-tuning grid whose three ways (separate processes, one process, worker proce
 import numpy as np
 import pytest
 
-from mlmclm.testing import write_offline_sources
+from helpers import write_offline_sources
 from mlmclm import bench
 from mlmclm.evaluation.offline_suite import build_offline
 

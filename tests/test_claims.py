@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from mlmclm.analysis import bootstrap, evidence, judge, matching
 from mlmclm.io import ROOT as REPO
-from mlmclm.testing import scores_frame, write_planted, write_run, write_synthetic_study
+from helpers import scores_frame, write_planted, write_run, write_synthetic_study
 
 from mlmclm import claims, results
 

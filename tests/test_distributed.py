@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mlmclm.config import PretrainConfig, load_config, to_yaml
-from mlmclm.testing import _sentence
+from helpers import sentence
 from mlmclm.training.pretrain import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _config(tmp_path, run_id):
     corpus = tmp_path / "corpus.txt"
     if not corpus.exists():
-        corpus.write_text("\n".join(_sentence(i, 12) + " " + _sentence(i * 5 + 1, 9) for i in range(4000)) + "\n")
+        corpus.write_text("\n".join(sentence(i, 12) + " " + sentence(i * 5 + 1, 9) for i in range(4000)) + "\n")
     return load_config(PretrainConfig, {
         "run_id": run_id, "scale": "test", "phases": [["clm", 4]], "batch_size": 8, "micro_batch_size": 4,
         "log_every": 2, "results_dir": str(tmp_path / "runs"), "checkpoints_dir": str(tmp_path / "ckpt"),

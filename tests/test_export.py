@@ -13,7 +13,7 @@ import torch
 from mlmclm.errors import ConfigError
 from mlmclm.export import export
 from mlmclm.models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from mlmclm.testing import random_checkpoint
+from mlmclm.bench import random_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [f"the {w} sat on the mat number {i} and the {w} ran away" for i in range(40) for w in ("cat", "dog")]

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from mlmclm.analysis import compute, drawing, points, run_tree
 from mlmclm.io import ROOT as REPO
-from mlmclm.testing import scores_frame, write_sample_tree, write_synthetic_study
+from helpers import scores_frame, write_sample_tree, write_synthetic_study
 
 from mlmclm import figures, results, tables
 

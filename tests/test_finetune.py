@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlmclm.testing import offline_suite, random_checkpoint, tokenizer
+from helpers import offline_suite, tokenizer
+from mlmclm.bench import random_checkpoint
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config

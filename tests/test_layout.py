@@ -44,8 +44,7 @@ ENTRY_POINTS = {
     "commands": {"training"},
     "export": {"models", "training"},
     "studies": {"commands", "evaluation", "training"},
-    "testing": {"models", "training", "evaluation", "analysis"},
-    "bench": {"models", "training", "evaluation", "testing"},
+    "bench": {"models", "training", "evaluation"},
     "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench"},
     "__main__": {"cli"},
     "__init__": set(),  # its public names load their room on first use (importlib), nothing at import
@@ -66,14 +65,10 @@ FUNCTION_LEVEL = {
     "mlmclm.analysis.notebooks": {m: "pandas and matplotlib only for the verbs that read results or draw"
                                   for m in ("mlmclm.analysis.claims", "mlmclm.analysis.evidence",
                                             "mlmclm.analysis.figures", "mlmclm.analysis.results")},
-    "mlmclm.testing": {m: "each test helper loads only the room it builds with (torch, tokenizers, pandas)"
-                       for m in ("mlmclm.models", "mlmclm.training.corpus", "mlmclm.analysis.results")},
 }
 # Function-level imports of light modules that have no reason to be there, in files this test's author did not edit;
 # move each to module level (and off this list) when its file is next changed
-TO_MOVE_UP = {
-    "mlmclm.testing": {"mlmclm.evaluation.offline_suite", "mlmclm.evaluation.tasks"},
-}
+TO_MOVE_UP = {}
 
 
 def _module(path: Path) -> str:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from mlmclm.io import ROOT as REPO
-from mlmclm.testing import write_run, write_synthetic_study
+from helpers import write_run, write_synthetic_study
 
 from mlmclm import notebooks
 
@@ -227,7 +227,7 @@ def test_parallel_notebooks_leave_the_callers_folder_alone(tmp_path, capfd):
 def test_verdicts_tables_are_written_per_source_and_keep_the_other_claims(tmp_path):
     """Each notebook writes its claims' rows of ``<tables>/<source>/verdicts.csv``; the other claims' rows stay."""
     import pandas as pd
-    from mlmclm.testing import scores_frame
+    from helpers import scores_frame
 
     from mlmclm import claims, results
 

@@ -308,7 +308,7 @@ def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, mo
     scored on the splits its own seed drew (MS MARCO, not seeded, is loaded once)."""
     from mlmclm.config import finetune_config, scale_config
     from mlmclm.evaluation import finetune
-    from mlmclm.testing import random_checkpoint
+    from mlmclm.bench import random_checkpoint
 
     loaded, scored = [], []
     real_load, real_evaluate = finetune.load_task, finetune.evaluate

@@ -8,7 +8,7 @@ import pytest
 
 from mlmclm.cli import main
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
-from mlmclm.testing import offline_suite
+from helpers import offline_suite
 from mlmclm.training import checkpoints
 
 

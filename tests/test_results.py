@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from mlmclm.errors import ResultFileError
 from mlmclm.io import ROOT as REPO
-from mlmclm.testing import write_run, write_sample_tree, write_synthetic_study
+from helpers import write_run, write_sample_tree, write_synthetic_study
 
 from mlmclm import results, tables
 

@@ -96,7 +96,7 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     evaluated models are renamed, so the notebooks aggregate the configured grid only, and put back when the grid
     holds them again."""
     from mlmclm.analysis import results
-    from mlmclm.testing import write_run
+    from helpers import write_run
 
     paths = studies.Paths(results=tmp_path / "runs")
     runs = tmp_path / "runs" / "tiny"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mlmclm.testing import write_offline_sources
+from helpers import write_offline_sources
 from mlmclm import offline_suite, tasks
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.errors import TaskError

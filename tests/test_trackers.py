@@ -10,7 +10,7 @@ import pytest
 
 from mlmclm.config import PretrainConfig, load_config
 from mlmclm.errors import ConfigError
-from mlmclm.testing import _sentence
+from helpers import sentence
 from mlmclm.training import trackers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ def test_tensorboard_logs_a_tiny_run(tmp_path):
     from mlmclm.training.pretrain import pretrain
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(_sentence(i, 12) + " " + _sentence(i * 5 + 1, 9) for i in range(4000)) + "\n")
+    corpus.write_text("\n".join(sentence(i, 12) + " " + sentence(i * 5 + 1, 9) for i in range(4000)) + "\n")
     cfg = load_config(PretrainConfig, {
         "run_id": "tb", "scale": "test", "phases": [["clm", 4], ["mlm40", 4]], "batch_size": 4,
         "micro_batch_size": 4, "log_every": 2, "results_dir": str(tmp_path / "runs"),
@@ -62,7 +62,8 @@ def test_tensorboard_logs_each_finetuning_run(tmp_path, capsys):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from mlmclm.cli import main
-    from mlmclm.testing import offline_suite, random_checkpoint
+    from helpers import offline_suite
+    from mlmclm.bench import random_checkpoint
 
     texts = offline_suite(tmp_path)
     ckpt = random_checkpoint(tmp_path / "ckpts" / "tiny-mlm40-100", texts)

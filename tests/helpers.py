@@ -1,8 +1,9 @@
-"""Fixtures shared by the tests and the benchmarks: a tokenizer and a randomly initialised checkpoint exactly as a
-pretraining run makes them (`training.corpus.train_tokenizer`), package folders with the schema of the offline suite's
-real sources (BIG-bench task files, the Brown corpus, BBC News folders), and per-run result trees.
+"""What the tests build: a tokenizer as a pretraining run trains one, transformers models from outside mlmclm,
+package folders with the schema of the offline suite's real sources (BIG-bench task files, the Brown corpus, BBC
+News folders), and per-run result trees. A random checkpoint as a run makes one is `mlmclm.bench.random_checkpoint`
+(the benchmarks build it too).
 
-Nothing here reads outside the repository; torch and transformers are imported only by the functions that need them.
+Test files import it as `helpers` (pytest puts tests/ on the import path). Nothing here reads outside the repository.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ import json
 import tempfile
 from pathlib import Path
 
-from .io import ROOT, lr_text
+import numpy as np
+import pandas as pd
+
+from mlmclm.analysis import results
+from mlmclm.evaluation.offline_suite import build_offline
+from mlmclm.evaluation.tasks import SUITES, load_task
+from mlmclm.io import ROOT, lr_text
+from mlmclm.training.corpus import load_tokenizer, train_tokenizer
 
 ENCODEVAL_SAMPLE = ROOT / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
 
@@ -19,35 +27,14 @@ ENCODEVAL_SAMPLE = ROOT / "results" / "samples" / "encodeval-610m-sst2.csv"  # t
 def tokenizer(texts, vocab_size: int = 512, out: Path | None = None):
     """The byte-level BPE a pretraining run trains (`training.corpus.train_tokenizer`), on `texts`, loaded as a
     transformers tokenizer. Saved in `out` (default: a temporary folder)."""
-    from .training.corpus import load_tokenizer, train_tokenizer
-
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mlmclm-tokenizer-"))
     return load_tokenizer(str(train_tokenizer(iter(texts), vocab_size, out)))
 
 
-def random_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, size: str = "tiny",
-                      **config) -> Path:
-    """A randomly initialised MlmClmForMaskedLM of `size` with the tokenizer a pretraining run would train on
-    `texts`, saved in transformers format in `path` (what fine-tuning reads)."""
-    import torch
-
-    from .models import MlmClmConfig, MlmClmForMaskedLM
-
-    path = Path(path)
-    tok = tokenizer(texts, vocab_size)
-    torch.manual_seed(seed)
-    cfg = MlmClmConfig.from_size(size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                                 mask_token_id=tok.mask_token_id, **config)
-    MlmClmForMaskedLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 def random_transformers_model(path: Path, family: str, texts, vocab_size: int = 512, seed: int = 0) -> Path:
     """A randomly initialised transformers model of `family` ("bert", "modernbert", "llama" or "eurobert"; 2
-    layers, hidden size 32) with the tokenizer of `random_checkpoint`, saved in `path`: a model from outside mlmclm
-    as fine-tuning reads it, built from its config (no hub)."""
+    layers, hidden size 32) with the tokenizer of `bench.random_checkpoint`, saved in `path`: a model from outside
+    mlmclm as fine-tuning reads it, built from its config (no hub)."""
     import torch
     from transformers import (
         BertConfig, BertModel, EuroBertConfig, EuroBertForMaskedLM, LlamaConfig, LlamaForCausalLM, ModernBertConfig,
@@ -75,7 +62,7 @@ WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda river 
          "team player election minister").split()
 
 
-def _sentence(i: int, n: int = 8) -> str:
+def sentence(i: int, n: int = 8) -> str:
     return " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(n)).capitalize() + "."
 
 
@@ -85,14 +72,14 @@ def write_offline_sources(root: Path, n: int = 60) -> dict[str, Path]:
     bb = root / "bigbench"
     labels = ["negative", "neutral", "positive", "ambivalent"]
     _json(bb / "multiemo/all_sentence_en/task.json", {"examples": [
-        {"input": f"{_sentence(i)} {labels[i % 4]} review {i}.",
+        {"input": f"{sentence(i)} {labels[i % 4]} review {i}.",
          "target_scores": {k: int(k == labels[i % 4]) for k in labels}} for i in range(n)]})
     verdicts = ["True", "False", "Neither"]
     _json(bb / "vitaminc_fact_verification/task.json", {"examples": [
-        {"input": f"Page {i % 12}: {_sentence(i)} number {i}.\nClaim: {_sentence(i + 1)} {verdicts[i % 3].lower()}",
+        {"input": f"Page {i % 12}: {sentence(i)} number {i}.\nClaim: {sentence(i + 1)} {verdicts[i % 3].lower()}",
          "target_scores": {v: int(v == verdicts[i % 3]) for v in verdicts}} for i in range(n)]})
     _json(bb / "contextual_parametric_knowledge_conflicts/task.json", {"examples": [
-        {"input": f"\nQuestion: who is person {i}?\nContext: {_sentence(i)} Person {i} is Name{i} Surname.",
+        {"input": f"\nQuestion: who is person {i}?\nContext: {sentence(i)} Person {i} is Name{i} Surname.",
          "target": f"Name{i} Surname", "target_scores": {f"Name{i} Surname": 1, "Other": 0}} for i in range(n)]})
     for file, articles in (("squaddev_v1.1.json", 12), ("nyt_v1.0.json", 12), ("reddit_v1.0.json", 1)):
         data = []
@@ -100,7 +87,7 @@ def write_offline_sources(root: Path, n: int = 60) -> dict[str, Path]:
             paragraphs = []
             for p in range(max(1, n // 5 // articles)):
                 k = a * 100 + p
-                ctx = f"{_sentence(k, 12)} The answer {k} is Value{k} today. {_sentence(k + 1, 40)}"
+                ctx = f"{sentence(k, 12)} The answer {k} is Value{k} today. {sentence(k + 1, 40)}"
                 start = ctx.index(f"Value{k}")
                 paragraphs.append({"context": ctx, "qas": [
                     {"id": f"{file}-{k}-{q}", "question": f"What is answer {k} number {q}?",
@@ -117,16 +104,13 @@ def write_offline_sources(root: Path, n: int = 60) -> dict[str, Path]:
     for c, topic in enumerate(("business", "entertainment", "politics", "sports", "tech")):
         (bbc / topic).mkdir(parents=True)
         for i in range(n // 5):
-            (bbc / topic / f"{i:03d}.txt").write_text(f"{topic.title()} headline {i}\n\n{_sentence(i + c)} {topic}.")
+            (bbc / topic / f"{i:03d}.txt").write_text(f"{topic.title()} headline {i}\n\n{sentence(i + c)} {topic}.")
     return {"bigbench": bb, "brown": brown, "bbc": bbc}
 
 
 def offline_suite(root: Path) -> list[str]:
     """The offline suite built from `write_offline_sources` into `root/tasks`; returns texts to train a tokenizer on
     (multiemo's training sentences and squad11's contexts)."""
-    from .evaluation.offline_suite import build_offline
-    from .evaluation.tasks import SUITES, load_task
-
     build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
     texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
     return texts + [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
@@ -157,8 +141,6 @@ def write_run(root: Path, model: str, group: str, dataset: str, lr: float, seed:
 def write_sample_tree(root: Path) -> pd.DataFrame:
     """The authors' sample (610M CLM and MLM-40% on SST-2) as EncodEval files; runs whose test was not read are left
     out (the paper's rule never selects them). Returns the rows written."""
-    import pandas as pd
-
     sample = pd.read_csv(ENCODEVAL_SAMPLE)
     sample["test_score"] = pd.to_numeric(sample["test_score"], errors="coerce")
     written = sample.dropna(subset=["test_score"])
@@ -169,8 +151,6 @@ def write_sample_tree(root: Path) -> pd.DataFrame:
 
 def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 50), seed: int = 0) -> None:
     """A small, fully specified grid of synthetic runs covering every study (scores drawn from a seeded RNG)."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     models = [f"{size}-clm-400", *[f"{size}-mlm{r}-400" for r in ratios], f"{size}-clm-100-mlm40-400",
               f"{size}-clm-200-mlm40-400", f"{size}-clm-300-mlm40-400",
@@ -196,8 +176,6 @@ def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy
     ``lrs`` the planted rate is that of the inner ones, the smallest and largest score ``edge_drop`` less (a
     converged grid: the best rate inside). ``majority`` records a majority-class baseline (fraction) in every
     results.json; every run has a two-epoch validation curve whose last epoch gained ``last_gain`` (a fraction)."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     edges = {min(lrs), max(lrs)} if len(lrs) > 2 else set()
     for model, rate in rates.items():
@@ -217,12 +195,8 @@ def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy
 def scores_frame(cells, source: str = "x", scale: str = "x") -> pd.DataFrame:
     """A scores table of group averages from (model id, task group, score, ci) tuples, with the attributes parsed from
     the ids (``results.SCORE_COLUMNS``): small synthetic inputs for the claims."""
-    import pandas as pd
-
-    from .analysis import results
-
     df = pd.DataFrame([{"source": source, "scale": scale, "model": m, "task_group": g, "dataset": results.AVG,
                         "score": float(s), "ci": float(c), "n": 4, "flag": ""} for m, g, s, c in cells])
-    df = results._with_attributes(df)
+    df = results.with_attributes(df)
     df["n"] = df["n"].astype("Int64")
     return df[results.SCORE_COLUMNS]
