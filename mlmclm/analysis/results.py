@@ -49,7 +49,6 @@ __all__ = [
     "SEQUENTIAL", "STABILITY_LRS", "biphasic_view", "centered_scores", "cpt_loss_curves", "cpt_view",
     "data_efficiency_view", "detour_view", "is_clm_or_mlm40", "masking_ratio_spread", "mixed_view", "scaling_view",
 ]
-_with_attributes = with_attributes  # the spelling `mlmclm.testing.scores_frame` still uses (not this module's file)
 
 
 @dataclass
