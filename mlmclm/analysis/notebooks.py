@@ -278,11 +278,8 @@ def _our_scales(root: Path, res_dir: Path, scales, sources) -> list[str]:
         return []
     ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
     _check_scales(ours, res_dir)
-    if scales is None:  # the committed notebooks and shared figures show the committed scales only
-        for scale in [s for s in ours if not shows_in_place(res_dir / "runs", s)]:
-            ours.remove(scale)
-            print(f"Scale {scale}: results not committed, so not shown here (`mlmclm reproduce --scale {scale}` "
-                  f"shows them in {_shown(root, res_dir / 'local' / scale)}/).")
+    if scales is None:  # the committed notebooks and shared figures show the committed scales only (silently: what
+        ours = [s for s in ours if shows_in_place(res_dir / "runs", s)]  # they print must not depend on the machine)
     print(f"This repository's runs: scale {', '.join(ours)}." if ours else
           f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
           "shown.")
