@@ -1,4 +1,4 @@
-"""The package's layout: imports flow one way between the four rooms and the top-level modules, `analysis` never
+"""The package's layout: imports flow one way between the rooms and the top-level modules, `analysis` never
 starts torch, no module-level import cycle, imports inside functions only where listed with their reason, and a wheel
 ships every file of the package (configs, scale files, kernels)."""
 
@@ -22,6 +22,8 @@ ALLOWED = {
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
                    "runs"},
     "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
+    "studies": {"evaluation", "training", "commands", "config", "errors", "flops", "sizes", "schedule", "io", "fetch",
+                "locks", "runs"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -43,7 +45,6 @@ HELPERS = {
 ENTRY_POINTS = {
     "commands": {"training"},
     "export": {"models", "training"},
-    "studies": {"commands", "evaluation", "training"},
     "bench": {"models", "training", "evaluation"},
     "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench"},
     "__main__": {"cli"},
@@ -58,8 +59,8 @@ FUNCTION_LEVEL = {
                    for m in ("mlmclm.analysis.claims", "mlmclm.analysis.notebooks", "mlmclm.analysis.results",
                              "mlmclm.config", "mlmclm.io", "mlmclm.models.attention", "mlmclm.models.configuration",
                              "mlmclm.studies", "mlmclm.workspace")},
-    "mlmclm.studies": {m: "torch only to run a study: `mlmclm study plan` stays torch-free"
-                       for m in ("mlmclm.evaluation.finetune", "mlmclm.training.pretrain")},
+    "mlmclm.studies.runner": {m: "torch only to run a study: `mlmclm study plan` stays torch-free"
+                              for m in ("mlmclm.evaluation.finetune", "mlmclm.training.pretrain")},
     "mlmclm.export": {m: "torch only when exporting: the module is read for `mlmclm export --help`"
                       for m in ("mlmclm.models.convert", "mlmclm.models.modeling")},
     "mlmclm.analysis.notebooks": {m: "pandas and matplotlib only for the verbs that read results or draw"

@@ -7,7 +7,9 @@ import pytest
 from mlmclm import cli, studies
 from mlmclm.config import PretrainConfig, load_config, scale_config
 from mlmclm.errors import ConfigError
+from mlmclm.io import ROOT
 from mlmclm.runs import steps_token
+from mlmclm.training import checkpoints
 
 
 def test_paper_plan_is_the_papers_inventory():
@@ -245,7 +247,7 @@ def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
         assert set(runs) == {f"smollm2-135m-mlm40-{steps_token(n)}" for n in lengths}
         evals = {e.model_id: e.grid for e in plan.evaluations.values() if e.run_id in runs}
         assert set(evals.values()) == {"reference"} and f"{max(runs, key=lambda r: runs[r].total)}-0" in evals
-    grids = studies.grid_configs(plan, studies.Paths(results=studies.ROOT / "r"))
+    grids = studies.grid_configs(plan, studies.Paths(results=ROOT / "r"))
     assert grids["reference"].results_dir.endswith("r/reference") and grids["reference"].lrs == grids["default"].lrs
     root = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-22k"], studies.Paths())
     assert (root.init.kind, root.init.path, root.data.offset) == ("hf", "HuggingFaceTB/SmolLM2-135M", 0)
@@ -284,7 +286,7 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
         assert len(results) == 2 and json.loads(results[0].read_text())["meta"]["model_type"] == "mlmclm"
     from transformers import AutoTokenizer
 
-    hf = studies.checkpoints.hf_dir(studies.checkpoint_dir(plan, paths, run.run_id, 2))
+    hf = checkpoints.hf_dir(studies.checkpoint_dir(plan, paths, run.run_id, 2))
     tok = AutoTokenizer.from_pretrained(hf)
     shape = json.loads((hf / "config.json").read_text())
     assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30

@@ -1,0 +1,119 @@
+"""Running a plan: train the runs that are missing in order and fine-tune each evaluated model as soon as its run is
+trained (`run`). Safe to interrupt and re-run: pretraining resumes from its last checkpoint, fine-tuning skips every
+results.json already written, and every writer holds the lock of the folder it writes (`mlmclm.locks`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import locks
+from ..config import PretrainConfig
+from ..io import ROOT, check_writable, repo_relative
+from ..runs import Paths
+from ..evaluation.grid import plan_grid
+from ..evaluation.offline_suite import build_offline
+from ..training import checkpoints
+from .configs import grid_configs, run_config
+from .plan import Evaluation, Plan, Run
+from .state import ASIDE, Work, checkpoint_dir, has_checkpoint, set_aside, work
+
+
+def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: PretrainConfig) -> None:
+    """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it (in
+    a checkpoint folder of its own identity only: another run's is refused, untouched). What is missing is read
+    again under the folder's lock: another study run may have trained the run meanwhile (this one's `work` was read
+    before), and its checkpoints, which that process may be fine-tuning now, are not dropped then."""
+    from ..training.pretrain import owner
+
+    def missing() -> list[int]:
+        return [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
+    if missing():
+        root = paths.checkpoints_of(plan.scale.scale, run.id)
+        with locks.hold(root):
+            if lost := missing():
+                checkpoints.claim(root, owner(cfg))
+                checkpoints.drop_after(root, min(lost))
+
+
+def task_names(plan: Plan, grids: dict) -> list[str]:
+    names = []
+    for grid in {e.grid for e in plan.evaluations.values()}:
+        for _, trainer, evaluated in plan_grid(grids[grid]):
+            names += [t.name for t in (trainer, *evaluated)]
+    return list(dict.fromkeys(names))
+
+
+def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, progress: bool = True,
+        pretrain_only: bool = False, narrowed: bool = False) -> dict:
+    """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
+    fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so results outside them are left
+    where they are (not set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
+    fine-tuning skips every results.json already written."""
+    paths = paths or Paths()
+    start = time.perf_counter()
+    grids = grid_configs(plan, paths, data_dir)
+    aside = [] if narrowed else set_aside(plan, grids)
+    if aside:
+        print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
+              f"{repo_relative(aside[0])}", flush=True)
+    state = work(plan, paths, grids)
+    evals = [] if pretrain_only else state.evals
+    todo = 0 if pretrain_only else sum(map(len, state.missing.values()))
+    for folder in ([paths.results, paths.checkpoints, paths.data] if state.runs else [paths.results] if evals else []):
+        check_writable(folder)
+    names, scale = ", ".join(plan.studies), plan.scale.scale
+    print(f"study {names} at scale {scale}: {len(plan.runs)} pretraining runs ({len(state.runs)} to train), "
+          f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
+          flush=True)
+    if evals and any(cfg.suite == "offline" for cfg in grids.values()):
+        build_offline(task_names(plan, grids), data_dir, progress=progress)
+    with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
+        _Runner(plan, paths, grids, evals, progress).train_and_finetune(state)
+    seconds = time.perf_counter() - start
+    print(f"study {names} at scale {scale}: done in {seconds / 60:.1f} min; results in "
+          f"{repo_relative(paths.results / scale)}", flush=True)
+    return {"trained": len(state.runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
+
+
+@dataclass
+class _Runner:
+    """The work of `run`: pretraining runs in order and fine-tuning grids (`evals`), counted as they go."""
+    plan: Plan
+    paths: Paths
+    grids: dict
+    evals: list[Evaluation]
+    progress: bool
+    finetuned: int = 0
+
+    def __post_init__(self):
+        self.pairs = {g: plan_grid(cfg) for g, cfg in self.grids.items()}  # each grid's trainings, found once
+
+    def train_and_finetune(self, state: Work) -> None:
+        """Each model is fine-tuned as soon as its run is trained (first those whose runs need no training): what a
+        run of many hours has written is its results, even where its checkpoints do not outlive the machine."""
+        from ..training.pretrain import pretrain  # torch: `study plan` stays without it
+
+        trained = {r.run_id for r in state.runs}
+        self.finetune([e for e in self.evals if e.run_id not in trained])
+        for i, r in enumerate(state.runs, 1):
+            print(f"[pretrain {i}/{len(state.runs)}] {r.run_id}: {r.phases_text}"
+                  + (f" from {r.parent} step {r.parent_step}" if r.parent else "") + f" ({state.status[r.run_id]})",
+                  flush=True)
+            cfg = run_config(self.plan, r, self.paths)
+            _rewind(self.plan, self.paths, r, state.wanted[r.run_id], cfg)
+            pretrain(cfg)
+            self.finetune([e for e in self.evals if e.run_id == r.run_id])
+
+    def finetune(self, batch: list[Evaluation]) -> None:
+        from ..evaluation.finetune import run_grid  # torch: `study plan` stays without it
+
+        for e in batch:
+            self.finetuned += 1
+            print(f"[finetune {self.finetuned}/{len(self.evals)}] {e.model_id} ({e.grid} grid)", flush=True)
+            step = self.plan.checkpoint_step(e)
+            run_grid(checkpoint_dir(self.plan, self.paths, e.run_id, step), self.grids[e.grid],
+                     model_id=e.model_id, progress=self.progress, pairs=self.pairs[e.grid])

@@ -1,0 +1,138 @@
+"""What of a plan is complete, read from the results on disk: a run when its meta.json and pretrain.csv are whole, an
+evaluation when every results.json of its grid is complete, a checkpoint when it is on disk and loadable. `work`
+says what is still to do and why; `set_aside` renames the results of an evaluated model that lie outside its grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import locks
+from ..io import ROOT
+from ..runs import Paths, run_folder
+from ..evaluation.grid import grid_runs, result_fault
+from ..training import checkpoints, runlog
+from .configs import run_dir
+from .plan import Evaluation, Plan, Run
+
+
+def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
+    """Why `run` is not complete (None when it is): `runlog.run_fault`."""
+    return runlog.run_fault(run_dir(plan, run, paths), run.total)
+
+
+def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
+    return checkpoints.step_dir(paths.checkpoints_of(plan.scale.scale, run_id), step)
+
+
+def checkpoint_fault(plan: Plan, paths: Paths, run_id: str, step: int) -> str | None:
+    """Why the checkpoint is not on disk and loadable (None when it is; its weights' hashes verified: a damaged one
+    is retrained)."""
+    path = checkpoint_dir(plan, paths, run_id, step)
+    return "not on disk" if not path.exists() else checkpoints.damage(path, verify=True)
+
+
+def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
+    return checkpoint_fault(plan, paths, run_id, step) is None
+
+
+def grid_results(e: Evaluation, cfg) -> dict:
+    """The results.json files of `e`'s grid, each with its dataset's protocol."""
+    tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
+    return {tree / path: c for path, c in grid_runs(cfg).items()}
+
+
+def result_faults(e: Evaluation, cfg) -> dict[Path, str]:
+    """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings),
+    each with why (`grid.result_fault`)."""
+    faults = {p: result_fault(p, c) for p, c in grid_results(e, cfg).items()}
+    return {p: f for p, f in faults.items() if f}
+
+
+def missing_results(e: Evaluation, cfg) -> set[Path]:
+    return set(result_faults(e, cfg))
+
+
+ASIDE = "results.outside-grid.json"
+
+
+def set_aside(plan: Plan, grids: dict) -> list[Path]:
+    """Rename the results.json of the plan's evaluated models that lie outside their grid to `ASIDE` (the notebooks
+    read every results.json of a model), and put back those the grid holds again. Returns the paths set aside."""
+    moved = []
+    for e in plan.evaluations.values():
+        cfg = grids[e.grid]
+        wanted = grid_results(e, cfg)
+        tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
+        if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
+            continue                                # no waiting here for a run of hours; its grid sets aside its own
+        with locks.hold(tree):
+            for path in sorted(set(tree.glob("*/*/*/results.json")) - set(wanted)):
+                path.rename(path.with_name(ASIDE))
+                moved.append(path)
+            for path in wanted:
+                if not path.exists() and path.with_name(ASIDE).is_file():
+                    path.with_name(ASIDE).rename(path)
+    return moved
+
+
+COMPLETE = "complete"
+
+
+@dataclass
+class Work:
+    """What is still to do (`work`): the runs to train (in order), the evaluations to fine-tune, the named
+    checkpoints each run to train must produce for later work, and the status of every run (by id) and evaluation
+    (by (model_id, grid)): "complete", or "to run: why" or "to retrain: why"."""
+    runs: list[Run]
+    evals: list[Evaluation]
+    wanted: dict[str, list[int]]
+    status: dict
+    missing: dict                                # evaluation key -> the results.json it is to write
+
+    def counts(self) -> str:
+        """One line: what is to do, or "nothing to do" and what is complete."""
+        runs = [s for k, s in self.status.items() if isinstance(k, str)]
+        grids = [s for k, s in self.status.items() if not isinstance(k, str)]
+        if not self.runs and not self.evals:
+            return f"nothing to do: {len(runs)} runs complete, {len(grids)} grids complete"
+        retrain = sum(s.startswith("to retrain") for s in runs)
+        return (f"to do: {len(self.runs)} of {len(runs)} runs to train" + (f" ({retrain} to retrain)" if retrain else "")
+                + f", {len(self.evals)} of {len(grids)} grids to fine-tune")
+
+
+def work(plan: Plan, paths: Paths, grids: dict) -> Work:
+    """What to do, and why. A run is trained when it is incomplete ("to run"), or when work still to do needs one
+    of its checkpoints and it is not on disk ("to retrain"; then the runs it starts from may be needed too). An
+    evaluation is fine-tuned when results.json of its grid are missing or incomplete. `grids`: the plan's
+    `grid_configs`."""
+    status, needs, missing = {}, {}, {}          # needs: (run_id, step) -> the work that needs that checkpoint
+    for key, e in plan.evaluations.items():
+        faults = result_faults(e, grids[e.grid])
+        total = len(grid_results(e, grids[e.grid]))
+        other = [f for f in faults.values() if f != "missing"]
+        status[key] = (f"to run: {len(faults)} of {total} results missing" + (f" or incomplete ({other[0]})"
+                                                                             if other else "")) if faults else COMPLETE
+        if faults:
+            missing[key] = set(faults)
+            needs.setdefault((e.run_id, plan.checkpoint_step(e)), f"the fine-tuning of {e.model_id}")
+    for r in plan.runs.values():
+        fault = run_fault(r, plan, paths)
+        status[r.run_id] = f"to run: {fault}" if fault else COMPLETE
+    train = {r for r in plan.runs if status[r] != COMPLETE}
+    while True:
+        for r in sorted(train):
+            if plan.runs[r].parent:
+                needs.setdefault((plan.runs[r].parent, plan.runs[r].parent_step), r)
+        more = {}
+        for (run_id, step), who in needs.items():
+            if run_id not in train and run_id not in more and (fault := checkpoint_fault(plan, paths, run_id, step)):
+                more[run_id] = f"to retrain: its checkpoint at step {step} is needed by {who} and {fault}"
+        if not more:
+            break
+        train |= set(more)
+        status.update(more)
+    wanted = {r: sorted(step for run_id, step in needs if run_id == r) for r in train}
+    return Work([r for r in plan.runs.values() if r.run_id in train],
+                [e for k, e in plan.evaluations.items() if status[k] != COMPLETE], wanted, status, missing)
