@@ -15,9 +15,10 @@ from mlmclm.bench import random_checkpoint
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config
-from mlmclm.evaluation.finetune import (
-    _encode_qa, _encode_tc, batch_plan, collate, info_nce, open_checkpoint, qa_answers, run_grid,
-)
+from mlmclm.evaluation.checkpoint import open_checkpoint
+from mlmclm.evaluation.finetune import batch_plan, run_grid
+from mlmclm.evaluation.groups import collate, qa, tc
+from mlmclm.evaluation.groups.ir import info_nce
 from mlmclm.analysis.results import load_run_tree
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
@@ -125,7 +126,7 @@ def test_seeds_are_reproducible_and_matter(suite, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--datasets", "conll"], "unknown dataset 'conll' in the offline suite; choose from"),
-    (["--groups", "SC,NER"], "unknown task group 'NER'; choose from SC, TC, QA, IR"),
+    (["--groups", "SC,NER"], "--groups 'SC,NER': choose from SC, TC, QA, IR"),
     (["--lrs", ""], "the fine-tuning grid is empty: no lrs"),
     (["--seeds", ""], "the fine-tuning grid is empty: no seeds"),
     (["--datasets", "squad11", "--groups", "SC"], "'squad11' is in group QA, which --groups leaves out"),
@@ -214,7 +215,7 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
 def test_a_result_counts_only_in_the_folder_its_meta_names(suite, tmp_path, capsys):
     """A results.json copied (or moved) into another run's folder is not that run's result: it is set aside as
     results.misplaced.json, named, and the run done anew; the analysis loader does not count it either."""
-    from mlmclm.evaluation.finetune import MISPLACED, result_fault
+    from mlmclm.evaluation.grid import MISPLACED, result_fault
 
     root, ckpt = suite
     cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]",
@@ -292,7 +293,7 @@ def tok():
 
 def test_tc_labels_sit_on_the_first_sub_word_of_each_word(tok):
     rows = [{"tokens": ["Parisians", "love", "Seine", "."], "tags": [1, 0, 2, 0]}]
-    enc = _encode_tc(rows, tok, length=64, stride=0)
+    enc = tc.encode(rows, tok, length=64, stride=0)
     ids, labels = enc["features"][0]["input_ids"], enc["features"][0]["labels"]
     first = enc["first"][0]
     assert sorted(first) == [0, 1, 2, 3] and [labels[first[w]] for w in range(4)] == [1, 0, 2, 0]
@@ -301,7 +302,7 @@ def test_tc_labels_sit_on_the_first_sub_word_of_each_word(tok):
     words = [tok.decode(ids[first[w]:(first[w + 1] if w < 3 else len(ids))]).strip() for w in range(4)]
     assert words == rows[0]["tokens"]
     assert len(tok.tokenize(" Parisians")) > 1  # the test really covers a word of several sub-words
-    short = _encode_tc(rows, tok, length=4, stride=0)  # truncation: the words cut off get no prediction
+    short = tc.encode(rows, tok, length=4, stride=0)  # truncation: the words cut off get no prediction
     assert len(short["features"][0]["input_ids"]) == 4 and len(short["first"][0]) < 4
 
 
@@ -310,7 +311,7 @@ def test_qa_windows_label_the_answer_only_where_it_fits(tok):
     start = context.index("Paris")
     rows = [{"id": "q", "question": "What is the capital?", "context": context,
              "answers": [{"text": "Paris", "start": start}]}]
-    enc = _encode_qa(rows, tok, length=48, stride=16)
+    enc = qa.encode(rows, tok, length=48, stride=16)
     feats = enc["features"]
     assert len(feats) > 3 and all(f["example"] == 0 for f in feats)
     labelled = [f for f in feats if f["start_positions"] > 0]
@@ -325,11 +326,11 @@ def test_qa_windows_label_the_answer_only_where_it_fits(tok):
         if f["start_positions"]:
             y[f["start_positions"], 0] = y[f["end_positions"], 1] = 5.0
         logits.append(y)
-    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
+    assert qa.best_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
     for y in logits:
         y[0] = 20.0  # a strong no-answer score wins only when the dataset has unanswerable questions
-    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=True) == [""]
-    assert qa_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
+    assert qa.best_answers(enc, logits, n_best=5, max_answer=10, unanswerable=True) == [""]
+    assert qa.best_answers(enc, logits, n_best=5, max_answer=10, unanswerable=False) == ["Paris"]
 
 
 def test_length_grouped_batches_cover_the_epoch_and_pad_less():
@@ -422,9 +423,9 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
     assert set(docs) == {"SC/multiemo_sentiment/lr1e-04_sd0", "SC/multiemo_sentiment/lr1e-02_sd0",
                          "TC/brown_propn_spans/lr1e-03_sd0", "IR/squad_retrieval/lr1e-03_sd1",
                          "IR/nq_retrieval/lr1e-03_sd1"}
-    sc, tc = docs["SC/multiemo_sentiment/lr1e-04_sd0"], docs["TC/brown_propn_spans/lr1e-03_sd0"]
-    assert sc["meta"]["n_test"] == 3 and sc["meta"]["config"]["lrs"] == [1e-4, 1e-2]
-    assert tc["meta"]["n_test"] > 3 and tc["meta"]["config"]["lrs"] == [1e-3]
+    sc_run, tc_run = docs["SC/multiemo_sentiment/lr1e-04_sd0"], docs["TC/brown_propn_spans/lr1e-03_sd0"]
+    assert sc_run["meta"]["n_test"] == 3 and sc_run["meta"]["config"]["lrs"] == [1e-4, 1e-2]
+    assert tc_run["meta"]["n_test"] > 3 and tc_run["meta"]["config"]["lrs"] == [1e-3]
     assert all(d["meta"]["config"]["per_dataset"] == {} for d in docs.values())
     assert {d["meta"]["train_steps"] for k, d in docs.items() if k.startswith("IR")} == {2}
     assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
@@ -440,7 +441,7 @@ def test_every_task_group_is_one_entry_of_each_table():
     """A task group is handled in one place a layer: fine-tuning's `HANDLERS`, an encoder's `HEADS`, and for a
     labelled group the labels its rows hold (`tasks.ROW_LABELS`)."""
     from mlmclm.config import FINETUNE_GROUPS
-    from mlmclm.evaluation.finetune import HANDLERS
+    from mlmclm.evaluation.groups import HANDLERS
     from mlmclm.evaluation.tasks import ROW_LABELS
     from mlmclm.models.any_encoder import HEADS
 

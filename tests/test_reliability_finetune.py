@@ -108,7 +108,7 @@ def test_a_checkpoint_removed_while_its_grid_runs_is_one_line(tiny_run, tmp_path
     import shutil
 
     from mlmclm.errors import FinetuneError
-    from mlmclm.evaluation.finetune import load_model, open_checkpoint
+    from mlmclm.evaluation.checkpoint import load_model, open_checkpoint
     from mlmclm.evaluation.tasks import select_tasks
 
     _, ckpt, _ = tiny_run

@@ -1,6 +1,7 @@
 """A fine-tuning grid's runs and whether each is done, torch-free (`mlmclm.evaluation.finetune` runs them; `mlmclm
 study plan` reads them without importing torch): the (protocol, training task, evaluated tasks) of a grid, the
-results.json each writes, why one is not complete, and the context a protocol fine-tunes at.
+results.json each writes and where, why one is not complete, which jobs are still to do, and the context a protocol
+fine-tunes at.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from ..config import FinetuneConfig, to_dict
 from ..errors import FinetuneError, ResultFileError
 from ..io import load_result, lr_text, misplaced
+from ..runs import run_folder
 from .tasks import GROUPS, Task, select_tasks
 
 
@@ -76,3 +78,42 @@ def context_length(cfg: FinetuneConfig, limit: int) -> int:
     """The tokens a sequence of `cfg`'s protocol holds on a model of context `limit`: cfg.max_length, or 0.99 x the
     context as EncodEval; never beyond the context."""
     return min(cfg.max_length or math.floor(0.99 * limit), limit)
+
+
+def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
+    """The folder of one run of the grid, where its results.json goes."""
+    return run_folder(cfg.results_dir, cfg.scale, model_id) / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
+
+
+MISPLACED = "results.misplaced.json"
+
+
+def set_aside_misplaced(path: Path) -> Path | None:
+    """Rename a results.json that does not belong in its folder (`io.misplaced`: its meta names another model,
+    dataset, learning rate or seed) to `MISPLACED` beside it, saying so in one line; its run is then done anew."""
+    try:
+        fault = path.is_file() and misplaced(path, load_result(path))
+    except ResultFileError:
+        return None  # a damaged file: `result_fault` names it and its run is redone
+    if not fault:
+        return None
+    print(f"{fault}; set aside as {MISPLACED}", flush=True)
+    return path.rename(path.with_name(MISPLACED))
+
+
+def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]]) -> list[tuple]:
+    """The (trainer, evaluated tasks, lr, seed) jobs with a results.json that is not complete (`result_fault`), each
+    with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone)."""
+    paths = {(e.name, lr, seed): run_dir(cfg, model_id, e, lr, seed) / "results.json"
+             for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+    for path in paths.values():
+        set_aside_misplaced(path)
+    faults = {key: result_fault(path, cfg) for key, path in paths.items()}
+    redo = sorted(f for f in faults.values() if f and f != "missing")
+    for fault in redo[:5]:
+        print(f"{fault}; it is redone", flush=True)
+    if len(redo) > 5:
+        print(f"... and {len(redo) - 5} more results.json of {model_id} redone likewise", flush=True)
+    jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
+            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+    return [j for j in jobs if j[1]]
