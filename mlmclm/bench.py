@@ -41,7 +41,9 @@ import torch
 import torch.nn.functional as F
 
 from .config import FinetuneConfig, ScaleConfig, finetune_config, scale_config
-from .evaluation.finetune import _feature_length, batch_plan, encode, max_length, open_checkpoint, run_grid
+from .evaluation.checkpoint import max_length, open_checkpoint
+from .evaluation.finetune import batch_plan, feature_length, run_grid
+from .evaluation.groups import encode
 from .evaluation.offline_suite import build_offline
 from .evaluation.tasks import SUITES, TASKS_DIR, load_task
 from .models.configuration import MlmClmConfig
@@ -424,7 +426,7 @@ def _padding_rows(task, data: dict, cfg: FinetuneConfig, model_dir: Path, seeds:
     """The padding waste of the grid's training batches, without and with length grouping."""
     ckpt = open_checkpoint(model_dir)
     features = encode(task, data, ckpt.tokenizer, max_length(cfg, ckpt), cfg.qa_stride)["train"]["features"]
-    lengths = [_feature_length(f) for f in features]
+    lengths = [feature_length(f) for f in features]
     rows = []
     for grouping in (False, True):
         real = padded = 0
