@@ -82,9 +82,6 @@ def feature_length(f: dict) -> int:
     return len(f["doc"]) + len(f["query"]) if "doc" in f else len(f["input_ids"])
 
 
-_feature_length = feature_length  # the name bench.py imports until it takes `feature_length` (then remove this line)
-
-
 def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: float, seed: int, pad_id: int,
           device: torch.device, on_epoch=None) -> dict:
     """At most `max_steps` (task override first) steps or `cfg.epochs` epochs, each epoch in a new random order;
