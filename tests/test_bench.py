@@ -51,3 +51,59 @@ def test_mfu_bench_counts_model_flops_and_reports_backends_it_cannot_run():
         assert fraction == pytest.approx(labelled or 0.4, abs=0.02 if labelled else 0.2), objective
     assert bench.peak_tflops("NVIDIA H100 80GB HBM3") == 989.4 and bench.peak_tflops("NVIDIA H100 PCIe") == 756.0
     assert bench.peak_tflops("Tesla T4") is None
+
+
+def _compiler() -> bool:
+    import shutil
+
+    return shutil.which("cc") is not None or shutil.which("gcc") is not None
+
+
+@pytest.mark.skipif(not _compiler(), reason="torch.compile on CPU needs a C compiler")
+def test_the_compiled_model_equals_the_eager_one():
+    """`torch.compile` of a training step (the GPU check's compiled variants): the same loss and gradients as eager
+    on CPU, for MLM (sparse head) and CLM (chunked linear cross-entropy)."""
+    import torch
+
+    from mlmclm.models.configuration import MlmClmConfig
+    from mlmclm.models.modeling import MlmClmForMaskedLM
+
+    config = MlmClmConfig.from_size("tiny", vocab_size=300, **bench.SPECIAL_IDS)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, 300, (2, 16), generator=g)
+    labels = {False: torch.where(torch.rand(ids.shape, generator=g) < 0.4, ids, -100),
+              True: torch.cat([ids[:, 1:], torch.full((2, 1), -100)], dim=1)}
+    for causal, y in labels.items():
+        torch.manual_seed(0)
+        model = MlmClmForMaskedLM(config)
+        out = {}
+        for name, fwd in (("eager", model), ("compiled", torch.compile(model))):
+            model.zero_grad(set_to_none=True)
+            loss = fwd(ids, labels=y, is_causal=causal).loss
+            loss.backward()
+            out[name] = (loss.detach(), [p.grad.clone() for p in model.parameters()])
+        assert torch.allclose(out["eager"][0], out["compiled"][0], atol=1e-5)
+        assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(out["eager"][1], out["compiled"][1]))
+
+
+def test_the_gpu_check_runs_on_cpu_and_writes_its_rows(tmp_path):
+    """The prepared GPU check's code on CPU (fp32, tiny): parity rows at float precision, step rows with an MFU,
+    FSDP said to need a GPU, a budget that stops new measurements, and the rows in OUT/gpu.csv."""
+    import csv
+
+    from mlmclm import gpu_check
+
+    path = gpu_check.run(tmp_path, device="cpu", size="tiny", seq_len=16, batches=[2], chunks=[1 << 10],
+                         fsdp_sizes=["610m"], small=False, steps=1, peak=0.15, compiled=(False,))
+    rows = list(csv.DictReader(path.open()))
+    parity = [r for r in rows if r["check"] == "parity"]
+    assert len(parity) == 2 and all(float(r["value"]) < 1e-5 for r in parity)
+    steps = [r for r in rows if r["check"] == "step"]
+    assert [r["variant"] for r in steps] == ["MLM40 [sdpa]", "CLM [sdpa]", "CLM [sdpa]"]
+    assert all(float(r["mfu"]) > 0 for r in steps) and steps[-1]["note"] == "loss chunk 1,024 elements"
+    assert [r["note"] for r in rows if r["check"] == "fsdp"] == ["needs a GPU (accelerate runs FSDP on GPUs only)"]
+    assert all(r["device"] and r["commit"] and r["torch"] for r in rows)
+    late = list(csv.DictReader(gpu_check.run(tmp_path / "late", device="cpu", size="tiny", seq_len=16, batches=[2],
+                                             chunks=[], fsdp_sizes=[], small=False, budget=0, peak=0.15).open()))
+    assert [r["check"] for r in late] == ["parity", "parity", "step", "step", "step", "step"]
+    assert all("past the 0 s budget" in r["note"] for r in late[2:])

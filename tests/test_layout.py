@@ -46,7 +46,8 @@ ENTRY_POINTS = {
     "commands": {"training"},
     "export": {"models", "training"},
     "bench": {"models", "training", "evaluation"},
-    "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench"},
+    "gpu_check": {"models", "training", "bench"},
+    "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench", "gpu_check"},
     "__main__": {"cli"},
     "__init__": set(),  # its public names load their room on first use (importlib), nothing at import
 }
