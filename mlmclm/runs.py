@@ -152,6 +152,39 @@ class ModelId:
         return ModelId(self.size, self.objective, self.steps, seed=self.seed) if self.cpt else None
 
 
+def id_of(cfg) -> ModelId | None:
+    """The model id a pretraining config trains (`config.PretrainConfig`): from its size, phases, seed and the run it
+    starts from. A run's phases are its whole schedule from its own start, also where it branches off another run's
+    checkpoint with that run's optimizer (a shared segment). From scratch, or branching off a run from scratch:
+    `{size}-{obj}-{steps}`, `{size}-clm-{k}-mlmR-{total}`. From a run's final checkpoint without its optimizer
+    (continued pretraining of the decayed run), or branching off such a CPT: `{size}-{obj}-dec{steps}-mlmR-{total}`,
+    with a CLM detour when it has two phases. None where no id form fits (a decoder pretrained elsewhere, ...)."""
+    phases = [(str(o), int(n)) for o, n in cfg.phases]
+    size, seed, init = cfg.model.size, cfg.seed, cfg.init
+    if init.kind == "hf" or len(phases) > 2:
+        return None
+    parent = None
+    if init.kind == "run":
+        try:
+            parent = ModelId.parse(Path(init.path).name)
+        except ResultFileError:
+            return None
+    if parent is not None and (parent.cpt or not init.optimizer):  # CPT of a decayed run
+        decayed = parent.continues if parent.cpt else parent
+        start = decayed.length
+        if len(phases) == 1:
+            return ModelId(size, decayed.objective, start, phases[0][0], start + phases[0][1], True, seed)
+        if phases[0][0] != "clm":
+            return None
+        detour = start + phases[0][1]
+        return ModelId(size, decayed.objective, start, phases[1][0], detour + phases[1][1], True, seed, detour=detour)
+    if len(phases) == 1:
+        return ModelId(size, phases[0][0], phases[0][1], seed=seed)
+    if phases[0][0] != "clm":
+        return None
+    return ModelId(size, "clm", phases[0][1], phases[1][0], phases[0][1] + phases[1][1], seed=seed)
+
+
 def run_folder(root: str | Path, scale: str, model: str | ModelId) -> Path:
     """`<root>/<scale>/<model id>`: a run's record or a model's fine-tuning results (`root`: a runs folder, or a grid's
     tree in it, `grid_root`), or a run's checkpoints (`root`: a checkpoints folder)."""

@@ -117,3 +117,12 @@ def test_the_top_level_help_is_for_users(capsys):
         cli.main(["--help"])
     out = capsys.readouterr().out
     assert "mlmclm reproduce --scale mini" in out and "VERB_MODULES" not in out and "add_cli" not in out
+
+
+def test_a_run_id_naming_another_model_than_its_config_trains_is_refused(tmp_path, capsys):
+    """An id is read back as the run's objective and steps: `x-clm-840` training MLM-40% would be analysed as CLM."""
+    assert _pretrain(tmp_path, "run_id=x-clm-840", "phases=[[mlm40,840]]", dry=True) == 2
+    err = capsys.readouterr().err
+    assert "run_id='x-clm-840' names another model than this config trains (tiny-m-mlm40-840" in err
+    assert _pretrain(tmp_path, "run_id=my-run", dry=True) == 0  # a name that is no model id is free
+    assert _files(tmp_path) == []

@@ -89,3 +89,27 @@ def test_mixed_runs_and_the_clm_detour_name_their_kind_ratio_and_lineage():
 def test_ids_that_break_the_forms_are_refused(text):
     with pytest.raises(ValueError):
         ModelId.parse(text)
+
+
+def test_every_committed_runs_config_gives_back_its_folder_name():
+    """A run's identity is its config: `id_of` of each committed config.yaml is its folder's name."""
+    from mlmclm.config import PretrainConfig, load_config
+    from mlmclm.io import ROOT
+    from mlmclm.runs import id_of
+
+    configs = sorted((ROOT / "results" / "runs").glob("**/config.yaml"))
+    assert len(configs) >= 40
+    assert [str(id_of(load_config(PretrainConfig, c))) for c in configs] == [c.parent.name for c in configs]
+
+
+@pytest.mark.parametrize("scale", ["tiny", "mini", "long", "longer", "small", "paper"])
+def test_every_planned_runs_config_gives_back_its_id(scale, tmp_path):
+    from mlmclm import studies
+    from mlmclm.config import scale_config
+    from mlmclm.runs import id_of
+
+    plan = studies.build_plan(scale_config(scale))
+    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    for run in plan.runs.values():
+        if not run.decoder:  # a decoder pretrained elsewhere has no id form of ours
+            assert str(id_of(studies.run_config(plan, run, paths))) == run.run_id

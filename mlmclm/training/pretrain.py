@@ -48,7 +48,7 @@ from ..io import HUB_ID, check_writable, provenance, read_json, write_json, writ
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from ..runs import run_folder
+from ..runs import ModelId, id_of, run_folder
 from . import checkpoints, corpus, trackers
 from .build import Built, build, distributed_setup, load_hf_decoder, start_accelerator
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
@@ -92,10 +92,12 @@ def owner(cfg: PretrainConfig) -> dict:
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = True) -> None:
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
     on this machine, the init checkpoint, the context, the corpus, the output folders (`create=False`: checked, not
-    created) and a run folder of another config under the same run_id."""
+    created), a run_id naming another model than the config trains, and a run folder of another config under the
+    same run_id."""
     if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
         check_backend("flex", "cpu")
     _check_fsdp()
+    _check_run_id(cfg)
     if cfg.init.kind == "scratch":
         context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
         if cfg.data.seq_len > context:
@@ -452,6 +454,20 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
         checkpoints.write_state(tmp, state)
         checkpoints.publish(root, step)
     accelerator.wait_for_everyone()
+
+
+def _check_run_id(cfg: PretrainConfig) -> None:
+    """A run_id written as a model id (`runs.ModelId`) must be the one its config trains (`runs.id_of`): the analysis
+    reads a run's objective, steps and seed from it. A name that is no model id (`my-run`) is free."""
+    try:
+        named = ModelId.parse(cfg.run_id)
+    except ResultFileError:
+        return
+    derived = id_of(cfg)
+    if derived is not None and named != derived:
+        raise ConfigError(f"run_id={cfg.run_id!r} names another model than this config trains ({derived}: its "
+                          f"size, phases, seed and the run it starts from); set run_id={derived}, or a name that is "
+                          "not a model id")
 
 
 def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
