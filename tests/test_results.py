@@ -443,3 +443,19 @@ def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minu
     assert found[["passed (body)", "passed (body+embedding)", "passed (all)"]].values.tolist() == [["yes", "yes", "no"]]
     assert found["Depends on the axis"].tolist() == ["yes"]
     assert (tmp_path / "crossover-axes.tex").read_text().startswith("% Has ours passed the paper's crossover?")
+
+
+def test_a_run_whose_config_trains_another_model_than_its_folder_names_is_refused(tmp_path):
+    """The analysis reads a model's objective and steps from its id: a record whose config trains another model (an
+    MLM run in a CLM-named folder) is refused, not read as CLM."""
+    from mlmclm.analysis.run_tree import load_run_tree
+    from mlmclm.errors import ResultFileError
+
+    write_run(tmp_path, "tiny-m-clm-42", "TC", "toy_pos", 1e-3, 0, 0.5, 0.5)
+    (tmp_path / "tiny-m-clm-42" / "config.yaml").write_text(
+        "run_id: tiny-m-clm-42\nscale: tiny\nphases: [[clm, 42]]\nmodel: {size: tiny-m}\noptim: {warmup_steps: 2, decay_steps: 2}\n")
+    assert set(load_run_tree(tmp_path, "ours", "tiny")["model"]) == {"tiny-m-clm-42"}
+    (tmp_path / "tiny-m-clm-42" / "config.yaml").write_text(
+        "run_id: tiny-m-clm-42\nscale: tiny\nphases: [[mlm40, 42]]\nmodel: {size: tiny-m}\noptim: {warmup_steps: 2, decay_steps: 2}\n")
+    with pytest.raises(ResultFileError, match="trains tiny-m-mlm40-42, not the tiny-m-clm-42 its folder names"):
+        load_run_tree(tmp_path, "ours", "tiny")

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..config import PretrainConfig, load_config
 from ..errors import ConfigError, ResultFileError
 from ..io import load_result, misplaced
 from ..locks import busy
+from ..runs import ModelId, id_of
 from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, parse_model_id, with_attributes
 
 _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
@@ -99,7 +101,28 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     if aside:
         print(f"{len(aside)} results.json not counted, not in the folder their meta names: "
               f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
+    check_configs(root, {r["model"] for r in rows})
     return runs_frame(rows, source, scale, grid)
+
+
+def check_configs(root: Path, models) -> None:
+    """A model's attributes come from its id (`ids.parse_model_id`); where its run's record is in ``root`` (its
+    config.yaml), that config must train the model its id names (`runs.id_of`), else a `ResultFileError`: its results
+    would be read as another model's. Models fine-tuned from elsewhere (no record here, or one that names no phases)
+    keep their ids' word."""
+    import yaml
+
+    for model in sorted(models):
+        try:
+            run = ModelId.parse(model).run
+        except ResultFileError:
+            continue
+        config = root / str(run) / "config.yaml"
+        if not config.is_file() or "phases" not in (yaml.safe_load(config.read_text()) or {}):
+            continue
+        if (trains := id_of(load_config(PretrainConfig, config))) not in (None, run):
+            raise ResultFileError(f"{config} trains {trains}, not the {run} its folder names: its results would be "
+                                  f"read as another model's; rename the folder to {trains}")
 
 
 def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default") -> pd.DataFrame:

@@ -449,6 +449,7 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
             raise OSError(errno.ENOSPC, "No space left on device", str(tmp)) from e
         raise
     state_dict = accelerator.get_state_dict(model)  # collective under FSDP: every process takes part
+    accelerator.wait_for_everyone()  # every process's own files (its RNG state) written before the folder is renamed
     if accelerator.is_main_process:
         export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
         checkpoints.write_state(tmp, state)
