@@ -94,7 +94,6 @@ def _recipe(run: Path) -> dict:
 
 def _check_out(out: Path) -> None:
     """Refuse, before any work, an output that is a file, lies under one, is a non-empty folder or cannot be made."""
-
     above = next((p for p in (out, *out.parents) if p.exists()), None)
     if above is not None and not above.is_dir():
         raise ConfigError(f"{above} is a file{'' if above == out else f', so {out} cannot be made under it'}: "
