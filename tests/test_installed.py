@@ -62,7 +62,8 @@ def test_installed_wheel_works_from_an_empty_folder(installed, tmp_path):
     proc = _run([mlmclm, "notebooks", "01_scaling"], work, tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "mlmclm init" in proc.stderr, proc.stderr
 
-    proc = _run([mlmclm, "pretrain", "tiny", "phases=[[clm,4]]", "checkpoint.steps=[]", "checkpoint.every=4"],
+    proc = _run([mlmclm, "pretrain", "tiny", "run_id=tiny-m-clm-4", "phases=[[clm,4]]", "checkpoint.steps=[]",
+                 "checkpoint.every=4"],
                 work, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (work / "results" / "runs" / "tiny").is_dir() and (work / "checkpoints" / "tiny").is_dir()

@@ -98,7 +98,7 @@ def test_every_committed_runs_config_gives_back_its_folder_name():
     from mlmclm.runs import id_of
 
     configs = sorted((ROOT / "results" / "runs").glob("**/config.yaml"))
-    assert len(configs) >= 40
+    assert len(configs) >= 30  # 35 committed (mini, long, longer, small)
     assert [str(id_of(load_config(PretrainConfig, c))) for c in configs] == [c.parent.name for c in configs]
 
 
