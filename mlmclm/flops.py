@@ -31,7 +31,7 @@ The callers:
   `flops_per_token` with norm_weights, no embeddings or softmax, a dense output layer (output_fraction=1).
 - `bench mfu` (`mlmclm.bench.bench_mfu`, model FLOPs utilisation): the same through `MlmClmConfig.flops_per_token`,
   with output_fraction = the measured fraction of labelled positions (about 0.4 for MLM40, (T - 1) / T for CLM).
-- `mlmclm.analysis.results.flops_per_step` (Fig. 10, on Table 1's architecture): `flops_per_step` as App. F,
+- `mlmclm.analysis.compute.flops_per_step` (Fig. 10, on Table 1's architecture): `flops_per_step` as App. F,
   embeddings and softmax, no norm weights, output_fraction = the mask ratio for MLM steps, 1.0 for CLM steps.
 - `schedule_flops`: a whole schedule, any phases (`mlmclm.schedule.Schedule.output_fractions`): a mixed step
   (`mix1clm15mlm40`) at its rows' mean fraction, an alternating phase step by step. Causal and bidirectional
