@@ -98,8 +98,9 @@ class Work:
         if not self.runs and not self.evals:
             return f"nothing to do: {len(runs)} runs complete, {len(grids)} grids complete"
         retrain = sum(s.startswith("to retrain") for s in runs)
-        return (f"to do: {len(self.runs)} of {len(runs)} runs to train" + (f" ({retrain} to retrain)" if retrain else "")
-                + f", {len(self.evals)} of {len(grids)} grids to fine-tune")
+        again = f" ({retrain} to retrain)" if retrain else ""
+        return (f"to do: {len(self.runs)} of {len(runs)} runs to train{again}, {len(self.evals)} of {len(grids)} grids "
+                "to fine-tune")
 
 
 def work(plan: Plan, paths: Paths, grids: dict) -> Work:
