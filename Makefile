@@ -34,7 +34,7 @@ bench: $(STAMP)
 	$(VENV)/bin/mlmclm bench finetune
 	$(VENV)/bin/mlmclm bench notebooks
 
-# The prepared GPU check (one H100 or H200, under 8 minutes): parity, MFU of the 210M step (eager and compiled), FSDP
+# The prepared GPU check (one H100 or H200; no new measurement after --budget, 420 s): parity, MFU of the 210M step (eager and compiled), FSDP
 # 610M/1B, a small step -> $(OUT)/gpu.csv. Runs with the machine's own python3 and torch (no .venv): on a lent GPU,
 # from the repository root, `make bench-gpu OUT=$$OUT`.
 GPU_PY ?= python3

@@ -278,8 +278,9 @@ def _our_scales(root: Path, res_dir: Path, scales, sources) -> list[str]:
         return []
     ours = list(scales) if scales is not None else scales_with_results(res_dir / "runs")
     _check_scales(ours, res_dir)
-    if scales is None:  # the committed notebooks and shared figures show the committed scales only (silently: what
-        ours = [s for s in ours if shows_in_place(res_dir / "runs", s)]  # they print must not depend on the machine)
+    committed = committed_scales(res_dir / "runs") if scales is None else None  # one `git ls-files` for all
+    if committed is not None:  # the committed notebooks and shared figures show the committed scales only (silently:
+        ours = [s for s in ours if s in committed]  # what they print must not depend on what else this machine ran)
     print(f"This repository's runs: scale {', '.join(ours)}." if ours else
           f"This repository's runs: none under {_shown(root, res_dir / 'runs')}/ yet, so only other sources are "
           "shown.")
@@ -316,10 +317,11 @@ def check_parameters(parameters: dict, paths) -> None:
     trains it), a results folder without the paper's tables."""
     from .results import SOURCES
 
-    unknown = sorted(set(parameters) - parameter_names(paths))
+    known = parameter_names(paths)
+    unknown = sorted(set(parameters) - known)
     if unknown:
         raise ConfigError(f"notebook parameter(s) {', '.join(unknown)} unknown: the notebooks take "
-                          f"{', '.join(sorted(parameter_names(paths)))}")
+                          f"{', '.join(sorted(known))}")
     res_dir = _resolve(ROOT, parameters.get("results_dir", "results"))
     if not (res_dir / "paper").is_dir():
         raise ConfigError(f"results_dir={parameters.get('results_dir')!r}: {res_dir} has no paper/ folder (the "

@@ -118,9 +118,10 @@ def check_configs(root: Path, models) -> None:
         except ResultFileError:
             continue
         config = root / str(run) / "config.yaml"
-        if not config.is_file() or "phases" not in (yaml.safe_load(config.read_text()) or {}):
+        record = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
+        if "phases" not in record:
             continue
-        if (trains := id_of(load_config(PretrainConfig, config))) not in (None, run):
+        if (trains := id_of(load_config(PretrainConfig, record))) not in (None, run):
             raise ResultFileError(f"{config} trains {trains}, not the {run} its folder names: its results would be "
                                   f"read as another model's; rename the folder to {trains}")
 
