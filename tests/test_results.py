@@ -446,8 +446,8 @@ def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minu
 
 
 def test_a_run_whose_config_trains_another_model_than_its_folder_names_is_refused(tmp_path):
-    """The analysis reads a model's objective and steps from its id: a record whose config trains another model (an
-    MLM run in a CLM-named folder) is refused, not read as CLM."""
+    """A folder named as a model id must hold that model: a record whose config trains another model (an MLM run in
+    a CLM-named folder) is refused, not read under the name it does not train."""
     from mlmclm.analysis.run_tree import load_run_tree
     from mlmclm.errors import ResultFileError
 

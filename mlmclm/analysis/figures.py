@@ -304,8 +304,6 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
     reads, through ``logs`` (`run_tree.load_pretrain_logs`), results/runs/<scale>/<run_id>/pretrain.csv and
     config.yaml (``init``: the run a CPT continues)."""
     curves = views.cpt_loss_curves(logs)
-    curves = curves.assign(start=[ids.parse_model_id(m)["steps"] - c for m, c in zip(curves["model"],
-                                                                                  curves["cpt_steps"])])
     paths = []
     for size, part in by_size(curves):
         lengths = sorted(part["cpt_steps"].unique())

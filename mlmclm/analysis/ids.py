@@ -1,5 +1,6 @@
-"""The vocabulary of the tidy results tables (`results`): their columns, the paper's datasets and task groups, model
-ids parsed into the attributes the study views select on (`parse_model_id`, `with_attributes`), and sizes, steps and
+"""The vocabulary of the tidy results tables (`results`): their columns, the paper's datasets and task groups, the
+attributes the study views select on (`with_attributes`: read from a run's records by `lineage` where it has them,
+else parsed from the model id by `parse_model_id`, as for the paper's and EncodEval's models), and sizes, steps and
 datasets in the paper's order and spelling. No torch import here.
 """
 
@@ -38,7 +39,7 @@ GRIDS = ("default", "stability")
 SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 
 
-def _size_label(size: str) -> str:
+def size_label(size: str) -> str:
     return size.upper() if re.fullmatch(r"\d+[mb]", size) else size
 
 
@@ -54,13 +55,13 @@ def parse_model_id(model: str) -> dict:
     """
     m = ModelId.parse(model)
     if m.step == 0 and not m.cpt:
-        return {"size": _size_label(m.size), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
+        return {"size": size_label(m.size), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
                 "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": m.seed}
     steps = m.step if m.step is not None else m.length
     clm = _clm_steps(m, steps)
     mlm = steps - clm
     return {
-        "size": _size_label(m.size),
+        "size": size_label(m.size),
         "objective": BEYOND_OBJECTIVES.get(m.kind if m.detour is None else "detour") or (
             "clm+mlm" if clm and mlm else ("clm" if clm else "mlm")),
         "mask_ratio": m.mask_ratio if m.mask_ratio is not None and mlm else pd.NA,
@@ -103,13 +104,13 @@ def family(model: str) -> str:
         return model
 
 
-def with_attributes(df: pd.DataFrame) -> pd.DataFrame:
-    """Add the parsed model-id columns; ids that do not follow the naming get missing values."""
-    models = df["model"].unique()
+def with_attributes(df: pd.DataFrame, recorded: dict | None = None) -> pd.DataFrame:
+    """Add the `ATTRIBUTES` columns: a model's from ``recorded`` (model -> attributes, read from its run's records:
+    `lineage`) where it is there, else parsed from its id; ids that do not follow the naming get missing values."""
     rows = []
-    for model in models:
+    for model in df["model"].unique():
         try:
-            rows.append({"model": model, **parse_model_id(model)})
+            rows.append({"model": model, **((recorded or {}).get(model) or parse_model_id(model))})
         except ValueError:
             rows.append({"model": model})
     attrs = pd.DataFrame(rows, columns=["model", *ATTRIBUTES])

@@ -88,7 +88,8 @@ def load(results_dir: str | Path = "results", sources=("paper", "ours", "encodev
              (REFERENCE, "default", grid_root(results_dir / "runs", REFERENCE) / scale)]
     for source, grid, tree in trees:
         if source in sources and tree.is_dir():
-            runs.append(load_run_tree(tree, source, scale, relative_to=results_dir.parent, grid=grid))
+            runs.append(load_run_tree(tree, source, scale, relative_to=results_dir.parent, grid=grid,
+                                      records=trees[0][2] if source == "ours" else tree))
     if "encodeval" in sources and encodeval_dir is not None:
         runs.append(load_run_tree(encodeval_dir, "encodeval", "paper", paper_datasets_only=True))
     if "encodeval-sample" in sources and sample_csv is not None:

@@ -21,7 +21,8 @@ from ..errors import ConfigError, ResultFileError
 from ..io import load_result, misplaced
 from ..locks import busy
 from ..runs import ModelId, id_of
-from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, parse_model_id, with_attributes
+from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, size_label, with_attributes
+from .lineage import attributes, evaluated, lineage, recorded
 
 _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
 
@@ -69,16 +70,20 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
-                  relative_to: str | Path | None = None, grid: str = "default") -> pd.DataFrame:
+                  relative_to: str | Path | None = None, grid: str = "default",
+                  records: str | Path | None = None) -> pd.DataFrame:
     """Runs from ``<root>/<model>/<group>/<dataset>/[<train set>_]lr{LR}_sd{seed}/results.json``.
 
     The layout of this repository's ``results/runs/<scale>/`` and of EncodEval's ``results/``. Dataset folders named
     as in EncodEval get the paper's labels (``mnli_m`` -> ``MNLI``); ``paper_datasets_only`` drops the others (EncodEval
     also holds QED runs, which the paper does not use). Paths are kept relative to ``relative_to`` (default: root).
     ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
+    A model's attributes (objective, steps, ...) come from the records of the run it is a checkpoint of (its
+    config.yaml and its parents', under ``records``, default root: `lineage`); a model without them keeps its id's.
     """
     root = Path(root)
-    rows, aside = [], []
+    records = root if records is None else Path(records)
+    rows, aside, checkpoints = [], [], {}
     writing = {d.name: who for d in root.glob("*") if d.is_dir() and (who := busy(d))}
     for model, who in writing.items():  # a consistent snapshot: no model whose grid is being written
         print(f"left out {model}: {who} is writing its results; re-run this when it is done")
@@ -95,21 +100,23 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
         if fault := misplaced(path, doc):  # a result counts only in the folder its meta names
             aside.append(fault)
             continue
+        if model not in checkpoints and isinstance(doc.get("meta"), dict) and (run := evaluated(doc["meta"])):
+            checkpoints[model] = run
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path, doc),
                      "path": path.relative_to(relative_to or root).as_posix()})
     if aside:
         print(f"{len(aside)} results.json not counted, not in the folder their meta names: "
               f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
-    check_configs(root, {r["model"] for r in rows})
-    return runs_frame(rows, source, scale, grid)
+    check_configs(records, {r["model"] for r in rows})
+    return runs_frame(rows, source, scale, grid, recorded(records, checkpoints))
 
 
 def check_configs(root: Path, models) -> None:
-    """A model's attributes come from its id (`ids.parse_model_id`); where its run's record is in ``root`` (its
-    config.yaml), that config must train the model its id names (`runs.id_of`), else a `ResultFileError`: its results
-    would be read as another model's. Models fine-tuned from elsewhere (no record here, or one that names no phases)
-    keep their ids' word."""
+    """A folder named as a model id must hold that model: where its run's record is in ``root`` (its config.yaml),
+    that config must train the model its id names (`runs.id_of`), else a `ResultFileError`: the folder's name would
+    say one model and its results another. Folders under free names, and models without a record here (or one that
+    names no phases), are not checked."""
     import yaml
 
     for model in sorted(models):
@@ -126,13 +133,14 @@ def check_configs(root: Path, models) -> None:
                                   f"read as another model's; rename the folder to {trains}")
 
 
-def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default") -> pd.DataFrame:
+def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default",
+               recorded_attributes: dict | None = None) -> pd.DataFrame:
     if grid not in GRIDS:
         raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
     df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
                                      "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w",
                                      "path"])
-    df = with_attributes(df)
+    df = with_attributes(df, recorded_attributes)
     df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
     cols = ["lr", "validation", "test", "majority", "last_gain"]
@@ -162,7 +170,8 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
         frames.append(log[["step", "loss"]].assign(model=path.parent.name, **start))
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
-    return with_attributes(pd.concat(frames, ignore_index=True))
+    lines = {m: line for m in {f["model"].iat[0] for f in frames} if (line := lineage(runs_dir, m)) is not None}
+    return with_attributes(pd.concat(frames, ignore_index=True), {m: attributes(line) for m, line in lines.items()})
 
 
 def _read_log(path: Path) -> pd.DataFrame:
@@ -201,13 +210,11 @@ def run_parameters(runs_dir: str | Path) -> dict:
     out = {}
     for meta in sorted(Path(runs_dir).glob("*/meta.json")):
         config = meta.parent / "config.yaml"
-        try:
-            size = parse_model_id(meta.parent.name)["size"]
-        except ValueError:
+        cfg = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
+        size = size_label(str(cfg.get("model", {}).get("size", "")))
+        if not size or size in out:
             continue
-        if size in out or not config.is_file():
-            continue
-        counts, cfg = json.loads(meta.read_text()).get("parameters") or {}, yaml.safe_load(config.read_text())
+        counts = json.loads(meta.read_text()).get("parameters") or {}
         if {"embeddings", "body"} <= set(counts):
             out[size] = {**{k: counts[k] for k in ("embeddings", "body", "output_layer") if k in counts},
                          "tokens_per_step": cfg["batch_size"] * cfg["data"]["seq_len"]}

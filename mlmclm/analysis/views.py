@@ -96,6 +96,15 @@ def cpt_view(scores: pd.DataFrame) -> pd.DataFrame:
 SEQUENTIAL = {0: "MLM-only", 25: "25/75 split", 100: "CLM-only"}
 
 
+def _spelled(model: str) -> str:
+    """A mixed or alternating model's objective as its id spells it (``mix1clm15mlm40``); a run under a free name
+    (its attributes read from its config) goes by that name."""
+    try:
+        return ModelId.parse(model).objective
+    except ValueError:
+        return model
+
+
 def mixed_view(scores: pd.DataFrame) -> pd.DataFrame:
     """Beyond the paper (issue 27): mixed and alternating models from scratch beside the sequential schedules of the
     same size and budget (MLM-only, CLM-only and the 25/75 CLM-then-MLM split: `biphasic_view`'s shares 0, 100 and
@@ -104,7 +113,7 @@ def mixed_view(scores: pd.DataFrame) -> pd.DataFrame:
     studied = _studied(scores)
     mixed = studied[~studied["intermediate"] & studied["objective"].isin(["mixed", "alternating"])]
     mixed = mixed.assign(budget=mixed["steps"], mixed=True,
-                         schedule=[ModelId.parse(m).objective for m in mixed["model"]])
+                         schedule=[_spelled(m) for m in mixed["model"]])
     seq = biphasic_view(scores)
     seq = seq[seq["clm_share"].isin(list(SEQUENTIAL))]
     seq = seq.assign(schedule=seq["clm_share"].map(SEQUENTIAL), mixed=False).drop(columns="clm_share")
@@ -170,7 +179,8 @@ def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str 
 
 
 def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 12: for each CPT run, its loss on its lineage's step axis, with ``base`` and the CPT length.
+    """Fig. 12: for each CPT run, its loss on its lineage's step axis, with ``base``, the CPT length and the step it
+    starts at (``start``).
 
     The lineage: the run it started from (``parent``, see load_pretrain_logs), that run's parent, and so on back to
     a run from scratch; the curve is each ancestor's log up to where the next one branched off, then the run's own.
@@ -210,6 +220,6 @@ def cpt_loss_curves(logs: pd.DataFrame) -> pd.DataFrame:
     for model, a in first[(first["cpt_steps"] > 0) & sequential(first)].iterrows():
         curve = lineage(model)[0].sort_values("step", kind="stable").drop_duplicates("step", keep="last")
         rows.append(curve.assign(model=model, size=a["size"], cpt_steps=int(a["cpt_steps"]),
-                                 base="CLM" if a["clm_steps"] > 0 else "MLM"))
+                                 start=int(a["steps"] - a["cpt_steps"]), base="CLM" if a["clm_steps"] > 0 else "MLM"))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        columns=["step", "loss", "model", "size", "cpt_steps", "base"])
+        columns=["step", "loss", "model", "size", "cpt_steps", "start", "base"])

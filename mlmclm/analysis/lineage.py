@@ -1,0 +1,144 @@
+"""A model's attributes from its run's records: size, objective, masking ratio and step counts read from the run's
+``config.yaml`` (its phases, seed and the run it starts from) and from those of the runs it continues, never from its
+folder name. The id grammar (`ids.parse_model_id`) stays for the models that have no record here: the paper's,
+EncodEval's, and models pretrained elsewhere.
+
+A run's *lineage* is its schedule from the start of the first run it descends from, as (objective, steps) segments:
+
+    from scratch                      its own phases                                   (offset 0)
+    a branch (init.optimizer: true)   its phases restate the parent's from the parent's own start, so the part
+                                      before the parent's start, then its own phases      (the parent's offset)
+    continued pretraining (CPT)       the parent's lineage up to the checkpoint it starts from, then its own phases
+                                      (offset: that checkpoint's place in the lineage; the run's own steps count
+                                      from 0 again)
+
+A checkpoint's step is in its run's own count (`meta.step` of a fine-tuning result); its place in the lineage is the
+run's offset plus that step. No torch import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import PretrainConfig, load_config
+from ..schedule import CLM, AnyObjective, Objective, parse_objective
+from .ids import BEYOND_OBJECTIVES, size_label
+
+
+@dataclass(frozen=True)
+class Lineage:
+    segments: tuple[tuple[AnyObjective, int], ...]  # (objective, steps) from the first run's start
+    offset: int                                      # lineage steps before the run's own step 0
+    cpt_start: int | None                            # where the decayed run it continues ended; None: no CPT
+    size: str
+    seed: int
+
+    @property
+    def final(self) -> int:
+        """The run's last step, in its own count."""
+        return sum(n for _, n in self.segments) - self.offset
+
+
+def _config(records: Path, run: str) -> PretrainConfig | None:
+    """The run's recorded config, None where there is none or it names no phases (a run recorded before phases)."""
+    import yaml
+
+    path = records / run / "config.yaml"
+    record = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+    return load_config(PretrainConfig, record) if "phases" in record else None
+
+
+def _upto(segments, steps: int) -> list[tuple[AnyObjective, int]]:
+    """The first `steps` steps of a lineage."""
+    out = []
+    for objective, n in segments:
+        if steps <= 0:
+            break
+        out.append((objective, min(n, steps)))
+        steps -= n
+    return out
+
+
+def lineage(records: str | Path, run: str, _seen: frozenset = frozenset()) -> Lineage | None:
+    """Run `run`'s lineage from the config.yaml files under ``records`` (a scale's run folders); None where a record
+    on the way is missing, or the lineage starts from a model pretrained elsewhere (``init.kind: hf``) or loops."""
+    records = Path(records)
+    cfg = _config(records, run)
+    if cfg is None or cfg.init.kind == "hf" or run in _seen:
+        return None
+    phases = tuple((parse_objective(str(o)), int(n)) for o, n in cfg.phases)
+    if cfg.init.kind != "run":
+        return Lineage(phases, 0, None, cfg.model.size, cfg.seed)
+    parent = lineage(records, Path(cfg.init.path).name, _seen | {run})
+    if parent is None:
+        return None
+    if cfg.init.optimizer:  # a branch: its phases restate the parent's from the parent's own start
+        offset, cpt = parent.offset, parent.cpt_start
+    else:  # continued pretraining of the parent's checkpoint
+        offset = parent.offset + (parent.final if cfg.init.step is None else cfg.init.step)
+        cpt = offset if parent.cpt_start is None else parent.cpt_start
+    return Lineage(tuple(_upto(parent.segments, offset)) + phases, offset, cpt, cfg.model.size, cfg.seed)
+
+
+def _clm_steps(segments) -> int:
+    """CLM's share of these segments, in steps (a mixed phase's CLM rows as whole-batch steps: `schedule`)."""
+    return sum(n if o == CLM else (0 if isinstance(o, Objective) else o.clm_steps(n)) for o, n in segments)
+
+
+def _mask_ratio(objective: AnyObjective) -> int | None:
+    masked = objective if isinstance(objective, Objective) else objective.masked
+    return round(masked.mask_ratio * 100) if masked.has_mlm else None
+
+
+def attributes(line: Lineage, step: int | None = None) -> dict:
+    """The `ids.ATTRIBUTES` of the run's checkpoint after its own `step` (None: its final one), as
+    `ids.parse_model_id` gives them for the model's id: ``objective`` ``random`` for the lineage's step 0; ``mixed``
+    or ``alternating`` where a phase mixes the objectives; ``detour`` for a CPT that trains CLM; else ``clm``,
+    ``mlm`` or ``clm+mlm`` by what the checkpoint trained; the masking ratio of the lineage's last MLM phase."""
+    own = line.final if step is None else step
+    steps = line.offset + own
+    base = {"size": size_label(line.size), "steps": steps, "pretrain_seed": line.seed}
+    if steps == 0:
+        return {**base, "objective": "random", "mask_ratio": pd.NA, "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0,
+                "intermediate": False}
+    done = _upto(line.segments, steps)
+    clm = _clm_steps(done)
+    pair = next((o for o, _ in line.segments if not isinstance(o, Objective)), None)
+    detour = line.cpt_start is not None and _clm_steps(line.segments) > _clm_steps(_upto(line.segments,
+                                                                                           line.cpt_start))
+    ratios = [r for o, _ in line.segments if (r := _mask_ratio(o)) is not None]
+    if pair is not None:
+        objective = BEYOND_OBJECTIVES[pair.kind]
+    elif detour:
+        objective = BEYOND_OBJECTIVES["detour"]
+    else:
+        objective = "clm+mlm" if clm and steps - clm else ("clm" if clm else "mlm")
+    return {**base, "objective": objective, "mask_ratio": ratios[-1] if ratios and steps - clm else pd.NA,
+            "clm_steps": clm, "mlm_steps": steps - clm,
+            "cpt_steps": steps - line.cpt_start if line.cpt_start is not None else 0,
+            "intermediate": own != line.final}
+
+
+def evaluated(meta: dict) -> tuple[str, int | None] | None:
+    """The run and own step of the checkpoint a fine-tuning result's ``meta`` names (its ``checkpoint``:
+    ``<checkpoints>/<scale>/<run>/step_<step>/...``; its ``step``); None for a model that is not a run's checkpoint
+    (a hub id, a folder of weights)."""
+    path = Path(str(meta.get("checkpoint") or ""))
+    run = next((p.parent.name for p in (path, *path.parents) if p.name.startswith("step_")), None)
+    step = meta.get("step")
+    return (run, int(step) if isinstance(step, int) else None) if run else None
+
+
+def recorded(records: str | Path, checkpoints: dict) -> dict:
+    """model -> `attributes`, for each model (``checkpoints``: model -> `evaluated`) whose run's lineage is recorded
+    under ``records``."""
+    lines, out = {}, {}
+    for model, (run, step) in checkpoints.items():
+        if run not in lines:
+            lines[run] = lineage(records, run)
+        if lines[run] is not None:
+            out[model] = attributes(lines[run], step)
+    return out
