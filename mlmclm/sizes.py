@@ -62,14 +62,14 @@ SIZES: dict[str, dict] = {
 
 
 def flops_per_token(shape: dict, seq_len: int, training: bool = True, output_fraction: float = 1):
-    """FLOPs a token of a model of `shape` (a `SIZES` entry, or an `MlmClmConfig`'s fields) at context `seq_len`, by
-    `mlmclm.flops`'s rule as `MlmClmConfig.flops_per_token` counts it: norm weights, no embeddings or softmax, the
-    output layer on `output_fraction` of the tokens."""
-    return flops.flops_per_token(
+    """FLOPs a token of a model of `shape` (a `SIZES` entry, or an `MlmClmConfig`'s fields) at context `seq_len`:
+    `mlmclm.flops.flops_per_token` under its "model" rule (norm weights, no embeddings or softmax), the output layer
+    on `output_fraction` of the tokens."""
+    counts = flops.terms(
         layers=shape["num_hidden_layers"], d_model=shape["hidden_size"], ffn=shape["intermediate_size"],
         heads=shape["num_attention_heads"], kv_heads=shape.get("num_key_value_heads") or shape["num_attention_heads"],
-        head_dim=shape.get("head_dim"), vocab=shape["vocab_size"], seq_len=seq_len, output_fraction=output_fraction,
-        training=training, embeddings=False, softmax=False, norm_weights=True)
+        head_dim=shape.get("head_dim"), vocab=shape["vocab_size"], seq_len=seq_len)
+    return flops.flops_per_token("model", **counts, output_fraction=output_fraction, training=training)
 
 
 def shape(name: str, **overrides) -> dict:

@@ -356,13 +356,14 @@ def test_chunked_cross_entropy_runs_in_the_autocast_dtype(monkeypatch):
     torch.testing.assert_close(chunked, full, rtol=1e-2, atol=1e-2)
 
 def test_flops_callers_agree_with_the_one_definition(monkeypatch):
-    """Model info, the Fig. 10 count and bench mfu all count with `mlmclm.flops` (torch-free), each as documented."""
+    """Model info, the Fig. 10 count and bench mfu all count with `mlmclm.flops.flops_per_token` (torch-free), each
+    by its rule."""
     import subprocess
     import sys
     from pathlib import Path
 
     from mlmclm import bench, flops
-    from mlmclm.analysis import results
+    from mlmclm.analysis import compute, results
 
     code = "import mlmclm.flops, mlmclm.analysis.results, sys; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
@@ -374,34 +375,43 @@ def test_flops_callers_agree_with_the_one_definition(monkeypatch):
         for t, training in ((None, True), (512, True), (512, False)):
             got = c.flops_per_token(t, training=training)
             t = t or c.max_position_embeddings
-            assert type(got) is int and got == flops.flops_per_token(**shape, seq_len=t, training=training)
+            assert type(got) is int and got == flops.flops_per_token(
+                "model", **flops.terms(**shape, seq_len=t), training=training)
             dense = 2 * (c.num_parameters_by_part()["body"] + c.vocab_size * c.hidden_size)
             assert got == (dense + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * t) * (
                 3 if training else 1)
     arch = results.architecture(Path(__file__).resolve().parents[1] / "results" / "paper")
     for a in arch.values():  # Fig. 10: App. F per step (embeddings, softmax, no norms), sparse MLM head
-        shape = {k: a[k] for k in ("layers", "ffn", "heads", "kv_heads", "vocab", "seq_len")}
+        shape = {k: a[k] for k in ("layers", "d_model", "ffn", "heads", "kv_heads", "vocab")}
+        t = flops.terms(**shape, seq_len=a["seq_len"])
+        hd = a["d_model"] // a["heads"]
         for fraction in (1.0, 0.4, 0.15):
             got = results.flops_per_step(a, fraction)
-            assert got == flops.flops_per_step(**shape, d_model=a["d_model"], tokens_per_step=a["tokens_per_step"],
-                                               output_fraction=fraction, embeddings=True, softmax=True,
-                                               norm_weights=False)
-            assert got == pytest.approx(a["tokens_per_step"] * flops.flops_per_token(
-                **shape, d_model=a["d_model"], output_fraction=fraction, embeddings=True, softmax=True,
-                norm_weights=False), rel=1e-12)
+            assert got == a["tokens_per_step"] * flops.flops_per_token("App. F", **t, output_fraction=fraction)
+            weights = t["body"] + (1 + fraction) * a["vocab"] * a["d_model"]  # App. F by hand: no norm weights
+            scores = a["layers"] * a["seq_len"] * (4 * a["heads"] * hd + 3 * a["heads"])
+            assert got == pytest.approx(3 * a["tokens_per_step"] * (2 * weights + scores), rel=1e-12)
+        n = {"embeddings": a["vocab"] * a["d_model"], "body": flops.body_parameters(**{
+            k: a[k] for k in ("layers", "d_model", "ffn", "heads", "kv_heads")}), "tokens_per_step": 7}
+        six_n, rule = compute.checkpoint_flops(n, 2, 3, 40)  # 6N: 6 x tokens x (V d + body + f V d)
+        assert rule == "6N" and six_n == pytest.approx(
+            6 * 7 * (2 * (2 * n["embeddings"] + n["body"]) + 3 * (1.4 * n["embeddings"] + n["body"])), rel=1e-12)
+    with pytest.raises(ValueError, match="unknown FLOPs rule"):
+        flops.flops_per_token("7N", body=1, embedding=1)
     calls = []  # bench mfu: the config's count with the measured fraction of labelled positions
 
-    def spy(**kw):
-        calls.append((kw, flops_per_token(**kw)))
-        return calls[-1][1]
+    def spy(rule, **kw):
+        calls.append((rule, kw, flops_per_token(rule, **kw)))
+        return calls[-1][2]
     flops_per_token = flops.flops_per_token
     monkeypatch.setattr(flops, "flops_per_token", spy)
     rows = bench.bench_mfu("tiny", seq_len=32, batch=2, backends=("sdpa",), steps=1, warmup=0, device="cpu",
                            peak=1e-3)
-    fractions = [kw["output_fraction"] for kw, _ in calls]  # MLM40, then CLM (the last position has no label)
+    fractions = [kw["output_fraction"] for _, kw, _ in calls]  # MLM40, then CLM (the last position has no label)
     assert len(fractions) == len(rows) == 2 and abs(fractions[0] - 0.4) < 0.2 and fractions[1] == 31 / 32
-    for r, (kw, value) in zip(rows, calls):
-        assert kw["seq_len"] == 32 and kw["training"] and kw["norm_weights"] and not kw["embeddings"]
+    for r, (rule, kw, value) in zip(rows, calls):
+        assert rule == "model" and kw["training"] and kw["attention"] == flops.terms(
+            layers=2, d_model=64, ffn=192, heads=4, kv_heads=2, seq_len=32)["attention"]
         # tokens_per_s is printed to 0.1: on a slow machine its rounding alone moves the product by up to 0.05 x value
         assert float(r["ratio"]) == pytest.approx(float(r["tokens_per_s"]) * value / 1e9, rel=1e-3,
                                                   abs=0.051 * value / 1e9)

@@ -156,16 +156,21 @@ def test_an_alternating_phase_counts_its_steps_from_its_own_start_and_a_mixed_on
 
 def test_flops_of_mixed_and_alternating_schedules():
     """A mixed step costs its rows' mean output-layer fraction (attention counts the same causal or not), an
-    alternating phase each step's own: counted step by step against `flops_per_step`."""
-    arch = dict(tokens_per_step=16 * 64, layers=2, d_model=32, ffn=64, heads=4, kv_heads=2, vocab=500, seq_len=64)
-    clm, mlm = flops.flops_per_step(**arch, output_fraction=1.0), flops.flops_per_step(**arch, output_fraction=0.4)
+    alternating phase each step's own: counted step by step against `flops_per_token`."""
+    counts = flops.terms(layers=2, d_model=32, ffn=64, heads=4, kv_heads=2, vocab=500, seq_len=64)
+    tokens = 16 * 64
+
+    def step(fraction):
+        return tokens * flops.flops_per_token("model", **counts, output_fraction=fraction)
+    clm, mlm = step(1.0), step(0.4)
     assert mlm < clm
     s = Schedule([("alt1clm3mlm40", 6), ("mix1clm15mlm40", 4), ("mix1clm1mlm40", 2)], 1e-3, 0, 0)
     assert s.output_fractions() == {1.0: 2, 0.4: 4, (1 + 15 * 0.4) / 16: 4, 0.7: 2}
     assert s.output_fractions(upto=5) == {1.0: 2, 0.4: 3}
-    mix15 = flops.flops_per_step(**arch, output_fraction=7 / 16)
+    mix15 = step(7 / 16)
     assert mix15 == pytest.approx((clm + 15 * mlm) / 16, rel=1e-12)  # the mean of its rows' steps
-    assert flops.schedule_flops(s.output_fractions(), **arch) == pytest.approx(
+    assert flops.schedule_flops(s.output_fractions(), "model", tokens, **counts) == pytest.approx(
         2 * clm + 4 * mlm + 4 * mix15 + 2 * (clm + mlm) / 2, rel=1e-12)
     plain = Schedule([("clm", 3), ("mlm40", 5)], 1e-3, 0, 0)
-    assert flops.schedule_flops(plain.output_fractions(), **arch) == pytest.approx(3 * clm + 5 * mlm, rel=1e-12)
+    assert flops.schedule_flops(plain.output_fractions(), "model", tokens, **counts) == pytest.approx(
+        3 * clm + 5 * mlm, rel=1e-12)

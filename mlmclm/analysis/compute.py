@@ -1,9 +1,9 @@
 """What a model costs, for the figures that place checkpoints by compute or data: training FLOPs of each checkpoint
 (`with_flops`, one function for every size, by one of the two rules of `FLOPS_RULES`, both counted by
-`mlmclm.flops`'s terms) and its pretraining tokens per parameter on each axis of `AXES` (`tokens_per_axis`). A size
-is described either by Table 1's shapes (``layers``, ``d_model`` ...: `published.architecture`) or by a run folder's
-parameter counts (``embeddings``, ``body``, ``output_layer``: `run_tree.run_parameters`); both carry
-``tokens_per_step``. No torch import here.
+`mlmclm.flops.flops_per_token`) and its pretraining tokens per parameter on each axis of `AXES`
+(`tokens_per_axis`). A size is described either by Table 1's shapes (``layers``, ``d_model`` ...:
+`published.architecture`) or by a run folder's parameter counts (``embeddings``, ``body``, ``output_layer``:
+`run_tree.run_parameters`); both carry ``tokens_per_step``. No torch import here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 from .. import flops
 
 # Fig. 10's FLOPs, in a caption: the paper's sizes (Table 1's shapes) and ours (each run folder's parameter counts).
-FLOPS_RULES = {
+FLOPS_RULES = {  # the captions of two rules of `mlmclm.flops.RULES` (tests/test_figures.py checks the keys)
     "App. F": "Hoffmann et al. (2022, App. F) on the size's shapes (Table 1), adapted to GQA and SwiGLU: 3 x forward, "
               "attention scores at full context, embeddings and softmax counted; an MLM step computes output logits "
               "only at its masked positions (the mask ratio of its tokens), a CLM step at all of them",
@@ -38,30 +38,26 @@ PAPER_TIED_EMBEDDINGS = False
 
 
 def flops_per_step(arch: dict, mlm_fraction: float) -> float:
-    """Training FLOPs of one step: Hoffmann et al. (2022, App. F) counting, adapted to GQA and SwiGLU.
-
-    Forward per sequence of ``seq_len``: embeddings, per layer Q/K/V projections (K and V on ``kv_heads``), attention
-    logits, softmax, reduction and output projection, a SwiGLU block (three matrices), and the output logits, which an
-    MLM step computes only at its masked positions (``mlm_fraction`` of the tokens); backward = 2 x forward.
-    The rule is ``mlmclm.flops.flops_per_step`` (with App. F's embeddings and softmax, without norm weights).
-    """
-
-    return flops.flops_per_step(tokens_per_step=arch["tokens_per_step"], layers=arch["layers"],
-                                d_model=arch["d_model"], ffn=arch["ffn"], heads=arch["heads"],
-                                kv_heads=arch["kv_heads"], vocab=arch["vocab"], seq_len=arch["seq_len"],
-                                output_fraction=mlm_fraction, embeddings=True, softmax=True, norm_weights=False)
+    """Training FLOPs of one step of a size of Table 1's shapes (``arch``: ``layers``, ``d_model`` ...,
+    ``tokens_per_step``): Hoffmann et al. (2022, App. F) counting, adapted to GQA and SwiGLU, the "App. F" rule of
+    ``mlmclm.flops.flops_per_token`` (embeddings and softmax counted, norm weights not). The output logits of an MLM
+    step are computed only at its masked positions (``mlm_fraction`` of the tokens); backward = 2 x forward."""
+    counts = flops.terms(layers=arch["layers"], d_model=arch["d_model"], ffn=arch["ffn"], heads=arch["heads"],
+                         kv_heads=arch["kv_heads"], vocab=arch["vocab"], seq_len=arch["seq_len"])
+    return arch["tokens_per_step"] * flops.flops_per_token("App. F", **counts, output_fraction=mlm_fraction)
 
 
 def checkpoint_flops(a: dict, clm_steps: int, mlm_steps: int, mask_ratio) -> tuple[float, str]:
     """Training FLOPs of a checkpoint of ``clm_steps`` CLM and ``mlm_steps`` MLM steps at ``mask_ratio`` (%; missing
-    for a CLM-only model) of a size described by ``a``, and the rule counted (a key of ``FLOPS_RULES``): "App. F" on
-    Table 1's shapes (`flops_per_step`), "6N" on a run folder's parameter counts (the input embedding, the body and
-    the output layer on the fraction of a step's tokens it scores)."""
+    for a CLM-only model) of a size described by ``a``, and the rule counted (a key of ``FLOPS_RULES``, of
+    ``mlmclm.flops.RULES``): "App. F" on Table 1's shapes (`flops_per_step`), "6N" on a run folder's parameter counts
+    (the input embedding, the body and the output layer on the fraction of a step's tokens it scores)."""
     fraction = float(mask_ratio) / 100 if pd.notna(mask_ratio) else 1.0
     if "layers" in a:
         return clm_steps * flops_per_step(a, 1.0) + mlm_steps * flops_per_step(a, fraction), "App. F"
-    per_token = [a["embeddings"] + a["body"] + share * a["embeddings"] for share in (1.0, fraction)]  # CLM, MLM steps
-    return 6 * a["tokens_per_step"] * (clm_steps * per_token[0] + mlm_steps * per_token[1]), "6N"
+    step = [a["tokens_per_step"] * flops.flops_per_token("6N", body=a["body"], embedding=a["embeddings"],
+                                                         output_fraction=share) for share in (1.0, fraction)]
+    return clm_steps * step[0] + mlm_steps * step[1], "6N"
 
 
 def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:

@@ -89,7 +89,7 @@ class MlmClmConfig(PretrainedConfig):
         """Matmul FLOPs a token: 2 x (body + output-layer weights) + attention scores (QK^T and AV), forward only;
         x3 when training (backward = 2x forward). Attention is counted for full (bidirectional) `seq_len` context.
         The output matmul runs whether tied or not, on `output_fraction` of the tokens (1: dense, an exact int;
-        `bench mfu` passes the fraction of labelled positions). The rule: `mlmclm.flops` (norm weights counted, no
-        embeddings or softmax)."""
+        `bench mfu` passes the fraction of labelled positions). Counted by `mlmclm.flops.flops_per_token`, its "model"
+        rule (norm weights counted, no embeddings or softmax)."""
         t = self.max_position_embeddings if seq_len is None else seq_len
         return sizes.flops_per_token(vars(self), t, training, output_fraction)
