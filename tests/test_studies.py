@@ -37,6 +37,25 @@ def test_paper_plan_is_the_papers_inventory():
     assert (cpt.parent, cpt.parent_step, cpt.trained) == ("610m-clm-dec42k-mlm40-64k", 10_000, 2000)
 
 
+def test_the_studies_are_listed_once():
+    """`mlmclm.config.STUDIES` is the one list of the studies: `mlmclm study`, the notebooks (one a paper's study,
+    each naming its study in its setup cell), the tables and the docs follow it."""
+    from pathlib import Path
+
+    from mlmclm.analysis import notebooks, tables
+    from mlmclm.config import BEYOND, NOTEBOOK_STUDY, STUDIES
+
+    repo = Path(__file__).resolve().parents[1]
+    assert studies.STUDIES is STUDIES and studies.NOTEBOOK_STUDY is NOTEBOOK_STUDY and BEYOND == STUDIES[-1]
+    assert notebooks.NOTEBOOKS == ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
+    for name, study in NOTEBOOK_STUDY.items():
+        assert f"study='{study}'" in (repo / "notebooks" / f"{name}.ipynb").read_text()
+    assert set(tables.STUDY_VIEWS) <= set(STUDIES)
+    docs = " ".join((repo / "docs" / "studies.md").read_text().split())
+    assert "take a study (" + ", ".join(f"`{s}`" for s in STUDIES) + ") or `all`" in docs
+    assert studies.resolve_names("all") == list(STUDIES)
+
+
 def test_a_study_needs_only_its_runs_and_their_parents():
     plan = studies.build_plan(scale_config("tiny")).for_studies(["cpt"])
     assert set(plan.runs) == {"tiny-m-clm-42", "tiny-m-mlm40-42"} | {

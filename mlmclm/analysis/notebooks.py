@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import REFERENCE, scale_names
+from ..config import NOTEBOOK_STUDY, REFERENCE, scale_names
 from ..errors import ConfigError, NotebookError
 from ..io import ROOT, atomic_path, read_json
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .results import Results
 
-NOTEBOOKS = ("01_scaling", "02_data_efficiency", "03_stability", "04_biphasic", "05_cpt")
+NOTEBOOKS = tuple(NOTEBOOK_STUDY)  # one a study of the paper's (`mlmclm.config.STUDIES`)
 SCALE_ORDER = ("tiny", "mini", "long", "longer", "small", "paper")  # smallest first; another scale after them, by name
 
 

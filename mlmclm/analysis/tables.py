@@ -19,7 +19,7 @@ from . import published
 from . import results
 from . import views
 
-STUDIES = {
+STUDY_VIEWS = {  # the studies of the paper's Tables 2-17 (`mlmclm.config.STUDIES`): view, row labels
     "scaling": (views.scaling_view, ["Size", "Obj", "Mask"]),
     "data_efficiency": (views.data_efficiency_view, ["Obj", "Step"]),
     "biphasic": (views.biphasic_view, ["Budget", "Mix"]),
@@ -27,7 +27,7 @@ STUDIES = {
 }
 # Table number -> (study, task group), as in the paper.
 TABLES = {2 + i: (study, group) for i, (study, group) in enumerate(
-    (s, g) for s in STUDIES for g in ids.GROUPS)}
+    (s, g) for s in STUDY_VIEWS for g in ids.GROUPS)}
 TITLES = {
     "scaling": "MLM vs. CLM downstream performance on {group} datasets",
     "data_efficiency": "MLM vs. CLM downstream performance on {group} datasets at various pretraining checkpoints",
@@ -77,7 +77,7 @@ def study_table(scores: pd.DataFrame, number: int, source: str = "paper",
     With ``controls`` (``evidence.controls``), the table ends with its models' controls: the majority class and each
     size's random-init model."""
     study, group = TABLES[number]
-    view_fn, label_cols = STUDIES[study]
+    view_fn, label_cols = STUDY_VIEWS[study]
     view = view_fn(scores[(scores["source"] == source) & (scores["task_group"] == group)])
     if view.empty:
         return pd.DataFrame(columns=label_cols)
@@ -159,7 +159,7 @@ def show(scores: pd.DataFrame, numbers, tables_dir: str | Path, controls: pd.Dat
             caption = f"Table {number}: {TITLES[study].format(group=group)} ({where})"
             write(table, Path(tables_dir) / ids.output_subdir(source, scale), f"table{number:02d}", caption)
             display(Markdown(f"**{caption}**"))
-            display(table.set_index(STUDIES[study][1]))
+            display(table.set_index(STUDY_VIEWS[study][1]))
 
 
 def show_architecture(paper_dir: str | Path, tables_dir: str | Path) -> None:

@@ -34,13 +34,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..commands import runs_dir
-from ..config import ScaleConfig, scale_config, scale_names
+from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
 from ..errors import ConfigError
 from ..evaluation.tasks import group_datasets
 from ..runs import Paths
 from .configs import decoder_path, grid_config, grid_configs, run_config, run_dir
-from .design import (BEYOND, NOTEBOOK_STUDY, PAPER_ACCOUNTING, STUDIES, build_plan, resolve_names, run_template,
-                     scale_studies)
+from .design import PAPER_ACCOUNTING, build_plan, resolve_names, run_template, scale_studies
 from .estimate import compute, estimate, machine_rate, measured_finetune_rate, measured_rate, part_totals
 from .plan import Evaluation, Plan, Run
 from .report import format_plan

@@ -5,15 +5,10 @@ run are merged by id, and a run that continues another names it as its parent, s
 
 from __future__ import annotations
 
-from ..config import PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, ScaleConfig
+from ..config import BEYOND, PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, STUDIES, ScaleConfig
 from ..errors import ConfigError
 from ..runs import ModelId
 from .plan import Evaluation, Plan, Run
-
-STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt", "beyond")
-BEYOND = "beyond"  # not the paper's (issue 27): mixed objectives and the CLM detour, where a scale names them
-NOTEBOOK_STUDY = {"01_scaling": "scaling", "02_data_efficiency": "data_efficiency", "03_stability": "stability",
-                  "04_biphasic": "biphasic", "05_cpt": "cpt"}
 
 # ---- the paper's units (its Section 3; results/paper/table01.csv): thousands of steps ----
 TOTAL, WARMUP, DECAY = PAPER_TOTAL_K, 2, 2
