@@ -140,6 +140,28 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     assert studies.missing_results(plan.evaluations[("tiny-m-clm-42", "default")], grids["default"]) >= {inside}
 
 
+def test_results_are_set_aside_by_one_mechanism_under_the_names_on_disk(tmp_path):
+    """Both reasons to set a results.json aside (misplaced; outside the configured grid) rename it beside itself by
+    `grid.set_result_aside`, under the names results on disk carry; `put_result_back` undoes it where the place is
+    free. Checkpoint folders renamed away for deletion (`checkpoints.withdraw`) are another thing."""
+    from mlmclm.evaluation import grid
+
+    assert grid.ASIDE_NAMES == (grid.MISPLACED, grid.OUTSIDE_GRID) == (
+        "results.misplaced.json", "results.outside-grid.json") and studies.ASIDE == grid.OUTSIDE_GRID
+    path = tmp_path / "SC" / "multiemo_sentiment" / "lr1e-03_sd0" / "results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    aside = grid.set_result_aside(path, grid.OUTSIDE_GRID)
+    assert aside == path.with_name("results.outside-grid.json") and aside.is_file() and not path.exists()
+    assert grid.put_result_back(path, grid.OUTSIDE_GRID) and path.is_file() and not aside.exists()
+    assert not grid.put_result_back(path, grid.OUTSIDE_GRID)  # nothing set aside
+    grid.set_result_aside(path, grid.MISPLACED)
+    path.write_text("{}")  # the run done anew: the one set aside stays aside
+    assert not grid.put_result_back(path, grid.MISPLACED) and path.with_name(grid.MISPLACED).is_file()
+    with pytest.raises(ValueError, match="no name a result is set aside under"):
+        grid.set_result_aside(path, "results.old.json")
+
+
 def test_scale_sizes_must_exist():
     with pytest.raises(ConfigError, match="unknown model size 'mini-xl'"):
         scale_config("mini", ["sizes=[mini-s, mini-m, mini-xl]"])

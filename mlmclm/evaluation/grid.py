@@ -85,12 +85,37 @@ def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int
     return run_folder(cfg.results_dir, cfg.scale, model_id) / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
 
 
+# ---- results set aside: the one mechanism ----
+# A results.json that must not count is set aside: renamed beside itself, in one atomic rename, to a name that says
+# why, which no reader counts (they read results.json only). Two reasons, two names on disk: one that does not belong
+# in its folder (`MISPLACED`, `set_aside_misplaced`: its run is done anew), one of an evaluated model outside its
+# configured grid (`OUTSIDE_GRID`, `mlmclm.studies.state.set_aside`: put back when the grid holds it again).
 MISPLACED = "results.misplaced.json"
+OUTSIDE_GRID = "results.outside-grid.json"
+ASIDE_NAMES = (MISPLACED, OUTSIDE_GRID)
+
+
+def set_result_aside(path: Path, name: str) -> Path:
+    """Rename the results.json `path` to `name` (one of `ASIDE_NAMES`) beside it, replacing one set aside there
+    before; returns the new path."""
+    if name not in ASIDE_NAMES:
+        raise ValueError(f"{name!r} is no name a result is set aside under ({', '.join(ASIDE_NAMES)})")
+    return path.rename(path.with_name(name))
+
+
+def put_result_back(path: Path, name: str) -> bool:
+    """Rename the result set aside as `name` beside `path` back to `path`, where there is one and `path` is missing;
+    whether it did."""
+    aside = path.with_name(name)
+    if path.exists() or not aside.is_file():
+        return False
+    aside.rename(path)
+    return True
 
 
 def set_aside_misplaced(path: Path) -> Path | None:
-    """Rename a results.json that does not belong in its folder (`io.misplaced`: its meta names another model,
-    dataset, learning rate or seed) to `MISPLACED` beside it, saying so in one line; its run is then done anew."""
+    """Set a results.json that does not belong in its folder (`io.misplaced`: its meta names another model,
+    dataset, learning rate or seed) aside as `MISPLACED`, saying so in one line; its run is then done anew."""
     try:
         fault = path.is_file() and misplaced(path, load_result(path))
     except ResultFileError:
@@ -98,7 +123,7 @@ def set_aside_misplaced(path: Path) -> Path | None:
     if not fault:
         return None
     print(f"{fault}; set aside as {MISPLACED}", flush=True)
-    return path.rename(path.with_name(MISPLACED))
+    return set_result_aside(path, MISPLACED)
 
 
 def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]]) -> list[tuple]:

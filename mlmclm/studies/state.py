@@ -11,7 +11,8 @@ from pathlib import Path
 from .. import locks
 from ..io import ROOT
 from ..runs import Paths, run_folder
-from ..evaluation.grid import grid_runs, result_fault
+from ..evaluation.grid import OUTSIDE_GRID as ASIDE
+from ..evaluation.grid import grid_runs, put_result_back, result_fault, set_result_aside
 from ..training import checkpoints, runlog
 from .configs import run_dir
 from .plan import Evaluation, Plan, Run
@@ -54,12 +55,10 @@ def missing_results(e: Evaluation, cfg) -> set[Path]:
     return set(result_faults(e, cfg))
 
 
-ASIDE = "results.outside-grid.json"
-
-
 def set_aside(plan: Plan, grids: dict) -> list[Path]:
-    """Rename the results.json of the plan's evaluated models that lie outside their grid to `ASIDE` (the notebooks
-    read every results.json of a model), and put back those the grid holds again. Returns the paths set aside."""
+    """Set the results.json of the plan's evaluated models that lie outside their grid aside as `ASIDE` (the
+    notebooks read every results.json of a model; `mlmclm.evaluation.grid.set_result_aside`), and put back those the
+    grid holds again. Returns the paths set aside."""
     moved = []
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
@@ -69,11 +68,10 @@ def set_aside(plan: Plan, grids: dict) -> list[Path]:
             continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
             for path in sorted(set(tree.glob("*/*/*/results.json")) - set(wanted)):
-                path.rename(path.with_name(ASIDE))
+                set_result_aside(path, ASIDE)
                 moved.append(path)
             for path in wanted:
-                if not path.exists() and path.with_name(ASIDE).is_file():
-                    path.with_name(ASIDE).rename(path)
+                put_result_back(path, ASIDE)
     return moved
 
 

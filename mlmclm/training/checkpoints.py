@@ -349,9 +349,10 @@ def clear_temporary(root: str | Path) -> None:
             remove(path)
 
 
-def set_aside(path: Path) -> Path | None:
+def withdraw(path: Path) -> Path | None:
     """Rename the checkpoint folder `path` aside for deletion, in one atomic rename in the same parent (None when
-    there is none): from then on no reader finds it, whole or in part."""
+    there is none): from then on no reader finds it, whole or in part. (Not the setting aside of results,
+    `mlmclm.evaluation.grid.set_result_aside`, which keeps a file on record under another name.)"""
     aside = path.with_name(f"{REMOVED}{path.name}.{os.getpid()}")
     shutil.rmtree(aside, ignore_errors=True)
     try:
@@ -363,8 +364,8 @@ def set_aside(path: Path) -> Path | None:
 
 def remove(path: Path) -> None:
     """Delete the checkpoint folder `path` without a reader ever seeing it half deleted: renamed aside first
-    (`set_aside`), then deleted."""
-    if (aside := set_aside(Path(path))) is not None:
+    (`withdraw`), then deleted."""
+    if (aside := withdraw(Path(path))) is not None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
@@ -372,7 +373,7 @@ def publish(root: Path, step: int) -> Path:
     """Rename the written `tmp_dir(root, step)` to its checkpoint folder. One of the same step is renamed aside first
     and deleted after: a reader finds the old checkpoint, none (between the two renames) or the new one, each whole."""
     final = step_dir(root, step)
-    old = set_aside(final)
+    old = withdraw(final)
     tmp_dir(root, step).rename(final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
