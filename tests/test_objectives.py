@@ -99,8 +99,9 @@ def test_schedule_rejects_bad_phases():
 
 
 def test_shifted_clm_labels_are_the_causal_lm_objective_and_skip_document_starts():
-    """`shift=True` (pretraining, the benchmarks: MlmClmForMaskedLM run causally) gives the loss MlmClmForCausalLM
-    computes from aligned labels; a document start (bos) is never a target."""
+    """The two label conventions of `mlmclm.models.modeling` (its docstring): `shift=True` (pretraining, the
+    benchmarks: MlmClmForMaskedLM run causally) gives the loss MlmClmForCausalLM computes from aligned labels, on
+    the same batch, padded or not; a document start (bos) is never a target."""
     from mlmclm import MlmClmConfig, MlmClmForCausalLM, MlmClmForMaskedLM
 
     ids = _ids(400)[:, :40]
@@ -114,6 +115,15 @@ def test_shifted_clm_labels_are_the_causal_lm_objective_and_skip_document_starts
     causal.load_state_dict(masked.state_dict())
     a = masked(ids, labels=shifted, is_causal=True).loss
     b = causal(ids, labels=clm_labels(ids, bos_token_id=1), is_causal=True).loss
+    assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    mask = torch.ones_like(ids)
+    mask[0, 30:] = 0  # right padding: no target there, none predicted from there
+    a = masked(ids, mask, labels=clm_labels(ids, mask, bos_token_id=1, shift=True), is_causal=True).loss
+    b = causal(ids, mask, labels=clm_labels(ids, mask, bos_token_id=1), is_causal=True).loss
+    assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    documents = (ids == 1).cumsum(-1)  # packed documents: the causal head drops targets across a boundary itself
+    a = masked(ids, labels=shifted, document_ids=documents, is_causal=True).loss
+    b = causal(ids, labels=ids, document_ids=documents, is_causal=True).loss
     assert torch.allclose(a, b, rtol=1e-5, atol=1e-6)
 
 

@@ -3,6 +3,18 @@
 The body (`MlmClmModel`) is RMSNorm pre-norm blocks with grouped-query attention, RoPE and a SwiGLU MLP, no biases.
 Every forward takes `is_causal` (None: `config.is_causal`); the same weights train with CLM, then MLM. Masked-LM and
 causal-LM models have the same weight layout (and the same as transformers' `LlamaForCausalLM`/`EuroBertForMaskedLM`).
+
+Labels, one convention a class, each transformers' own for that class (the one place this is written down):
+
+- `MlmClmForMaskedLM`: `labels[t]` is what position t must output, -100 where nothing (as `EuroBertForMaskedLM`).
+  For MLM the original token at masked positions. For CLM, run with `is_causal=True` (pretraining and the benchmarks
+  train every objective through this one class and its sparse head), the next token: labels shifted in advance,
+  `mlmclm.training.objectives.clm_labels(ids, shift=True)` (the last position -100).
+- `MlmClmForCausalLM`: `labels` aligned with `input_ids` (`labels=input_ids` works) and shifted inside, as
+  `LlamaForCausalLM`; with `document_ids`, a target across a document boundary is dropped.
+
+On the same batch both give the same loss (`clm_labels(ids, bos_token_id=bos, shift=True)` in the first, its
+unshifted form in the second; padding ignored either way): tests/test_objectives.py checks it.
 """
 
 from __future__ import annotations
@@ -261,8 +273,9 @@ class _MlmClmLanguageModel(MlmClmPreTrainedModel):
 
 
 class MlmClmForMaskedLM(_MlmClmLanguageModel):
-    """Masked LM: `labels` hold the original token at masked positions and -100 elsewhere. With labels, `logits`
-    are those of the labelled positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
+    """Masked LM: `labels` hold the original token at masked positions and -100 elsewhere (run causally for CLM:
+    the next token, shifted in advance; the module docstring). With labels, `logits` are those of the labelled
+    positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
                 labels=None, is_causal: bool | None = None, num_items_in_batch=None, output_hidden_states=False,
@@ -276,8 +289,9 @@ class MlmClmForMaskedLM(_MlmClmLanguageModel):
 
 
 class MlmClmForCausalLM(_MlmClmLanguageModel):
-    """Causal LM: `labels` are aligned with `input_ids` (the shift happens here; -100 is ignored). With labels,
-    `logits` are those of the predicted positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
+    """Causal LM: `labels` are aligned with `input_ids` (the shift happens here, transformers' convention, beside
+    `MlmClmForMaskedLM`'s in the module docstring; -100 is ignored). With labels, `logits` are those of the
+    predicted positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
                 labels=None, is_causal: bool | None = None, num_items_in_batch=None, output_hidden_states=False,
