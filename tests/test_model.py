@@ -173,6 +173,35 @@ def test_save_load_and_auto_classes_round_trip(tmp_path, batch):
         assert all(torch.equal(x, y) for x, y in zip(a.to_tuple(), b.to_tuple()))
 
 
+def test_attn_implementation_where_transformers_passes_it_sets_the_attention_backend(tmp_path, batch):
+    """transformers' `attn_implementation` (config, `from_pretrained`, `set_attn_implementation`) means the backend
+    of the same name (`mlmclm.models.configuration`'s docstring) and wins over a saved one; without it, the saved
+    backend stays; a name we have no backend for is refused in one line."""
+    from mlmclm.errors import ConfigError
+    from mlmclm.models.configuration import hf_attn_implementation
+
+    ids, mask = batch
+    assert small_config(attn_implementation="eager").attention_backend == "eager"
+    torch.manual_seed(0)
+    MlmClmForMaskedLM(small_config(attention_backend="kernels")).save_pretrained(tmp_path)
+    assert AutoModelForMaskedLM.from_pretrained(tmp_path).config.attention_backend == "kernels"
+    logits = {}
+    for name, backend in (("sdpa", "sdpa"), ("eager", "eager"), ("flex_attention", "flex")):
+        model = AutoModelForMaskedLM.from_pretrained(tmp_path, attn_implementation=name).eval()
+        assert (model.config.attention_backend, model.config._attn_implementation) == (backend, name)
+        assert hf_attn_implementation(backend) == name
+        if backend != "flex":  # GPU only
+            with torch.no_grad():
+                logits[backend] = model(ids, attention_mask=mask).logits
+    torch.testing.assert_close(logits["sdpa"], logits["eager"], rtol=1e-4, atol=1e-5)
+    model.set_attn_implementation("eager")
+    assert (model.config.attention_backend, model.config._attn_implementation) == ("eager", "eager")
+    with pytest.raises(ConfigError, match="attn_implementation='flash_attention_2' has no mlmclm attention backend"):
+        MlmClmForMaskedLM.from_pretrained(tmp_path, attn_implementation="flash_attention_2")
+    with pytest.raises(ConfigError, match="'kernels' has no transformers attn_implementation"):
+        hf_attn_implementation("kernels")
+
+
 def test_masked_and_causal_checkpoints_share_one_layout(tmp_path):
     mlm = MlmClmForMaskedLM(small_config())
     mlm.save_pretrained(tmp_path)

@@ -20,7 +20,7 @@ from ..errors import ConfigError, ConversionError, FinetuneError
 from ..fetch import CACHE, sha256
 from ..io import HUB_ID, atomic_path
 from ..models.any_encoder import EncoderWithHead
-from ..models.configuration import MlmClmConfig
+from ..models.configuration import HF_ATTN_IMPLEMENTATION, MlmClmConfig, hf_attn_implementation
 from ..models.convert import from_hf
 from ..training import checkpoints
 from ..training.build import load_hf_decoder
@@ -222,7 +222,8 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
     with _silent_hf():
         if ckpt.kind == "encoder":
             body = AutoModel.from_pretrained(ckpt.path, dtype=torch.float32,
-                                             **({"attn_implementation": backend} if backend else {}))
+                                             **({"attn_implementation": hf_attn_implementation(backend)}
+                                                if backend else {}))
             return EncoderWithHead(body, task.group, len(task.labels or ())).to(device)
         if ckpt.kind == "converted":
             model = group.head(type(ckpt.config).from_dict(ckpt.config.to_dict(), **kwargs))
@@ -236,8 +237,11 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
 
 
 def attention_backend(model) -> str | None:
-    """The attention backend a fine-tuned model runs: mlmclm's, or a transformers encoder's attn_implementation."""
-    return getattr(model.config, "attention_backend", None) or getattr(model.config, "_attn_implementation", None)
+    """The attention backend a fine-tuned model runs: mlmclm's, or a transformers encoder's attn_implementation
+    under our name where we have one (`mlmclm.models.configuration`'s docstring)."""
+    hf = getattr(model.config, "_attn_implementation", None)
+    ours = {name: backend for backend, name in HF_ATTN_IMPLEMENTATION.items()}
+    return getattr(model.config, "attention_backend", None) or ours.get(hf, hf)
 
 
 def max_length(cfg: FinetuneConfig, model) -> int:

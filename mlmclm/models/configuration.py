@@ -2,6 +2,17 @@
 
 MLM and CLM models share this config (Ettin-style): whether attention is causal is a per-call choice, and
 `is_causal` here is only the default used when a forward call does not say.
+
+Attention, the one place where the two conventions meet: `attention_backend` (one of `ATTENTION_BACKENDS`: "sdpa",
+"eager", "kernels", "flex") is what the model runs and what a run records. transformers' own `attn_implementation` is
+honoured where a caller passes it, under transformers' names of the same backends (`HF_ATTN_IMPLEMENTATION`: "sdpa",
+"eager", "flex_attention"; "kernels" has none): `MlmClmConfig(..., attn_implementation=...)`,
+`from_pretrained(..., attn_implementation="eager")` and `model.set_attn_implementation("sdpa")` set
+`attention_backend`, and where one is given it wins over a saved config's backend (`from_pretrained(...,
+attention_backend="kernels")` picks ours by our name). Without one, a loaded model keeps its saved backend, and
+transformers' record `config._attn_implementation` names it (for "kernels" it keeps transformers' default, which this
+model does not read). `hf_attn_implementation` maps the other way, to open a transformers encoder under one of our
+backends (`mlmclm.evaluation.checkpoint`).
 """
 
 from __future__ import annotations
@@ -9,7 +20,29 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from .. import flops, sizes
+from ..errors import ConfigError
 from ..sizes import ATTENTION_BACKENDS  # noqa: F401  (models.attention and the cli read it here)
+
+# transformers' `attn_implementation` name of each backend that it has too ("kernels" is ours only)
+HF_ATTN_IMPLEMENTATION = {"sdpa": "sdpa", "eager": "eager", "flex": "flex_attention"}
+
+
+def attention_backend_of(attn_implementation: str) -> str:
+    """The `attention_backend` that transformers' `attn_implementation` name means."""
+    backends = {hf: ours for ours, hf in HF_ATTN_IMPLEMENTATION.items()}
+    if attn_implementation not in backends:
+        raise ConfigError(f"attn_implementation={attn_implementation!r} has no mlmclm attention backend; choose one "
+                          f"of {', '.join(backends)} (or attention_backend=, one of {', '.join(ATTENTION_BACKENDS)})")
+    return backends[attn_implementation]
+
+
+def hf_attn_implementation(backend: str) -> str:
+    """transformers' `attn_implementation` name of the attention backend `backend` (for a transformers model)."""
+    if backend not in HF_ATTN_IMPLEMENTATION:
+        raise ConfigError(f"attention backend {backend!r} has no transformers attn_implementation; choose one of "
+                          f"{', '.join(HF_ATTN_IMPLEMENTATION)} for a transformers model")
+    return HF_ATTN_IMPLEMENTATION[backend]
+
 
 class MlmClmConfig(PretrainedConfig):
     """Llama/EuroBERT-style transformer: RMSNorm, SwiGLU, RoPE, grouped-query attention, no biases.
@@ -66,6 +99,18 @@ class MlmClmConfig(PretrainedConfig):
         )
         # Some transformers versions reset this attribute in the base __init__; ours must survive.
         self.tie_word_embeddings = tie_word_embeddings
+
+    @property
+    def _attn_implementation(self):
+        return self._attn_implementation_internal
+
+    @_attn_implementation.setter
+    def _attn_implementation(self, value):
+        """transformers sets this where a caller passes `attn_implementation`: it sets `attention_backend` too (the
+        module docstring)."""
+        PretrainedConfig._attn_implementation.fset(self, value)
+        if self._attn_implementation_internal is not None:
+            self.attention_backend = attention_backend_of(self._attn_implementation_internal)
 
     def _validate_shape(self, head_dim):
         sizes.check_shape({**vars(self), "head_dim": head_dim})

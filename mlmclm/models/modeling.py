@@ -30,7 +30,7 @@ from transformers.modeling_outputs import (
 )
 
 from .attention import attention, check_backend, prepare_mask
-from .configuration import MlmClmConfig
+from .configuration import HF_ATTN_IMPLEMENTATION, MlmClmConfig, attention_backend_of
 
 
 class MlmClmRMSNorm(nn.Module):
@@ -117,11 +117,28 @@ class MlmClmPreTrainedModel(PreTrainedModel):
     base_model_prefix = "model"
     supports_gradient_checkpointing = True
     _no_split_modules = ["MlmClmDecoderLayer"]
+    _supports_sdpa = _supports_flex_attn = True  # transformers' names of our backends (`configuration`'s docstring)
+
+    def __init__(self, config: MlmClmConfig, *args, **kwargs):
+        super().__init__(config, *args, **kwargs)
+        self._record_backend()
+
+    def _record_backend(self) -> None:
+        """transformers' record of the attention (`config._attn_implementation`) says the backend that runs, where
+        it has a name for it."""
+        if self.config.attention_backend in HF_ATTN_IMPLEMENTATION:
+            self.config._attn_implementation_internal = HF_ATTN_IMPLEMENTATION[self.config.attention_backend]
 
     def set_attention_backend(self, backend: str) -> None:
         """Switch the attention backend of the whole model (recorded in `config.attention_backend`)."""
         check_backend(backend, self.device)
         self.config.attention_backend = backend
+        self._record_backend()
+
+    def set_attn_implementation(self, attn_implementation: str, allow_all_kernels: bool = False) -> None:
+        """transformers' way to switch attention: `set_attention_backend` of the backend its name means
+        (`configuration.HF_ATTN_IMPLEMENTATION`)."""
+        self.set_attention_backend(attention_backend_of(attn_implementation))
 
     def _is_causal(self, is_causal: bool | None) -> bool:
         return self.config.is_causal if is_causal is None else bool(is_causal)
