@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 SCALE  ?= mini
 
-.PHONY: reproduce test figures bench bench-gpu clean-venv
+.PHONY: reproduce test figures bench bench-gpu gpu-wheels clean-venv
 
 # torch==2.13.0 is installed before anything that depends on torch: an unpinned torch pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -34,13 +34,23 @@ bench: $(STAMP)
 	$(VENV)/bin/mlmclm bench finetune
 	$(VENV)/bin/mlmclm bench notebooks
 
-# The prepared GPU check (one H100 or H200; no new measurement after --budget, 420 s): parity, MFU of the 210M step (eager and compiled), FSDP
-# 610M/1B, a small step -> $(OUT)/gpu.csv. Runs with the machine's own python3 and torch (no .venv): on a lent GPU,
+# The prepared GPU check (one H100 or H200; no new measurement after --budget, 420 s): parity, MFU of the 210M step (eager and compiled),
+# the largest micro-batch, FSDP 610M/1B, a small step -> $(OUT)/gpu.csv. Runs with the machine's own python3 and torch (no .venv): on a lent GPU,
 # from the repository root, `make bench-gpu OUT=$$OUT`.
 GPU_PY ?= python3
 OUT    ?= results/bench
 bench-gpu:
 	PYTHONPATH=. PYTHONUNBUFFERED=1 $(GPU_PY) -m mlmclm.cli bench gpu $(OUT)
+
+# Wheels for the GPU machine, which has no network. The check needs none (tests/test_gpu_check.py runs it with the
+# image's torch, transformers, accelerate and pyyaml only); the image lacks the `kernels` library (without it the
+# kernels backend imports its files directly, and says so). Here `make gpu-wheels` (about 23 MB into gpu-wheels/, which
+# travels with the working tree); there, from the repository root:
+# `python3 -m pip install --no-index --find-links gpu-wheels kernels`.
+GPU_WHEELS ?= gpu-wheels
+gpu-wheels: $(STAMP)
+	$(PY) -m pip download --quiet --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
+		--platform manylinux2014_x86_64 --dest $(GPU_WHEELS) "kernels>=0.17.2,<0.19"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -187,7 +187,8 @@ class PretrainConfig:
     steps: Optional[int] = None             # the budget; when given, the phases must sum to it
     mlm_recipe: Literal["mask", "80-10-10"] = "mask"
     batch_size: int = 16                    # sequences per optimizer step, over all processes
-    micro_batch_size: int = 16              # sequences per forward pass on one process
+    micro_batch_size: int | Literal["auto"] = 16  # sequences per forward pass on one process; auto: the largest
+                                                  # that fits the GPU's memory, found before the first step
     seed: int = 0                           # masking and initialisation
     log_every: int = 10
     precision: Literal["auto", "fp32", "bf16"] = "auto"   # auto: bf16 autocast on GPU, fp32 on CPU
@@ -205,9 +206,9 @@ class PretrainConfig:
         check_name(self.scale, "scale")
         check_seed("seed", self.seed)
         for name in ("batch_size", "micro_batch_size", "log_every"):
-            if getattr(self, name) <= 0:
+            if getattr(self, name) != "auto" and getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.batch_size % self.micro_batch_size:
+        if self.micro_batch_size != "auto" and self.batch_size % self.micro_batch_size:
             raise ConfigError(f"batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
                               f"({self.micro_batch_size})")
         schedule = Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps)

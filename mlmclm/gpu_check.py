@@ -7,6 +7,7 @@ written after each one, so a command cut short still leaves them):
    autocast, as the largest |logit difference| over the logits' spread;
 2. MFU and peak memory of the 210M training step at sequence 2048 for MLM-40% and CLM: eager, then compiled
    (`torch.compile`), per micro-batch, per attention backend and per loss-chunk size (`bench.bench_mfu`'s rule);
+   then the largest micro-batch of that step that fits (doubled from the first until CUDA runs out of memory);
 3. one optimizer step of 610M and of 1B under FSDP with one process, its plugin read from the shipped accelerate
    config (`mlmclm/shipped/accelerate/fsdp.yaml`, what a multi-GPU launch uses);
 4. one `small` pretraining step (its recipe's shape and batch).
@@ -36,6 +37,7 @@ from .models.configuration import MlmClmConfig
 from .models.convert import to_hf
 from .models.modeling import MlmClmForMaskedLM
 from .training.objectives import IGNORE
+from .training.optim import build_optimizer
 
 FSDP_CONFIG = Path(str(resources.files("mlmclm") / "shipped" / "accelerate" / "fsdp.yaml"))
 FIELDS = ["check", "size", "variant", "seq_len", "batch", "median_s", "tokens_per_s", "peak_mib", "mfu", "value",
@@ -118,6 +120,49 @@ def measure_step(variant: tuple, size: str, seq_len: int, device: str, peak: flo
     return rows
 
 
+def largest_micro_batch(size: str, seq_len: int, device: str, first: int, limit: int = 256) -> list[dict]:
+    """The largest micro-batch (first, 2 first, 4 first, ... up to `limit`) of which one CLM training step (forward,
+    backward, fused AdamW; a label at every position) runs on `device` without running out of memory, and its peak
+    memory: what `micro_batch_size` can be at `size` and `seq_len` on this GPU (`micro_batch_size: auto` finds it
+    for a run)."""
+    dev = torch.device(device)
+    config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128), **bench.SPECIAL_IDS)
+    model = MlmClmForMaskedLM(config).to(dev)
+    optimizer = build_optimizer(model, 1e-4, (0.9, 0.95), 1e-8, 0.1)
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
+    fits, peak, batch, stop = None, None, first, f"the last tried: {limit}, the limit"
+
+    def step(batch: int) -> bool:
+        ids = torch.randint(4, config.vocab_size, (batch, seq_len), device=dev)
+        try:
+            with autocast:
+                loss = model(ids, labels=ids, is_causal=True).loss
+            loss.backward()
+            optimizer.step()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            return True
+        except torch.OutOfMemoryError:
+            return False
+
+    while batch <= limit:
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        ok = step(batch)  # an out-of-memory's frames are freed once it returns
+        optimizer.zero_grad(set_to_none=True)
+        if not ok:
+            stop = f"{batch} ran out of memory"
+            break
+        fits = batch
+        peak = torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda" else None
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        batch *= 2
+    return [{"check": "max micro-batch", "size": size, "variant": "CLM [sdpa] step, fused AdamW", "seq_len": seq_len,
+             "batch": fits if fits is not None else "", "peak_mib": f"{peak:.0f}" if peak is not None else "",
+             "note": f"the largest of {first}, {2 * first}, ... that trains; {stop}"}]
+
+
 def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, steps: int = 3) -> list[dict]:
     """One optimizer step (median of `steps` after one) of `size` under accelerate's FSDP with one process, the
     plugin from the shipped config; MFU and peak memory."""
@@ -165,7 +210,7 @@ def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, ste
 
 def run(out: Path, device: str = "cuda", size: str = "210m", seq_len: int = 2048, batches=(8, 16),
         chunks=(1 << 23, 1 << 27), fsdp_sizes=("610m", "1b"), small: bool = True, steps: int = 10,
-        budget: float = 420.0, peak: float | None = None, compiled=(False, True)) -> Path:
+        budget: float = 420.0, peak: float | None = None, compiled=(False, True), max_micro: int = 256) -> Path:
     """The whole check into `out`/gpu.csv (see the module's text); returns the file."""
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("bench gpu needs a GPU (torch.cuda.is_available() is False); --device cpu tests the code")
@@ -176,7 +221,7 @@ def run(out: Path, device: str = "cuda", size: str = "210m", seq_len: int = 2048
     check = Check(Path(out), device, budget)
     work = [("parity", size)] + [("step", v) for v in mfu_variants(list(batches), device, list(chunks),
                                                                      tuple(compiled))]
-    work += [("fsdp", s) for s in fsdp_sizes] + ([("small", None)] if small else [])
+    work += [("max micro-batch", size)] + [("fsdp", s) for s in fsdp_sizes] + ([("small", None)] if small else [])
     for kind, what in work:
         if not check.left() and kind != "parity":
             check.add([{"check": kind, "variant": str(what), "note": f"not measured: past the {budget:.0f} s budget"}])
@@ -186,6 +231,8 @@ def run(out: Path, device: str = "cuda", size: str = "210m", seq_len: int = 2048
                 rows = parity(size, min(seq_len, 512), device)
             elif kind == "step":
                 rows = measure_step(what, size, seq_len, device, peak, steps)
+            elif kind == "max micro-batch":
+                rows = largest_micro_batch(size, seq_len, device, max(batches), max_micro)
             elif kind == "fsdp":
                 rows = fsdp_step(what, seq_len, max(batches[0] // 2, 1), device, peak)
             else:

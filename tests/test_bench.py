@@ -88,22 +88,25 @@ def test_the_compiled_model_equals_the_eager_one():
 
 def test_the_gpu_check_runs_on_cpu_and_writes_its_rows(tmp_path):
     """The prepared GPU check's code on CPU (fp32, tiny): parity rows at float precision, step rows with an MFU,
-    FSDP said to need a GPU, a budget that stops new measurements, and the rows in OUT/gpu.csv."""
+    the largest micro-batch tried, FSDP said to need a GPU, a budget that stops new measurements, and the rows in
+    OUT/gpu.csv."""
     import csv
 
     from mlmclm import gpu_check
 
     path = gpu_check.run(tmp_path, device="cpu", size="tiny", seq_len=16, batches=[2], chunks=[1 << 10],
-                         fsdp_sizes=["610m"], small=False, steps=1, peak=0.15, compiled=(False,))
+                         fsdp_sizes=["610m"], small=False, steps=1, peak=0.15, compiled=(False,), max_micro=4)
     rows = list(csv.DictReader(path.open()))
     parity = [r for r in rows if r["check"] == "parity"]
     assert len(parity) == 2 and all(float(r["value"]) < 1e-5 for r in parity)
     steps = [r for r in rows if r["check"] == "step"]
     assert [r["variant"] for r in steps] == ["MLM40 [sdpa]", "CLM [sdpa]", "CLM [sdpa]"]
     assert all(float(r["mfu"]) > 0 for r in steps) and steps[-1]["note"] == "loss chunk 1,024 elements"
+    assert [(r["batch"], r["note"]) for r in rows if r["check"] == "max micro-batch"] == [
+        ("4", "the largest of 2, 4, ... that trains; the last tried: 4, the limit")]
     assert [r["note"] for r in rows if r["check"] == "fsdp"] == ["needs a GPU (accelerate runs FSDP on GPUs only)"]
     assert all(r["device"] and r["commit"] and r["torch"] for r in rows)
     late = list(csv.DictReader(gpu_check.run(tmp_path / "late", device="cpu", size="tiny", seq_len=16, batches=[2],
                                              chunks=[], fsdp_sizes=[], small=False, budget=0, peak=0.15).open()))
-    assert [r["check"] for r in late] == ["parity", "parity", "step", "step", "step", "step"]
+    assert [r["check"] for r in late] == ["parity", "parity", "step", "step", "step", "step", "max micro-batch"]
     assert all("past the 0 s budget" in r["note"] for r in late[2:])

@@ -271,13 +271,19 @@ class _MlmClmLanguageModel(MlmClmPreTrainedModel):
     def set_output_embeddings(self, value):
         self.lm_head = value
 
-    def _sparse_loss(self, hidden, labels, num_items_in_batch):
+    def _sparse_loss(self, hidden, labels, num_items_in_batch, positions=None):
         """Cross-entropy over labelled positions only: only they reach the output layer. The sum is divided by
         `num_items_in_batch` when given (the global label count under gradient accumulation), else by the local
         count. Returns (loss, logits of the labelled positions), or (loss, None) when those logits would exceed
-        `CE_CHUNK_ELEMENTS`: then the loss is computed chunk by chunk and the full logits never exist."""
+        `CE_CHUNK_ELEMENTS`: then the loss is computed chunk by chunk and the full logits never exist.
+        `positions`: the flat indices of the labelled positions (labels != IGNORE), given by a caller that knows
+        them (the pretraining loop, from its labels on the host): the same rows without boolean indexing's sync."""
         selected = labels != IGNORE
-        hidden, targets = hidden[selected], labels[selected]  # host sync (boolean indexing): (N, d), (N,)
+        if positions is None:
+            hidden, targets = hidden[selected], labels[selected]  # host sync (boolean indexing): (N, d), (N,)
+        else:
+            hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, positions)
+            targets = labels.reshape(-1).index_select(0, positions)
         if hidden.shape[0] * self.config.vocab_size > CE_CHUNK_ELEMENTS:
             logits = None
             chunk = max(1, CE_CHUNK_ELEMENTS // self.config.vocab_size)
@@ -292,16 +298,17 @@ class _MlmClmLanguageModel(MlmClmPreTrainedModel):
 class MlmClmForMaskedLM(_MlmClmLanguageModel):
     """Masked LM: `labels` hold the original token at masked positions and -100 elsewhere (run causally for CLM:
     the next token, shifted in advance; the module docstring). With labels, `logits` are those of the labelled
-    positions only, shape (n_labelled, vocab); without, dense (B, T, vocab)."""
+    positions only, shape (n_labelled, vocab); without, dense (B, T, vocab). `label_positions` (optional): the flat
+    indices of the labelled positions, which spares a host sync."""
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, document_ids=None, inputs_embeds=None,
                 labels=None, is_causal: bool | None = None, num_items_in_batch=None, output_hidden_states=False,
-                **kwargs) -> MaskedLMOutput:
+                label_positions=None, **kwargs) -> MaskedLMOutput:
         out = self.model(input_ids, attention_mask, position_ids, document_ids, inputs_embeds, is_causal=is_causal,
                          output_hidden_states=output_hidden_states)
         if labels is None:
             return MaskedLMOutput(logits=self.lm_head(out.last_hidden_state), hidden_states=out.hidden_states)
-        loss, logits = self._sparse_loss(out.last_hidden_state, labels, num_items_in_batch)
+        loss, logits = self._sparse_loss(out.last_hidden_state, labels, num_items_in_batch, label_positions)
         return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
 
 

@@ -4,7 +4,9 @@
    the launch and the batch, the tracker started;
 2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
    `corpus.prepare_shards`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
-   `load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate.
+   `load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate;
+3. `micro_batch_from_memory` (with `micro_batch_size: auto`, once the run's state is loaded): the largest
+   micro-batch whose forward and backward fit the GPU beside the optimizer's state.
 
 `mlmclm.training.pretrain.Trainer` trains what is built; `distributed_setup` says how they are spread, as meta.json
 records it.
@@ -16,7 +18,7 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -46,7 +48,13 @@ def start_accelerator(cfg: PretrainConfig, run_dir: Path, report_to: str):
                           "--multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
     trackers.start(accelerator, report_to, cfg.run_id, to_yaml(cfg))
     world = accelerator.num_processes
-    if cfg.batch_size % (world * cfg.micro_batch_size):
+    if cfg.micro_batch_size == "auto":
+        if kind == "FSDP":
+            raise ConfigError("micro_batch_size: auto is not for FSDP (its trial forward passes are collective: one "
+                              "GPU out of memory would stall the others); set micro_batch_size to a number")
+        if cfg.batch_size % world:
+            raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of the {world} processes")
+    elif cfg.batch_size % (world * cfg.micro_batch_size):
         raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
                           f"({world} x {cfg.micro_batch_size})")
     return accelerator
@@ -148,6 +156,51 @@ def build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
         raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the model's max_position_embeddings "
                           f"({c.max_position_embeddings})")
     return model
+
+
+def fitting_micro_batch(local: int, fits: Callable[[int], bool]) -> int:
+    """The largest divisor of `local` (a process's sequences a step) for which `fits` holds, tried from `local` down;
+    ConfigError when none does."""
+    for micro in (d for d in range(local, 0, -1) if local % d == 0):
+        if fits(micro):
+            return micro
+    raise ConfigError("micro_batch_size: auto: not one sequence's forward and backward fits this GPU's memory; use a "
+                      "smaller model or data.seq_len, or more GPUs under FSDP")
+
+
+def micro_batch_from_memory(cfg: PretrainConfig, built: Built, accelerator) -> int:
+    """`micro_batch_size: auto` on a GPU: the largest micro-batch (a divisor of batch_size / processes) whose forward
+    and backward run, tried on random tokens at data.seq_len with a label at every position (the largest loss of any
+    objective) beside the optimizer's state (room held for AdamW's two moments when no step has made them yet); the
+    smallest of the processes' answers. Weights, gradients and random generators are left as they were."""
+    model, device = built.model, accelerator.device
+    config = built.unwrapped.config
+    params = [p for p in model.parameters() if p.requires_grad]
+    ids = torch.randint(0, config.vocab_size, (cfg.batch_size // accelerator.num_processes, cfg.data.seq_len),
+                        generator=torch.Generator().manual_seed(0)).to(device)
+
+    def trial(micro: int) -> bool:
+        moments = ([torch.empty_like(p, dtype=torch.float32) for p in params for _ in range(2)]
+                   if not built.optimizer.state else [])
+        try:
+            with accelerator.no_sync(model), accelerator.autocast():
+                loss = model(input_ids=ids[:micro], labels=ids[:micro], is_causal=True).loss
+                accelerator.backward(loss)
+            torch.cuda.synchronize(device)
+            return True
+        except torch.OutOfMemoryError:
+            return False
+        finally:
+            del moments
+
+    def fits(micro: int) -> bool:
+        ok = trial(micro)  # what the trial held (an out-of-memory's frames included) is freed once it returns
+        model.zero_grad(set_to_none=True)
+        torch.cuda.empty_cache()
+        return ok
+
+    found = fitting_micro_batch(len(ids), fits)
+    return int(accelerator.gather(torch.tensor([found], device=device)).min())
 
 
 def run_optimizer(model, o: OptimSpec, device=None) -> torch.optim.AdamW:

@@ -3,7 +3,8 @@
 
 - `mlm_inputs`: each non-special token is selected independently with probability p; the paper's recipe replaces
   every selected token by the mask token (`recipe="mask"`); `"80-10-10"` (mask / random / keep) is an option. Masks
-  come from an explicit generator on the training device, so a step's masks are a function of (seed, step) alone.
+  come from an explicit generator (pretraining's is on the host), so a step's masks are a function of (seed, step)
+  alone.
 - `clm_labels`: next-token targets, padding ignored; aligned with the inputs (`MlmClmForCausalLM` shifts) or shifted
   here (`shift=True`: the sparse head of `MlmClmForMaskedLM` run causally, as pretraining and the benchmarks do).
 """

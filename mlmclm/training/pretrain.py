@@ -50,7 +50,7 @@ from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..runs import ModelId, id_of, run_folder
 from . import checkpoints, corpus, trackers
-from .build import Built, build, distributed_setup, load_hf_decoder, start_accelerator
+from .build import Built, build, distributed_setup, load_hf_decoder, micro_batch_from_memory, start_accelerator
 from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
 from .runlog import CSV_FIELDS, finished, log_end, truncate
 
@@ -91,11 +91,15 @@ def owner(cfg: PretrainConfig) -> dict:
 
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = True) -> None:
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
-    on this machine, the init checkpoint, the context, the corpus, the output folders (`create=False`: checked, not
-    created), a run_id naming another model than the config trains, and a run folder of another config under the
-    same run_id."""
+    and `micro_batch_size: auto` on this machine, the init checkpoint, the context, the corpus, the output folders
+    (`create=False`: checked, not created), a run_id naming another model than the config trains, and a run folder
+    of another config under the same run_id."""
     if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
         check_backend("flex", "cpu")
+    if cfg.micro_batch_size == "auto" and not torch.cuda.is_available():
+        raise ConfigError("micro_batch_size: auto finds the largest micro-batch that fits a GPU's memory and this "
+                          "machine has none; set micro_batch_size to a number (batch_size / processes: the whole "
+                          "batch in one pass)")
     _check_fsdp()
     _check_run_id(cfg)
     if cfg.init.kind == "scratch":
@@ -213,13 +217,16 @@ class Trainer:
     t0: float = 0.0  # time.perf_counter() at the run's start, its earlier sessions' wall time counted
     last_loss: float | None = None  # the mean loss of the last row written
     # fixed when the trainer is made (__post_init__)
-    special: torch.Tensor = field(init=False)  # the tokenizer's special ids, never masked
+    micro: int = 0  # sequences a forward pass (`micro_batch_size`, or what `auto` found; 0: set from the config)
+    special: torch.Tensor = field(init=False)  # the tokenizer's special ids, never masked (on the host)
     named: set = field(init=False)  # the checkpoint steps never pruned
     bad_step: torch.Tensor = field(init=False)  # the first step whose loss was not finite (0: none)
 
     def __post_init__(self):
         cfg, schedule, device = self.cfg, self.schedule, self.accelerator.device
-        self.special = torch.tensor(self.built.tokenizer.all_special_ids, device=device)
+        self.special = torch.tensor(self.built.tokenizer.all_special_ids)
+        if not self.micro and cfg.micro_batch_size != "auto":
+            self.micro = cfg.micro_batch_size
         self.named = set(cfg.checkpoint.steps) | {schedule.total}
         if cfg.checkpoint.pre_decay and schedule.decay:
             self.named.add(schedule.decay_start)
@@ -228,6 +235,10 @@ class Trainer:
     def run(self) -> Path:
         """The run: resumed, trained to its last step, ended."""
         self.resume()
+        if not self.micro:  # micro_batch_size: auto
+            self.micro = micro_batch_from_memory(self.cfg, self.built, self.accelerator)
+            if self.accelerator.is_main_process:
+                print(f"{self.cfg.run_id}: micro_batch_size auto: {self.micro} sequences a forward pass")
         self.begin()
         for step in range(self.start + 1, self.schedule.total + 1):
             self.step = step
@@ -295,18 +306,23 @@ class Trainer:
     # ---- one optimisation step ----
     def train_step(self, step: int) -> None:
         """Step `step`: its learning rate, its global batch (samples o+(s-1)*B .. o+s*B-1) and labels, forward and
-        backward over this process's micro-batches, clipping, the optimizer step; then the interval's sums."""
-        cfg, device = self.cfg, self.accelerator.device
+        backward over this process's micro-batches, clipping, the optimizer step; then the interval's sums.
+
+        Nothing here waits for the device (no `.item()`, no boolean indexing, no blocking copy; tests/test_fast_step.py
+        checks): the batch, its masks and the labelled positions are made on the host and copied to the device
+        asynchronously (`to_device`); a non-finite loss is kept on the device (`bad_step`) until `log` reads it."""
+        cfg = self.cfg
         parts = self.schedule.parts(step, cfg.batch_size)
         lr = self.schedule.lr_at(step)
         for group in self.built.optimizer.param_groups:
             group["lr"] = lr
         first = cfg.data.offset + (step - 1) * cfg.batch_size
-        ids = torch.from_numpy(self.built.blocks.batch(first, cfg.batch_size)).to(device)
-        inputs, labels = self.objective_batch(ids, parts, step)
-        total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
+        ids = torch.from_numpy(self.built.blocks.batch(first, cfg.batch_size))
+        host_inputs, host_labels = self.objective_batch(ids, parts, step)
         docs = torch.cumsum(ids == self.built.tokenizer.bos_token_id, dim=1) if cfg.data.document_masking else None
-        step_loss = self.forward_backward(inputs, labels, docs, parts, total_labels)
+        inputs, labels, docs = (self.to_device(x) for x in (host_inputs, host_labels, docs))
+        total_labels = (labels != IGNORE).sum()  # over the global batch: the loss normaliser of every process
+        step_loss = self.forward_backward(inputs, labels, docs, parts, total_labels, host_labels)
         if cfg.optim.grad_clip:
             self.accelerator.clip_grad_norm_(self.built.model.parameters(), cfg.optim.grad_clip)
         self.built.optimizer.step()
@@ -318,24 +334,31 @@ class Trainer:
         self.interval.tokens += ids.numel()
         self.tokens_seen += ids.numel()
 
+    def to_device(self, x: torch.Tensor | None) -> torch.Tensor | None:
+        """A host tensor on the training device: on a GPU through pinned memory, without waiting for the copy."""
+        device = self.accelerator.device
+        if x is None or device.type != "cuda":
+            return None if x is None else x.to(device)
+        return x.pin_memory().to(device, non_blocking=True)
+
     def objective_batch(self, ids: torch.Tensor, parts, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The inputs and labels of a global batch, part by part (`Schedule.parts`: rows a..b under an objective; one
-        part except in a mixed phase). Every process builds the whole global batch, so its split and masks are those of
-        one process."""
+        """The inputs and labels of a global batch (on the host), part by part (`Schedule.parts`: rows a..b under an
+        objective; one part except in a mixed phase). Every process builds the whole global batch, so its split and
+        masks are those of one process, on any device."""
         pieces = [self.objective_inputs(ids[a:b], objective, step) for objective, a, b in parts]
         return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
 
     def objective_inputs(self, ids: torch.Tensor, objective, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The inputs and labels of rows `ids` under `objective`: CLM's next tokens, or MLM's masks drawn from a
-        generator seeded by (seed, step) (a step has at most one MLM part)."""
+        host generator seeded by (seed, step) (a step has at most one MLM part): the same masks on a CPU or a GPU."""
         bos = self.built.tokenizer.bos_token_id
         if objective.is_causal:  # labels pre-shifted for the sparse head: position t predicts token t+1
             return ids, clm_labels(ids, bos_token_id=bos, shift=True)  # never predict a document start
-        gen = torch.Generator(device=self.accelerator.device).manual_seed(self.cfg.seed * 1_000_003 + step)
+        gen = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + step)
         return mlm_inputs(ids, objective.mask_ratio, self.built.tokenizer.mask_token_id, self.special, gen,
                           self.cfg.mlm_recipe, len(self.built.tokenizer))
 
-    def forward_backward(self, inputs, labels, docs, parts, total_labels) -> torch.Tensor:
+    def forward_backward(self, inputs, labels, docs, parts, total_labels, host_labels) -> torch.Tensor:
         """Forward and backward over this process's rows of the global batch, a micro-batch at a time (gradients
         synchronised over processes on the last one only); the sum of their losses.
 
@@ -343,8 +366,9 @@ class Trainer:
         their number (`total_labels`), whatever its objective: in a mixed phase each CLM next-token label and each
         MLM masked-token label weighs the same, so a part weighs its share of the label tokens (at 1:15 with 40%
         masking, the CLM rows hold about 1 / (1 + 15 x 0.4) of them). A micro-batch that straddles the parts runs
-        one forward call per part (each with its attention) and one backward of their summed loss."""
-        accelerator, micro = self.accelerator, self.cfg.micro_batch_size
+        one forward call per part (each with its attention) and one backward of their summed loss. Each call is
+        given its labelled positions, found in `host_labels` (the labels on the host): no boolean indexing."""
+        accelerator, micro = self.accelerator, self.micro
         world, rank = accelerator.num_processes, accelerator.process_index
         local = self.cfg.batch_size // world
         micro_steps = local // micro
@@ -354,8 +378,9 @@ class Trainer:
             sync = contextlib.nullcontext() if m == micro_steps - 1 else accelerator.no_sync(self.built.model)
             with sync, accelerator.autocast():
                 losses = [self.built.model(input_ids=inputs[a:b], labels=labels[a:b], is_causal=objective.is_causal,
-                                     document_ids=None if docs is None else docs[a:b],
-                                     num_items_in_batch=total_labels).loss
+                                           document_ids=None if docs is None else docs[a:b],
+                                           num_items_in_batch=total_labels,
+                                           label_positions=self.to_device(_positions(host_labels[a:b]))).loss
                           for objective, a, b in _within(parts, first, first + micro)]
                 loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
                 # DDP averages gradients over processes; the loss is a sum over the global batch
@@ -421,11 +446,17 @@ class Trainer:
             "run_id": self.cfg.run_id, "identity": identity(self.cfg), "status": status, "wall_time_s": round(wall, 2),
             "tokens_seen": self.tokens_seen, "final_loss": loss, "attention_backend": config.attention_backend,
             "parameters": config.num_parameters_by_part(), "processes": distributed["processes"],
+            "micro_batch_size": self.micro or None,
             "distributed": distributed,
             "precision": "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32",
             "data": {"shards": str(self.built.shards), **shard_meta},
             **provenance(),
         })
+
+
+def _positions(labels: torch.Tensor) -> torch.Tensor:
+    """The flat indices of the labelled positions of host `labels` (what the sparse loss reads)."""
+    return (labels.reshape(-1) != IGNORE).nonzero().squeeze(1)
 
 
 def _within(parts, first: int, end: int) -> list:
