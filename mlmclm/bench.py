@@ -45,9 +45,9 @@ from .evaluation.checkpoint import max_length, open_checkpoint
 from .evaluation.finetune import batch_plan, feature_length, run_grid
 from .evaluation.groups import encode
 from .evaluation.offline_suite import build_offline
-from .evaluation.tasks import SUITES, TASKS_DIR, load_task
+from .evaluation.tasks import SUITES, load_task, tasks_dir
 from .models.configuration import MlmClmConfig
-from .io import ROOT, git_commit, hardware, versions, write_text
+from .io import PACKAGE_ROOT, git_commit, hardware, versions, working_root, write_text
 from .models.modeling import MlmClmForMaskedLM
 from .training.corpus import load_tokenizer, train_tokenizer
 from .training.objectives import IGNORE, clm_labels
@@ -156,7 +156,7 @@ def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16
                     f"from mlmclm.bench import _pretrain_probe; "
                     f"_pretrain_probe({size!r}, {group!r}, {seq_len}, {batch}, {reps})")
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                 cwd=ROOT).stdout
+                                 cwd=PACKAGE_ROOT).stdout  # this mlmclm, whichever the working folder
             for name, med in json.loads(out.strip().splitlines()[-1]).items():
                 medians.setdefault(name, {})[group] = med
         tokens = batch * seq_len
@@ -292,12 +292,13 @@ def bench_memory(size: str = "mini-m", vocab: int = 128_256, seq_len: int = 128,
     return rows
 
 
-def bench_notebooks(reps: int = 1) -> list[dict]:
-    """Wall time of `mlmclm notebooks` (all five notebooks: every figure and table), in a fresh process."""
-    times = []
+def bench_notebooks(reps: int = 1, root: Path | None = None) -> list[dict]:
+    """Wall time of `mlmclm notebooks` (all five notebooks: every figure and table) in the working root `root`
+    (default `io.working_root()`), in a fresh process."""
+    root, times = root or working_root(), []
     for _ in range(reps):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mlmclm.analysis.notebooks"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "mlmclm.analysis.notebooks"], cwd=root, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
     return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm notebooks (5 notebooks)",
              "median_s": f"{statistics.median(times):.1f}", "reps": reps}]
@@ -330,8 +331,8 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     (one run after another: the reference) and as one grid on worker processes (`grid_workers=0`). Each way writes
     into its own folder (repetitions rotate the order); every run's training loss and test score are compared with
     the reference. Then the padding waste of the grid's training batches, without and with length grouping."""
-    task = SUITES["offline"][dataset]
-    data_dir = Path(data_dir or TASKS_DIR)
+    task, root = SUITES["offline"][dataset], working_root()
+    data_dir = Path(data_dir or tasks_dir(root)).absolute()
     build_offline([dataset], data_dir, progress=False)
     grid_lrs, grid_seeds = list(FINETUNE_LRS[:lrs]), list(range(seeds))
     grid = _BenchGrid(scale_config("mini"), [f"data_dir={data_dir}", f"datasets=[{dataset}]", f"groups=[{task.group}]",
@@ -348,7 +349,7 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
                      "--data-dir", str(data_dir), "--datasets", dataset, "--groups", task.group, "--lrs", str(lr),
                      "--seeds", str(seed), "--model-id", "bench", "--set", "grid_workers=1"]
                     for lr in grid_lrs for seed in grid_seeds]
-        ways = {ONE: grid.in_process(1), f"{lrs * seeds} separate processes": grid.separate(separate),
+        ways = {ONE: grid.in_process(1), f"{lrs * seeds} separate processes": grid.separate(separate, root),
                 WORKERS: grid.in_process(0)}
         grid.in_process(None, ["lrs=[1e-3]", "seeds=[0]", "max_steps=2"])(tmp / "warm-up")
         times, results = _time_ways(ways, tmp, reps)
@@ -380,10 +381,11 @@ class _BenchGrid:
             run_grid(self.model_dir, self.config(*more, f"results_dir={out}", *own), model_id="bench", progress=False)
         return go
 
-    def separate(self, commands: list[list[str]]):
+    def separate(self, commands: list[list[str]], root: Path):
+        """Run as separate `mlmclm finetune` processes, in the working root `root`."""
         def go(out):
             for command in commands:
-                subprocess.run([*command, "--runs-dir", str(out)], check=True, capture_output=True, cwd=ROOT)
+                subprocess.run([*command, "--runs-dir", str(out)], check=True, capture_output=True, cwd=root)
         return go
 
 
@@ -439,10 +441,10 @@ def _padding_rows(task, data: dict, cfg: FinetuneConfig, model_dir: Path, seeds:
     return rows
 
 
-def write_rows(name: str, rows: list[dict], started: float) -> Path:
-    """`results/bench/<name>.csv`: the rows, each with the machine, versions, commit and the benchmark's wall time
-    (since `started`, a `time.perf_counter()`)."""
-    path = ROOT / "results" / "bench" / f"{name}.csv"
+def write_rows(name: str, rows: list[dict], started: float, root: Path) -> Path:
+    """`results/bench/<name>.csv` in the working root `root`: the rows, each with the machine, versions, commit and
+    the benchmark's wall time (since `started`, a `time.perf_counter()`)."""
+    path = root / "results" / "bench" / f"{name}.csv"
     hw, ver = hardware(), versions()
     context = {"machine": f"{hw['machine']} x{hw['cpu_count']}" + (f" {hw['gpu']}" if "gpu" in hw else ""),
                "torch": ver["torch"], "transformers": ver["transformers"], "commit": git_commit(),
@@ -484,13 +486,13 @@ BENCHES = {
 
 
 def _cli(args) -> int:
-    started = time.perf_counter()
+    started, root = time.perf_counter(), working_root()
     compute, line = BENCHES[args.bench]
     rows = compute(args)
-    path = write_rows(args.bench, rows, started)
+    path = write_rows(args.bench, rows, started, root)
     if args.bench == "finetune":
         print(rows[0]["size"], f"mini protocol, median of {args.reps}")
     for r in rows:
         print(line(r))
-    print(f"written: {path.relative_to(ROOT)}")
+    print(f"written: {path.relative_to(root)}")
     return 0

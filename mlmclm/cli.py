@@ -116,42 +116,43 @@ def reproduce(args) -> int:
     from .analysis import notebooks
     from . import studies, workspace
     from .config import scale_config
-    from .io import ROOT, repo_relative
+    from .io import repo_relative, working_root
 
-    start = time.perf_counter()
-    results = Path(args.results_dir).resolve() if args.results_dir else ROOT / "results"
+    start, root = time.perf_counter(), working_root()
+    results = Path(args.results_dir).resolve() if args.results_dir else root / "results"
     out = Path(args.output_dir).resolve() if args.output_dir else None
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
-          f"{repo_relative(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
+          f"{repo_relative(results / 'runs' / args.scale, root)}), then the five notebooks.\n", flush=True)
     if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
-        workspace.init(ROOT)
-        if results != ROOT / "results":
+        workspace.init(root)
+        if results != root / "results":
             results.mkdir(parents=True, exist_ok=True)
-            (results / "paper").symlink_to(ROOT / "results" / "paper", target_is_directory=True)
-    paths = studies.Paths(results=results / "runs",
-                          checkpoints=Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else ROOT / "checkpoints",
-                          data=Path(args.data_dir).resolve() if args.data_dir else ROOT / "data")
+            (results / "paper").symlink_to(root / "results" / "paper", target_is_directory=True)
+    paths = studies.Paths(root, results / "runs", *(Path(d).resolve() if d else None
+                                                    for d in (args.checkpoints_dir, args.data_dir)))
     plan = studies.build_plan(scale_config(args.scale))  # the scale resolved once, here; the plan carries it
     studies.run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
     if out is None and not args.results_dir and not notebooks.shows_in_place(results / "runs", args.scale):
         out = results / "local" / args.scale  # not committed: its own notebooks, figures and tables
-    figures = out / "figures" if out else ROOT / "figures"
+    figures = out / "figures" if out else root / "figures"
     tables = out / "tables" if out else results / "tables"
+    sub = "" if args.scale == "paper" else f"ours-{args.scale}"
     parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
                   "tables_dir": str(tables)} if out or args.results_dir else {}
-    print(f"\nnotebooks (papermill), into {repo_relative(out / 'notebooks' if out else ROOT / 'notebooks')}/:",
-          flush=True)
+    shown = {name: repo_relative(path, root) for name, path in (
+        ("notebooks", out / "notebooks" if out else root / "notebooks"), ("figures", figures), ("tables", tables),
+        ("figures_sub", figures / sub), ("tables_sub", tables / sub), ("runs", paths.results / args.scale))}
+    print(f"\nnotebooks (papermill), into {shown['notebooks']}/:", flush=True)
     done = notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None,
-                             progress=lambda text: print(text, flush=True))
+                             progress=lambda text: print(text, flush=True), root=root)
     for name, seconds in done.items():
         print(f"  {name:<20} {seconds:5.1f} s", flush=True)
     print_verdicts(results, args.scale)
-    sub = "" if args.scale == "paper" else f"ours-{args.scale}"
     print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
-          f"  notebooks: {repo_relative(out / 'notebooks' if out else ROOT / 'notebooks')}/ (executed)\n"
-          f"  figures:   {repo_relative(figures)}/ (the paper's) and {repo_relative(figures / sub)}/ (this scale's)\n"
-          f"  tables:    {repo_relative(tables)}/ (the paper's) and {repo_relative(tables / sub)}/ (this scale's)\n"
-          f"  runs:      {repo_relative(paths.results / args.scale)}/ (pretraining logs, fine-tuning results)\n"
+          f"  notebooks: {shown['notebooks']}/ (executed)\n"
+          f"  figures:   {shown['figures']}/ (the paper's) and {shown['figures_sub']}/ (this scale's)\n"
+          f"  tables:    {shown['tables']}/ (the paper's) and {shown['tables_sub']}/ (this scale's)\n"
+          f"  runs:      {shown['runs']}/ (pretraining logs, fine-tuning results)\n"
           f"  verdicts:  the last section of each notebook")
     return 0
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
@@ -220,6 +220,22 @@ class PretrainConfig:
             raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 0..{schedule.total} steps")
         if self.checkpoint.every <= 0 or self.checkpoint.keep_last <= 0:
             raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")
+
+    def resolved(self, root: Path) -> PretrainConfig:
+        """This config with its folders and files resolved against the working root `root` (`io.working_root`), not
+        the working directory: results_dir, checkpoints_dir, data.root and a run's init.path; a decoder's init.path,
+        data.tokenizer and data.corpus where they name something under `root` (else as written: a hub id, or a path
+        from the working directory). A run works with this copy; its record (config.yaml, identity) is the config
+        as written, the same from any folder."""
+        def local(name: str | None) -> str | None:  # under `root` where it is there; a keyword stays a keyword
+            keyword = name in (None, "train", "offline") or name.startswith("hf:")
+            return name if keyword or not (root / name).exists() else str(root / name)
+
+        init_path = str(root / self.init.path) if self.init.kind == "run" else local(self.init.path)
+        return replace(self, results_dir=str(root / self.results_dir), checkpoints_dir=str(root / self.checkpoints_dir),
+                       data=replace(self.data, root=str(root / self.data.root), tokenizer=local(self.data.tokenizer),
+                                    corpus=local(self.data.corpus)),
+                       init=replace(self.init, path=init_path))
 
 
 # ---- spellings shared by the studies and the analysis ----

@@ -29,10 +29,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the folder holding the pac
 
 
 def working_root() -> Path:
-    """The folder every relative path resolves against (runs, checkpoints, data, figures, notebooks): `$MLMCLM_ROOT`
-    when set; else the nearest folder at or above the working directory that holds `results/paper/` (a checkout, or a
-    folder `mlmclm init` wrote), so a command run from a subfolder finds it; else the working directory. Never the
-    package's folder: an installed wheel writes nothing into site-packages."""
+    """The folder every relative path resolves against (runs, checkpoints, data, figures, notebooks, and the folders a
+    config names): `$MLMCLM_ROOT` when set; else the nearest folder at or above the working directory that holds
+    `results/paper/` (a checkout, or a folder `mlmclm init` wrote), so a command run from a subfolder finds it; else
+    the working directory. Never the package's folder: an installed wheel writes nothing into site-packages. Read
+    once by each entrance (the command line, a public function given no root), which passes it down: no module keeps
+    it, and nothing changes the working directory."""
     if os.environ.get("MLMCLM_ROOT"):
         return Path(os.environ["MLMCLM_ROOT"]).absolute()
     here = Path.cwd()
@@ -47,7 +49,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlmclm"
 
 
-ROOT = working_root()
 TRACKED_PACKAGES = ("mlmclm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "kernels", "numpy")
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/name": a hub id (a path that does not exist may be one)
 
@@ -265,12 +266,12 @@ def provenance(**extra) -> dict:
     return {"commit": git_commit(), "versions": versions(), "hardware": hardware(), **extra}
 
 
-def repo_relative(path: str | Path) -> str:
-    """A path as configs and results name it: relative to the repository when inside it (a clone elsewhere reads the
-    same; a symlinked data/ inside stays data/), else absolute."""
+def repo_relative(path: str | Path, root: Path) -> str:
+    """A path as configs and results name it: relative to the working root `root` when inside it (a clone elsewhere
+    reads the same; a symlinked data/ inside stays data/), else absolute."""
     for candidate in (Path(path).absolute(), Path(path).resolve()):
         try:
-            return str(candidate.relative_to(ROOT))
+            return str(candidate.relative_to(root))
         except ValueError:
             pass
     return str(Path(path).resolve())

@@ -44,7 +44,6 @@ from pathlib import Path
 
 from .config import REFERENCE, step_text
 from .errors import ResultFileError
-from .io import ROOT
 from .schedule import Objective, parse_objective
 from .sizes import SIZES
 
@@ -199,10 +198,18 @@ def grid_root(runs: str | Path, grid: str) -> Path:
 
 @dataclass
 class Paths:
-    """The folders of a study: runs (results), checkpoints and data (corpora, tokenizers, shards, the task suite)."""
-    results: Path = ROOT / "results" / "runs"
-    checkpoints: Path = ROOT / "checkpoints"
-    data: Path = ROOT / "data"
+    """The folders of a study: runs (results), checkpoints and data (corpora, tokenizers, shards, the task suite),
+    each by default in the working root `root` (`io.working_root`), which the configs a study writes name their
+    folders relative to."""
+    root: Path
+    results: Path | None = None  # default root/results/runs
+    checkpoints: Path | None = None  # default root/checkpoints
+    data: Path | None = None  # default root/data
+
+    def __post_init__(self):
+        self.results = self.results or self.root / "results" / "runs"
+        self.checkpoints = self.checkpoints or self.root / "checkpoints"
+        self.data = self.data or self.root / "data"
 
     def run(self, scale: str, model: str | ModelId, grid: str = "default") -> Path:
         """A run's record and its model's fine-tuning results of `grid` (a decoder's CPT: the reference grid)."""

@@ -18,10 +18,11 @@ import pandas as pd
 from mlmclm.analysis import results
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
-from mlmclm.io import ROOT, lr_text
+from mlmclm.io import lr_text
 from mlmclm.training.corpus import load_tokenizer, train_tokenizer
 
-ENCODEVAL_SAMPLE = ROOT / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
+REPO = Path(__file__).resolve().parents[1]  # the checkout: the working root of the tests run in it
+ENCODEVAL_SAMPLE = REPO / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
 
 
 def tokenizer(texts, vocab_size: int = 512, out: Path | None = None):

@@ -59,7 +59,7 @@ def test_a_folder_without_trainer_state_or_hf_config_is_not_a_checkpoint(tmp_pat
     assert ck.pretrained_model(ck.step_dir(root, 4)) == (ck.step_dir(root, 4) / "hf", "run-4", 4)
     # the studies count the same checkpoints as on disk: a hf/-only folder used to count for them, not for resume
     plan = studies.build_plan(scale_config("tiny"))
-    paths = studies.Paths(checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(tmp_path, checkpoints=tmp_path / "ckpt")
     run_id = next(iter(plan.runs))
     where = studies.checkpoint_dir(plan, paths, run_id, 8)
     assert where == ck.step_dir(ck.run_root(tmp_path / "ckpt", "tiny", run_id), 8)
@@ -260,7 +260,7 @@ def test_sharded_transformers_weights_count_each_shard(tmp_path):
 def test_the_studies_count_a_checkpoint_whose_weights_changed_as_missing(tmp_path):
     """What a study still needs is retrained when its checkpoint is damaged in a way only the hash tells."""
     plan = studies.build_plan(scale_config("tiny"))
-    paths = studies.Paths(checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(tmp_path, checkpoints=tmp_path / "ckpt")
     run_id = next(iter(plan.runs))
     where = studies.checkpoint_dir(plan, paths, run_id, 4)
     _write(where.parent, 4)

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlmclm.analysis import bootstrap, evidence, judge, matching
-from mlmclm.io import ROOT as REPO
-from helpers import scores_frame, write_planted, write_run, write_synthetic_study
+from helpers import REPO, scores_frame, write_planted, write_run, write_synthetic_study
 
 from mlmclm import claims, results
 
@@ -608,7 +607,7 @@ def test_committed_mini_results_meet_the_calibration_criteria():
     report = evidence.calibration_report(ours)
     assert report.unequal.empty, report.unequal
     plan = studies.build_plan(scale_config("mini"))
-    grid = studies.grid_config(plan, "default", studies.Paths())
+    grid = studies.grid_config(plan, "default", studies.Paths(REPO))
     expected = len(plan.evaluations) * len(grid.datasets) * len(grid.lrs) * len(grid.seeds)
     v = claims.verdicts(data.scores, data.runs, ["1"])
     helped = evidence.controls(data.scores, data.runs)

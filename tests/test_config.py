@@ -331,3 +331,23 @@ def test_a_bad_per_dataset_protocol_is_one_line(override, match):
     with pytest.raises(ConfigError, match=match) as err:
         scale_config("tiny", [override])
     assert "\n" not in str(err.value)
+
+
+def test_a_config_resolves_its_folders_against_the_working_root_and_keeps_its_record(tmp_path):
+    """A config's relative folders name places in the working root, whatever the working directory (no `chdir`):
+    `resolved` joins them to the root; a file or folder it may name (corpus, tokenizer, a decoder) where it is there,
+    a keyword or a hub id left as it is. The config as written, its record and identity, does not change."""
+    (tmp_path / "texts").mkdir()
+    cfg = load_config(PretrainConfig, {"data": {"corpus": "texts", "tokenizer": "someone/tokenizer"},
+                                       "init": {"kind": "run", "path": "checkpoints/tiny/parent"}})
+    record = to_yaml(cfg)
+    at = cfg.resolved(tmp_path)
+    assert (at.results_dir, at.checkpoints_dir, at.data.root) == tuple(
+        str(tmp_path / p) for p in ("results/runs", "checkpoints", "data"))
+    assert (at.init.path, at.data.corpus) == (str(tmp_path / "checkpoints/tiny/parent"), str(tmp_path / "texts"))
+    assert at.data.tokenizer == "someone/tokenizer" and to_yaml(cfg) == record
+    assert at.resolved(tmp_path / "elsewhere") == at  # an absolute path stays where it is
+    plain = PretrainConfig().resolved(tmp_path)
+    assert (plain.data.corpus, plain.data.tokenizer, plain.init.path) == ("offline", "train", None)
+    decoder = load_config(PretrainConfig, {"init": {"kind": "hf", "path": "owner/name"}}).resolved(tmp_path)
+    assert decoder.init.path == "owner/name"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mlmclm.io import ROOT
+ROOT = Path(__file__).resolve().parents[1]  # the checkout
 
 PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
@@ -255,3 +255,23 @@ def test_functions_are_short_or_say_why():
                 if size > LONGEST and not said:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size} lines)")
     assert not long, "\n".join(long) + "\n(split it into named parts, or say on or above its def why it stays long)"
+
+
+def test_one_working_root_passed_down():
+    """The working root (`io.working_root`) is read by the entrances and passed down: no module keeps it in a global
+    (a `ROOT` fixed at import time, from whatever folder imported it first), and none changes the working directory
+    (`os.chdir`, `contextlib.chdir`): a config's relative folders resolve against the root explicitly."""
+    bad = []
+    for path in _sources():
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} sets a module-level ROOT" for t in targets
+                    if isinstance(t, ast.Name) and t.id == "ROOT"]
+        bad += [f"{path.relative_to(ROOT)}:{node.lineno} calls {node.func.value.id}.chdir" for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "chdir"
+                and isinstance(node.func.value, ast.Name)]
+        bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports chdir" for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and any(a.name == "chdir" for a in node.names)]
+    assert not bad, "\n".join(bad)

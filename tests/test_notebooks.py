@@ -8,8 +8,7 @@ import os
 import re
 
 import pytest
-from mlmclm.io import ROOT as REPO
-from helpers import write_run, write_synthetic_study
+from helpers import REPO, write_run, write_synthetic_study
 
 from mlmclm import notebooks
 
@@ -315,9 +314,9 @@ def test_scales_without_committed_results_show_in_their_own_folder_not_in_the_co
     monkeypatch.setattr(studies, "run", lambda *a, **k: None)
     monkeypatch.setattr(notebooks, "execute", lambda **k: calls.update(k) or {})
     monkeypatch.setattr(cli, "print_verdicts", lambda *a: None)
-    import mlmclm.io
-    monkeypatch.setattr(mlmclm.io, "ROOT", tmp_path)
+    monkeypatch.setenv("MLMCLM_ROOT", str(tmp_path))  # the working root, read once by the command and passed down
     assert cli.main(["reproduce", "--scale", "tiny"]) == 0
+    assert calls["root"] == tmp_path
     assert calls["output_dir"] == results / "local" / "tiny" / "notebooks"
     assert calls["parameters"]["scales"] == ["tiny"]
     assert calls["parameters"]["figures_dir"] == str(results / "local" / "tiny" / "figures")

@@ -19,7 +19,7 @@ import unicodedata
 from pathlib import Path
 
 import pandas as pd
-from mlmclm.io import ROOT as REPO
+from helpers import REPO
 
 NUMBER = re.compile(r"[-+]?\d+\.\d+")
 TRIPLE = re.compile(r"([-+]?\d+\.\d+) \[([-+]?\d+\.\d+), ([-+]?\d+\.\d+)\]")  # estimate [low, high]

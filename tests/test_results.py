@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlmclm.errors import ResultFileError
-from mlmclm.io import ROOT as REPO
-from helpers import write_run, write_sample_tree, write_synthetic_study
+from helpers import REPO, write_run, write_sample_tree, write_synthetic_study
 
 from mlmclm import results, tables
 

@@ -7,7 +7,7 @@ import pytest
 
 from mlmclm import studies
 from mlmclm.config import scale_config, scale_names
-from mlmclm.io import ROOT
+from helpers import REPO as ROOT
 from mlmclm.runs import ModelId, Paths, grid_root, run_folder
 
 
@@ -61,7 +61,8 @@ def test_lineage_and_seed_family_come_from_the_id():
 
 
 def test_the_run_layout():
-    paths = Paths(Path("/r"), Path("/c"), Path("/d"))
+    assert Paths(Path("/w")) == Paths(Path("/w"), Path("/w/results/runs"), Path("/w/checkpoints"), Path("/w/data"))
+    paths = Paths(Path("/"), Path("/r"), Path("/c"), Path("/d"))
     assert paths.run("long", ModelId.parse("mini-xs-clm-4620")) == Path("/r/long/mini-xs-clm-4620")
     stability = Path("/r/stability/long/m")
     assert paths.run("long", "m", "stability") == stability == run_folder(grid_root("/r", "stability"), "long", "m")
@@ -94,7 +95,6 @@ def test_ids_that_break_the_forms_are_refused(text):
 def test_every_committed_runs_config_gives_back_its_folder_name():
     """A run's identity is its config: `id_of` of each committed config.yaml is its folder's name."""
     from mlmclm.config import PretrainConfig, load_config
-    from mlmclm.io import ROOT
     from mlmclm.runs import id_of
 
     configs = sorted((ROOT / "results" / "runs").glob("**/config.yaml"))
@@ -109,7 +109,7 @@ def test_every_planned_runs_config_gives_back_its_id(scale, tmp_path):
     from mlmclm.runs import id_of
 
     plan = studies.build_plan(scale_config(scale))
-    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
     for run in plan.runs.values():
         if not run.decoder:  # a decoder pretrained elsewhere has no id form of ours
             assert str(id_of(studies.run_config(plan, run, paths))) == run.run_id

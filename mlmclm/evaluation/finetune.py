@@ -48,7 +48,7 @@ import torch
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, scale_config, to_dict
 from ..errors import FinetuneError
-from ..io import lr_text, provenance, repo_relative, write_json
+from ..io import lr_text, provenance, repo_relative, working_root, write_json
 from ..runs import run_folder
 from ..training import trackers
 from ..training.optim import build_optimizer
@@ -56,7 +56,7 @@ from .checkpoint import Checkpoint, attention_backend, check_head, load_model, m
 from .grid import jobs_to_do, plan_grid, run_dir
 from .groups import HANDLERS, encode, evaluate, majority
 from .groups.shared import autocast
-from .tasks import Task, group_datasets, load_task
+from .tasks import Task, group_datasets, load_task, tasks_dir
 from .workers import grid_workers, run_jobs
 
 
@@ -124,21 +124,24 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
 # ----------------------------------------------------------------------------------------------- the grid
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
-             pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none") -> dict:
+             pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none",
+             root: Path | None = None) -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
     results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
     results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
     fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan).
-    `report_to`: a tracker each run is also logged to (`trackers.log_run`). Returns counts and wall time."""
+    `report_to`: a tracker each run is also logged to (`trackers.log_run`). `root`: the working root the config's
+    results_dir and data_dir resolve against (default `io.working_root()`). Returns counts and wall time."""
     start = time.perf_counter()
+    root = root or working_root()
     pairs = plan_grid(cfg) if pairs is None else pairs
-    trackers.accelerator_kwargs(report_to, Path(cfg.results_dir))  # a missing tracker package: refused before work
+    trackers.accelerator_kwargs(report_to, root / cfg.results_dir)  # a missing tracker package: refused before work
     ckpt = open_checkpoint(model_dir, model_id)
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
-    with locks.hold(run_folder(cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under the lock
+    with locks.hold(run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under it
         for c, group in _by_protocol(pairs):
-            out.update(_run_protocol(ckpt, c, group, progress, report_to))
+            out.update(_run_protocol(ckpt, c, group, progress, report_to, root))
     return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
             "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
 
@@ -169,27 +172,29 @@ def _by_protocol(pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
 
 
 def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool,
-                  report_to: str = "none") -> dict:
+                  report_to: str, root: Path) -> dict:
     """`run_grid`'s work for the datasets of one protocol (under the model folder's lock): the jobs still to do,
     their data, then the runs."""
-    todo = jobs_to_do(ckpt.model_id, cfg, pairs)
+    todo = jobs_to_do(ckpt.model_id, cfg, pairs, root)
     total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
     runs = sum(len(evaluated) for _, evaluated, *_ in todo)
     if not todo:
         return {"runs": 0, "trainings": 0, "skipped": total, "workers": 0}
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     workers = min(grid_workers(cfg, device), len(todo))
-    grid = _prepare_grid(ckpt, cfg, todo, device, workers, report_to)
+    grid = _prepare_grid(ckpt, cfg, todo, device, workers, report_to, root)
     run_jobs(grid.run, todo, workers, progress, f"finetune {ckpt.model_id}")
     return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "workers": max(workers, 1)}
 
 
-def _load_data(cfg: FinetuneConfig, todo: list[tuple]) -> tuple[dict[str, Task], dict]:
+def _load_data(cfg: FinetuneConfig, todo: list[tuple], root: Path) -> tuple[dict[str, Task], dict]:
     """The jobs' tasks by name, and their splits by `_data_key`: a task whose splits the run seed draws (NQ) is loaded
-    once a seed, any other once (seed None). A training task without a train split fails here."""
+    once a seed, any other once (seed None). A training task without a train split fails here. `cfg.data_dir` is
+    under the working root `root` (none: the offline suite's `tasks_dir` there, the paper's suite from the hub)."""
     names = {t.name: t for trainer, evaluated, *_ in todo for t in (trainer, *evaluated)}
     keys = [(n, s) for n, t in names.items() for s in (cfg.seeds if t.seeded_split else [None])]
-    data = {(n, s): load_task(names[n], cfg.data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
+    data_dir = root / cfg.data_dir if cfg.data_dir else tasks_dir(root) if cfg.suite == "offline" else None
+    data = {(n, s): load_task(names[n], data_dir, cfg.max_train, cfg.max_eval, seed=s or 0) for n, s in keys}
     for trainer, *_ in todo:
         if "train" not in data[_data_key(trainer, cfg.seeds[0])]:
             raise FinetuneError(f"{trainer.name} has no train split to fine-tune on")
@@ -197,14 +202,14 @@ def _load_data(cfg: FinetuneConfig, todo: list[tuple]) -> tuple[dict[str, Task],
 
 
 def _prepare_grid(ckpt: Checkpoint, cfg: FinetuneConfig, todo: list[tuple], device: torch.device, workers: int,
-                  report_to: str) -> _Grid:
+                  report_to: str, root: Path) -> _Grid:
     """What the jobs share: their data loaded and encoded once, the majority-class floors, the provenance."""
-    names, data = _load_data(cfg, todo)
+    names, data = _load_data(cfg, todo, root)
     length = max_length(cfg, ckpt)
     encoded = {k: encode(names[k[0]], splits, ckpt.tokenizer, length, cfg.qa_stride) for k, splits in data.items()}
     return _Grid(ckpt, cfg, encoded, {n: len(d.get("train", ())) for (n, _), d in data.items()}, length, device,
                  provenance(grid_workers=max(workers, 1)),
-                 {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e}, report_to)
+                 {n: majority(names[n], e) for (n, _), e in encoded.items() if "train" in e}, root, report_to)
 
 
 def _data_key(task: Task, seed: int) -> tuple[str, int | None]:
@@ -223,6 +228,7 @@ class _Grid:
     device: torch.device
     common: dict
     floors: dict            # dataset -> its majority-class scores (`majority`), computed once a grid
+    root: Path              # the working root: where results go, what the recorded checkpoint path is relative to
     report_to: str = "none"  # a tracker each run is also logged to (`trackers.REPORT_TO`)
 
     def run(self, job: tuple) -> None:
@@ -252,7 +258,7 @@ class _Grid:
             if self.floors.get(task.name):
                 result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {
-                "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path), "step": ckpt.step,
+                "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path, self.root), "step": ckpt.step,
                 "model_type": ckpt.model_type,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
                 "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
@@ -263,7 +269,7 @@ class _Grid:
                 "wall_time_s": round(time.perf_counter() - t0, 3),
                 "task": asdict(task), "config": to_dict(cfg), **self.common,
                 "torch_threads": torch.get_num_threads()}
-            folder = run_dir(cfg, ckpt.model_id, task, lr, seed)
+            folder = run_dir(self.root, cfg, ckpt.model_id, task, lr, seed)
             write_json(folder / "results.json", result)
             trackers.log_run(self.report_to, folder / "logs", f"{ckpt.model_id}-{task.name}-lr{lr_text(lr)}-sd{seed}",
                              result["meta"]["config"], result["validation"].get("curve", []),

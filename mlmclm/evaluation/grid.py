@@ -80,9 +80,11 @@ def context_length(cfg: FinetuneConfig, limit: int) -> int:
     return min(cfg.max_length or math.floor(0.99 * limit), limit)
 
 
-def run_dir(cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
-    """The folder of one run of the grid, where its results.json goes."""
-    return run_folder(cfg.results_dir, cfg.scale, model_id) / task.group / task.name / f"lr{lr_text(lr)}_sd{seed}"
+def run_dir(root: Path, cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
+    """The folder of one run of the grid, where its results.json goes (`cfg.results_dir` under the working root
+    `root`)."""
+    return (run_folder(root / cfg.results_dir, cfg.scale, model_id) / task.group / task.name /
+            f"lr{lr_text(lr)}_sd{seed}")
 
 
 # ---- results set aside: the one mechanism ----
@@ -126,10 +128,10 @@ def set_aside_misplaced(path: Path) -> Path | None:
     return set_result_aside(path, MISPLACED)
 
 
-def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]]) -> list[tuple]:
+def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], root: Path) -> list[tuple]:
     """The (trainer, evaluated tasks, lr, seed) jobs with a results.json that is not complete (`result_fault`), each
     with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone)."""
-    paths = {(e.name, lr, seed): run_dir(cfg, model_id, e, lr, seed) / "results.json"
+    paths = {(e.name, lr, seed): run_dir(root, cfg, model_id, e, lr, seed) / "results.json"
              for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
     for path in paths.values():
         set_aside_misplaced(path)

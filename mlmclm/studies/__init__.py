@@ -37,6 +37,7 @@ from ..commands import runs_dir
 from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
 from ..errors import ConfigError
 from ..evaluation.tasks import group_datasets
+from ..io import working_root
 from ..runs import Paths
 from .configs import decoder_path, grid_config, grid_configs, run_config, run_dir
 from .design import PAPER_ACCOUNTING, build_plan, resolve_names, run_template, scale_studies
@@ -80,11 +81,10 @@ def add_cli(sub) -> None:
         a.set_defaults(run=_cli)
 
 
-def paths_from(args) -> Paths:
-    p = Paths()
-    return Paths(Path(args.runs_dir).resolve() if args.runs_dir else p.results,
-                 Path(args.checkpoints_dir).resolve() if args.checkpoints_dir else p.checkpoints,
-                 Path(args.data_dir).resolve() if args.data_dir else p.data)
+def paths_from(args, root: Path) -> Paths:
+    """The study's folders: those the command line names (from the working directory), else in the working root."""
+    given = (args.runs_dir, args.checkpoints_dir, args.data_dir)
+    return Paths(root, *(Path(d).resolve() if d else None for d in given))
 
 
 def group_overrides(scale: ScaleConfig, groups: str) -> list[str]:
@@ -114,7 +114,7 @@ def check_overrides(overrides, plan: Plan, names) -> None:
 
 
 def _cli(args) -> int:
-    paths = paths_from(args)
+    paths = paths_from(args, working_root())
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     if args.groups:
         scale = scale_config(args.scale, [*args.overrides, *group_overrides(scale, args.groups)])

@@ -30,24 +30,24 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     folder = run_dir(plan, run, paths)
     named = sorted({c for c in run.checkpoints if c < run.total} | _recorded_named(folder))
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
-                    results_dir=repo_relative(folder.parent.parent),
-                    checkpoints_dir=repo_relative(paths.checkpoints))
+                    results_dir=repo_relative(folder.parent.parent, paths.root),
+                    checkpoints_dir=repo_relative(paths.checkpoints, paths.root))
     template.setdefault("model", {})["size"] = run.size
     if run.seed:
         template["seed"] = run.seed
     data = template.setdefault("data", {})
-    data.update(root=repo_relative(paths.data), offset=run.offset * template.get("batch_size", 16))
+    data.update(root=repo_relative(paths.data, paths.root), offset=run.offset * template.get("batch_size", 16))
     if s.seed_data_order and run.seed:  # its own data order (and CPT from it continues in that order)
         data["seed"] = data.get("seed", 0) + run.seed
     template.setdefault("optim", {}).update(warmup_steps=run.warmup, decay_steps=run.decay)
     template.setdefault("checkpoint", {})["steps"] = named
     if run.parent:
         parent = paths.checkpoints_of(s.scale, run.parent)
-        template["init"] = {"kind": "run", "path": repo_relative(parent), "step": run.parent_step,
+        template["init"] = {"kind": "run", "path": repo_relative(parent, paths.root), "step": run.parent_step,
                             "optimizer": run.optimizer}
         if run.decoder:  # the decoder's tokenizer, as the parent run saved it (mask token included)
-            template["data"]["tokenizer"] = repo_relative(checkpoints.hf_dir(checkpoints.step_dir(parent,
-                                                                                                  run.parent_step)))
+            template["data"]["tokenizer"] = repo_relative(checkpoints.hf_dir(checkpoints.step_dir(
+                parent, run.parent_step)), paths.root)
     elif run.decoder:
         spec = s.cpt_decoders[run.decoder]
         template["init"] = {"kind": "hf", "path": decoder_path(spec), "gguf_file": spec.get("gguf_file")}
@@ -82,8 +82,8 @@ def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
-    overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid))}"]
-    overrides += [f"data_dir={repo_relative(data_dir)}"] if data_dir else []
+    overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid), paths.root)}"]
+    overrides += [f"data_dir={repo_relative(data_dir, paths.root)}"] if data_dir else []
     if grid == "stability":
         overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
     return finetune_config(plan.scale, overrides)

@@ -89,9 +89,10 @@ def machine_rate() -> tuple[float, str]:
     return rate, what
 
 
-def _records(paths: Paths) -> list[Path]:
-    """The runs folders whose runs on record give the rates: the plan's, and the repository's committed one."""
-    return list(dict.fromkeys([paths.results, Paths().results]))
+def _records(paths: Paths) -> list[Paths]:
+    """The runs folders whose runs on record give the rates: the plan's, and the working root's (a checkout's
+    committed one)."""
+    return list({p.results: p for p in (paths, Paths(paths.root))}.values())
 
 
 def _meta(path: Path) -> dict:
@@ -114,8 +115,8 @@ def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int, set] | None:
     flops = wall = n = 0
     where = set()
     for r in plan.runs.values():
-        for root in _records(paths):
-            meta = _meta(run_dir(plan, r, Paths(root)) / "meta.json")
+        for records in _records(paths):
+            meta = _meta(run_dir(plan, r, records) / "meta.json")
             if meta.get("status") == "complete" and meta.get("wall_time_s") and meta.get("tokens_seen"):
                 flops += meta["tokens_seen"] * flops_per_token(_shape(plan, r.size), seq)
                 wall, n = wall + meta["wall_time_s"], n + 1
@@ -132,8 +133,8 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
     where = set()
     for (key, trainer, lr, seed), f in trainings.items():
         e = plan.evaluations[key]
-        for root in _records(paths):
-            tree = Paths(root).run(plan.scale.scale, e.model, e.grid)
+        for records in _records(paths):
+            tree = records.run(plan.scale.scale, e.model, e.grid)
             found = tree.glob(f"*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json")
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 
 from ..config import REFERENCE
-from ..io import repo_relative
+from ..io import repo_relative, working_root
 from ..runs import Paths
 from .configs import grid_configs
 from .design import PAPER_ACCOUNTING
@@ -20,7 +20,7 @@ def format_plan(plan: Plan, paths: Paths | None = None, rate: tuple[float, str] 
     """The plan as `mlmclm study plan` prints it: its runs and grids with their status, their steps, tokens and
     FLOPs (`compute`, `part_totals`), and the wall time of what is missing and of a full run (`estimate`; `rate`:
     this machine's matmul rate, measured when needed and not given)."""
-    paths = paths or Paths()
+    paths = paths or Paths(working_root())
     grids = grid_configs(plan, paths)
     state = work(plan, paths, grids)
     c = compute(plan, grids)
@@ -44,8 +44,8 @@ def _header_lines(plan: Plan, paths: Paths) -> list[str]:
             f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
             f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)",
-            f"  results: {repo_relative(paths.results / s.scale)}; checkpoints: "
-            f"{repo_relative(paths.checkpoints / s.scale)}"]
+            f"  results: {repo_relative(paths.results / s.scale, paths.root)}; checkpoints: "
+            f"{repo_relative(paths.checkpoints / s.scale, paths.root)}"]
 
 
 def _run_lines(plan: Plan, state: Work) -> list[str]:

@@ -5,17 +5,17 @@ results.json already written, and every writer holds the lock of the folder it w
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import locks
 from ..config import PretrainConfig
-from ..io import ROOT, check_writable, repo_relative
+from ..io import check_writable, repo_relative, working_root
 from ..runs import Paths
 from ..evaluation.grid import plan_grid
 from ..evaluation.offline_suite import build_offline
+from ..evaluation.tasks import tasks_dir
 from ..training import checkpoints
 from .configs import grid_configs, run_config
 from .plan import Evaluation, Plan, Run
@@ -52,14 +52,16 @@ def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, pr
     """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
     fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so results outside them are left
     where they are (not set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
-    fine-tuning skips every results.json already written."""
-    paths = paths or Paths()
+    fine-tuning skips every results.json already written. `paths`: the study's folders (default: those of the working
+    root, `io.working_root()`); the configs it trains and fine-tunes with name them relative to `paths.root`, against
+    which pretraining and fine-tuning resolve them."""
+    paths = paths or Paths(working_root())
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
-    aside = [] if narrowed else set_aside(plan, grids)
+    aside = [] if narrowed else set_aside(plan, grids, paths.root)
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
-              f"{repo_relative(aside[0])}", flush=True)
+              f"{repo_relative(aside[0], paths.root)}", flush=True)
     state = work(plan, paths, grids)
     evals = [] if pretrain_only else state.evals
     todo = 0 if pretrain_only else sum(map(len, state.missing.values()))
@@ -70,12 +72,11 @@ def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, pr
           f"{len(plan.evaluations)} evaluated checkpoints ({len(evals)} with {todo} fine-tuning results to write)",
           flush=True)
     if evals and any(cfg.suite == "offline" for cfg in grids.values()):
-        build_offline(task_names(plan, grids), data_dir, progress=progress)
-    with contextlib.chdir(ROOT):  # configs name folders relative to the repository when inside it
-        _Runner(plan, paths, grids, evals, progress).train_and_finetune(state)
+        build_offline(task_names(plan, grids), data_dir or tasks_dir(paths.root), progress=progress)
+    _Runner(plan, paths, grids, evals, progress).train_and_finetune(state)
     seconds = time.perf_counter() - start
     print(f"study {names} at scale {scale}: done in {seconds / 60:.1f} min; results in "
-          f"{repo_relative(paths.results / scale)}", flush=True)
+          f"{repo_relative(paths.results / scale, paths.root)}", flush=True)
     return {"trained": len(state.runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
 
 
@@ -105,7 +106,7 @@ class _Runner:
                   flush=True)
             cfg = run_config(self.plan, r, self.paths)
             _rewind(self.plan, self.paths, r, state.wanted[r.run_id], cfg)
-            pretrain(cfg)
+            pretrain(cfg, root=self.paths.root)
             self.finetune([e for e in self.evals if e.run_id == r.run_id])
 
     def finetune(self, batch: list[Evaluation]) -> None:
@@ -116,4 +117,4 @@ class _Runner:
             print(f"[finetune {self.finetuned}/{len(self.evals)}] {e.model_id} ({e.grid} grid)", flush=True)
             step = self.plan.checkpoint_step(e)
             run_grid(checkpoint_dir(self.plan, self.paths, e.run_id, step), self.grids[e.grid],
-                     model_id=e.model_id, progress=self.progress, pairs=self.pairs[e.grid])
+                     model_id=e.model_id, progress=self.progress, pairs=self.pairs[e.grid], root=self.paths.root)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import locks
-from ..io import ROOT
 from ..runs import Paths, run_folder
 from ..evaluation.grid import OUTSIDE_GRID as ASIDE
 from ..evaluation.grid import grid_runs, put_result_back, result_fault, set_result_aside
@@ -38,32 +37,33 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
     return checkpoint_fault(plan, paths, run_id, step) is None
 
 
-def grid_results(e: Evaluation, cfg) -> dict:
-    """The results.json files of `e`'s grid, each with its dataset's protocol."""
-    tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
+def grid_results(e: Evaluation, cfg, root: Path) -> dict:
+    """The results.json files of `e`'s grid, each with its dataset's protocol (`cfg.results_dir` under the working
+    root `root`)."""
+    tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
     return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
-def result_faults(e: Evaluation, cfg) -> dict[Path, str]:
+def result_faults(e: Evaluation, cfg, root: Path) -> dict[Path, str]:
     """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings),
     each with why (`grid.result_fault`)."""
-    faults = {p: result_fault(p, c) for p, c in grid_results(e, cfg).items()}
+    faults = {p: result_fault(p, c) for p, c in grid_results(e, cfg, root).items()}
     return {p: f for p, f in faults.items() if f}
 
 
-def missing_results(e: Evaluation, cfg) -> set[Path]:
-    return set(result_faults(e, cfg))
+def missing_results(e: Evaluation, cfg, root: Path) -> set[Path]:
+    return set(result_faults(e, cfg, root))
 
 
-def set_aside(plan: Plan, grids: dict) -> list[Path]:
+def set_aside(plan: Plan, grids: dict, root: Path) -> list[Path]:
     """Set the results.json of the plan's evaluated models that lie outside their grid aside as `ASIDE` (the
     notebooks read every results.json of a model; `mlmclm.evaluation.grid.set_result_aside`), and put back those the
     grid holds again. Returns the paths set aside."""
     moved = []
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
-        wanted = grid_results(e, cfg)
-        tree = run_folder(ROOT / cfg.results_dir, cfg.scale, e.model)
+        wanted = grid_results(e, cfg, root)
+        tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
         if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
             continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
@@ -108,8 +108,8 @@ def work(plan: Plan, paths: Paths, grids: dict) -> Work:
     `grid_configs`."""
     status, needs, missing = {}, {}, {}          # needs: (run_id, step) -> the work that needs that checkpoint
     for key, e in plan.evaluations.items():
-        faults = result_faults(e, grids[e.grid])
-        total = len(grid_results(e, grids[e.grid]))
+        faults = result_faults(e, grids[e.grid], paths.root)
+        total = len(grid_results(e, grids[e.grid], paths.root))
         other = [f for f in faults.values() if f != "missing"]
         status[key] = (f"to run: {len(faults)} of {total} results missing" + (f" or incomplete ({other[0]})"
                                                                              if other else "")) if faults else COMPLETE

@@ -58,7 +58,7 @@ import yaml
 from .. import locks
 from ..errors import ConfigError, ResultFileError
 from ..fetch import sha256
-from ..io import ROOT, read_json, write_json
+from ..io import read_json, working_root, write_json
 from ..runs import run_folder
 
 STATE = "trainer_state.json"
@@ -226,10 +226,11 @@ def final_step(root: str | Path) -> int | None:
 
 def recorded_config(root: str | Path) -> dict | None:
     """The config.yaml of the run whose checkpoint folder is `root`, in the results folder its `run.json` names
-    (`recorded_results`); None where either is missing or does not parse."""
+    (`recorded_results`: a relative one under the working root, `io.working_root()`); None where either is missing or
+    does not parse."""
     results = recorded_results(root)
     try:
-        return yaml.safe_load((ROOT / results / "config.yaml").read_text()) if results else None
+        return yaml.safe_load((working_root() / results / "config.yaml").read_text()) if results else None
     except (OSError, yaml.YAMLError):
         return None
 

@@ -44,7 +44,7 @@ import torch
 from .. import locks
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, provenance, read_json, write_json, write_text
+from ..io import HUB_ID, check_writable, provenance, read_json, working_root, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -89,11 +89,13 @@ def owner(cfg: PretrainConfig) -> dict:
             "results": str(run_folder(cfg.results_dir, cfg.scale, cfg.run_id))}
 
 
-def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = True) -> None:
+def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, create: bool = True) -> None:
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
     and `micro_batch_size: auto` on this machine, the init checkpoint, the context, the corpus, the output folders
     (`create=False`: checked, not created), a run_id naming another model than the config trains, and a run folder
-    of another config under the same run_id."""
+    of another config under the same run_id. Folders and files resolve against the working root `root`
+    (`PretrainConfig.resolved`)."""
+    at = cfg.resolved(root)
     if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
         check_backend("flex", "cpu")
     if cfg.micro_batch_size == "auto" and not torch.cuda.is_available():
@@ -108,12 +110,12 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = T
             raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the {context}-token context of model size "
                               f"{cfg.model.size}; lower data.seq_len, or widen the model with "
                               f"model.overrides={{max_position_embeddings: {cfg.data.seq_len}}}")
-    corpus.check_corpus(cfg.data.corpus)
-    for folder in (Path(cfg.results_dir), Path(cfg.checkpoints_dir), Path(cfg.data.root)):
+    corpus.check_corpus(at.data.corpus)
+    for folder in (Path(at.results_dir), Path(at.checkpoints_dir), Path(at.data.root)):
         check_writable(folder, create)
-    _check_run_folder(cfg, run_folder(cfg.results_dir, cfg.scale, cfg.run_id))
+    _check_run_folder(cfg, run_folder(at.results_dir, cfg.scale, cfg.run_id))
     if cfg.init.kind == "run":
-        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
+        src = checkpoints.find_checkpoint(at.init.path, cfg.init.step)
         if fault := checkpoints.damage(src, verify=True):
             raise ConfigError(f"init checkpoint {src} is damaged ({fault}); train it again (its run resumes from "
                               f"its last good checkpoint once this one is removed)")
@@ -122,7 +124,7 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, create: bool = T
             if state["step"] >= schedule.total:
                 raise ConfigError(f"init checkpoint {src} is at step {state['step']}, at or past this run's "
                                   f"{schedule.total} steps")
-    if cfg.init.kind == "hf" and not Path(cfg.init.path).exists() and not HUB_ID.match(cfg.init.path):
+    if cfg.init.kind == "hf" and not Path(at.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
 
 
@@ -138,16 +140,19 @@ def _check_fsdp() -> None:
                       "launch with --multi_gpu for data parallelism over CPU processes, or run on GPUs")
 
 
-def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
+def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = None) -> Path:
     """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
-    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). The main
+    experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). `root`: the
+    working root the config's relative folders and files resolve against (default `io.working_root()`). The main
     process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
     the same run waits for it, then finds the run complete."""
     schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
                         cfg.optim.final_lr_ratio)
-    _check_before_work(cfg, schedule)
-    run_dir = run_folder(cfg.results_dir, cfg.scale, cfg.run_id)
-    ckpt_root = checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)
+    root = root or working_root()
+    _check_before_work(cfg, schedule, root)
+    work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
+    run_dir = run_folder(work.results_dir, cfg.scale, cfg.run_id)
+    ckpt_root = checkpoints.run_root(work.checkpoints_dir, cfg.scale, cfg.run_id)
     with contextlib.ExitStack() as held:
         if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)
             held.enter_context(locks.hold(run_dir))
@@ -158,8 +163,8 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none") -> Path:
                 print(f"{cfg.run_id}: already complete ({run_dir})")
                 return run_dir
             accelerator = start_accelerator(cfg, run_dir, report_to)
-            trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(cfg, schedule, accelerator),
-                              report_to)
+            trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(work, schedule, accelerator),
+                              report_to, work.init.path)
             return trainer.run()
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step if trainer else 0}") from None
@@ -204,6 +209,7 @@ class Trainer:
     accelerator: Any
     built: Built
     report_to: str = "none"
+    init_path: str | None = None  # init.path resolved against the working root (`PretrainConfig.resolved`)
     step: int = 0  # the step being trained: what an interruption reports
     # resume
     start: int = 0  # the step training resumes after (0: none done)
@@ -267,7 +273,7 @@ class Trainer:
                 checkpoints.drop_after(root, good)
         accelerator.wait_for_everyone()
         own = checkpoints.last(root)
-        resume_from = own or (checkpoints.find_checkpoint(cfg.init.path, cfg.init.step) if cfg.init.optimizer
+        resume_from = own or (checkpoints.find_checkpoint(self.init_path, cfg.init.step) if cfg.init.optimizer
                               else None)
         if resume_from is not None:
             accelerator.load_state(str(resume_from))
@@ -530,20 +536,20 @@ def _recorded_identity(meta_path: Path) -> str | None:
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def _run_cli(args) -> int:
-    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
+    cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), working_root()
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
         _check_before_work(cfg, Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
-                                         cfg.optim.final_lr_ratio), create=False)
+                                         cfg.optim.final_lr_ratio), root, create=False)
         print(to_yaml(cfg), end="")
         return 0
-    run_dir = pretrain(cfg, args.report_to)
+    run_dir = pretrain(cfg, args.report_to, root)
     print(f"{cfg.run_id}: complete; record in {run_dir}, checkpoints in "
           f"{checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)}")
     return 0
 
 
 def _data_cli(args) -> int:
-    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides)
+    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(working_root())
     hf_tok = load_hf_decoder(cfg.init)[1] if cfg.init.kind == "hf" else None
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
     shards = corpus.prepare_shards(cfg, tokenizer)
