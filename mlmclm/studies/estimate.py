@@ -32,8 +32,8 @@ def _shape(plan: Plan, size: str) -> dict:
 
 
 def compute(plan: Plan, grids: dict) -> dict:
-    """FLOPs of the plan, by the usual 6N per training token plus attention (`sizes.flops_per_token`, dense output
-    layer): of each run ("runs": its own steps), of each fine-tuning training ("trainings", by (evaluation key,
+    """FLOPs of the plan, by the "model" rule of `mlmclm.flops` (6 x the body's weights and the output layer a
+    training token, plus attention: `sizes.flops_per_token`, dense output layer): of each run ("runs": its own steps), of each fine-tuning training ("trainings", by (evaluation key,
     trainer, lr, seed): its steps once, validation every epoch and test on each dataset it is evaluated on), and the
     results.json count of each evaluation ("results"). `grids`: the plan's `grid_configs`."""
     seq, batch = plan.template["data"]["seq_len"], plan.template["batch_size"]
