@@ -205,7 +205,7 @@ def misplaced(path: str | Path, doc: dict) -> str | None:
     if not isinstance(meta, dict) or not all(k in meta for k in PLACE):
         return None
     try:
-        want = (*(str(meta[k]) for k in PLACE[:4]), f"lr{lr_text(float(meta['lr']))}_sd{int(meta['seed'])}")
+        want = (*(str(meta[k]) for k in PLACE[:4]), cell_folder(float(meta['lr']), int(meta['seed'])))
     except (TypeError, ValueError):
         return f"{path}: its meta names no folder (lr {meta['lr']!r}, seed {meta['seed']!r})"
     if Path(path).parent.parts[-5:] != want:
@@ -275,6 +275,11 @@ def repo_relative(path: str | Path, root: Path) -> str:
         except ValueError:
             pass
     return str(Path(path).resolve())
+
+
+def cell_folder(lr: float, seed: int) -> str:
+    """The folder of one fine-tuning run of a grid: `lr{LR}_sd{seed}` (LR: `lr_text`)."""
+    return f"lr{lr_text(lr)}_sd{seed}"
 
 
 def lr_text(lr: float) -> str:

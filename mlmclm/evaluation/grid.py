@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..config import FinetuneConfig, to_dict
 from ..errors import FinetuneError, ResultFileError
-from ..io import load_result, lr_text, misplaced
+from ..io import cell_folder, load_result, misplaced
 from ..runs import run_folder
 from .tasks import GROUPS, Task, select_tasks
 
@@ -70,7 +70,7 @@ def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task
 def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
     """Every results.json of `cfg`'s grid for a model (relative to `results_dir/scale/<model_id>`), with the
     protocol it is computed with."""
-    return {Path(t.group) / t.name / f"lr{lr_text(lr)}_sd{sd}" / "results.json": c
+    return {Path(t.group) / t.name / cell_folder(lr, sd) / "results.json": c
             for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
 
 
@@ -83,8 +83,7 @@ def context_length(cfg: FinetuneConfig, limit: int) -> int:
 def run_dir(root: Path, cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
     """The folder of one run of the grid, where its results.json goes (`cfg.results_dir` under the working root
     `root`)."""
-    return (run_folder(root / cfg.results_dir, cfg.scale, model_id) / task.group / task.name /
-            f"lr{lr_text(lr)}_sd{seed}")
+    return run_folder(root / cfg.results_dir, cfg.scale, model_id) / task.group / task.name / cell_folder(lr, seed)
 
 
 # ---- results set aside: the one mechanism ----

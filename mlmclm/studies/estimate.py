@@ -13,7 +13,7 @@ from pathlib import Path
 from ..config import REFERENCE
 from ..errors import ResultFileError
 from ..sizes import SIZES, flops_per_token
-from ..io import lr_text, read_json
+from ..io import cell_folder, read_json
 from ..runs import Paths
 from ..evaluation.grid import context_length, plan_grid
 from .configs import grid_configs, run_dir
@@ -135,7 +135,7 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
         e = plan.evaluations[key]
         for records in _records(paths):
             tree = records.run(plan.scale.scale, e.model, e.grid)
-            found = tree.glob(f"*/{trainer}/lr{lr_text(lr)}_sd{seed}/results.json")
+            found = tree.glob(f"*/{trainer}/{cell_folder(lr, seed)}/results.json")
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]
             if metas:
