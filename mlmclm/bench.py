@@ -50,7 +50,7 @@ from .models.configuration import MlmClmConfig
 from .io import PACKAGE_ROOT, git_commit, hardware, versions, working_root, write_text
 from .models.modeling import MlmClmForMaskedLM
 from .training.corpus import load_tokenizer, train_tokenizer
-from .training.objectives import IGNORE, clm_labels
+from .training.objectives import IGNORE, clm_labels, label_positions
 
 
 # The benchmarks' batches are random token ids without a tokenizer: ids 0-3 are the special tokens, in a trained
@@ -232,9 +232,11 @@ def _median_step_seconds(config: MlmClmConfig, backend: str, ids, labels, is_cau
     fwd = torch.compile(model) if compile_model else model
     autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda")
 
+    positions = label_positions(labels)  # once, outside the timed steps, as the pretraining loop does on the host
+
     def step():
         with autocast:
-            loss = fwd(ids, labels=labels, is_causal=is_causal).loss
+            loss = fwd(ids, labels=labels, is_causal=is_causal, label_positions=positions).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

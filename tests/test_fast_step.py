@@ -52,7 +52,7 @@ def test_a_training_step_never_waits_for_the_device_and_logging_does(tmp_path, t
     spy leaves out), the non-finite check and the loss read in `log`."""
     spy, per_step, at_log = SyncSpy(), {}, []
     train_step, log = Trainer.train_step, Trainer.log
-    objective_batch, positions = Trainer.objective_batch, pretrain_module._positions
+    objective_batch, positions = Trainer.objective_batch, pretrain_module.label_positions
 
     def spied_step(self, step):
         before = len(spy.seen)
@@ -75,7 +75,7 @@ def test_a_training_step_never_waits_for_the_device_and_logging_does(tmp_path, t
     monkeypatch.setattr(Trainer, "train_step", spied_step)
     monkeypatch.setattr(Trainer, "log", spied_log)
     monkeypatch.setattr(Trainer, "objective_batch", on_host(objective_batch))
-    monkeypatch.setattr(pretrain_module, "_positions", on_host(positions))
+    monkeypatch.setattr(pretrain_module, "label_positions", on_host(positions))
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="sync", log_every=3,
                       phases=(("mix1clm3mlm40", 2), ("clm", 2), ("mlm40", 2)), data={"document_masking": True},
                       optim={"warmup_steps": 1, "decay_steps": 2, "grad_clip": 1.0}, checkpoint={"steps": []})
@@ -105,7 +105,7 @@ def test_label_positions_give_the_boolean_indexings_loss_and_gradients():
     ids = torch.randint(4, 300, (3, 16))
     labels = torch.where(torch.rand(ids.shape) < 0.4, ids, -100)
     out = {}
-    for name, positions in (("mask", None), ("positions", pretrain_module._positions(labels))):
+    for name, positions in (("mask", None), ("positions", pretrain_module.label_positions(labels))):
         model.zero_grad(set_to_none=True)
         loss = model(ids, labels=labels, label_positions=positions).loss
         loss.backward()

@@ -51,3 +51,10 @@ def clm_labels(input_ids: torch.Tensor, attention_mask: torch.Tensor | None = No
     if shift:
         labels = torch.cat([labels[..., 1:], torch.full_like(labels[..., :1], IGNORE)], dim=-1)
     return labels
+
+
+def label_positions(labels: torch.Tensor) -> torch.Tensor:
+    """The flat indices of the labelled positions of `labels` (what the sparse loss reads: `label_positions` of
+    `MlmClmForMaskedLM`). Computed where the labels are built (on the host), they spare the loss boolean indexing's
+    device sync."""
+    return (labels.reshape(-1) != IGNORE).nonzero().squeeze(1)

@@ -51,7 +51,7 @@ from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..runs import ModelId, id_of, run_folder
 from . import checkpoints, corpus, trackers
 from .build import Built, build, distributed_setup, load_hf_decoder, micro_batch_from_memory, start_accelerator
-from .objectives import IGNORE, Schedule, clm_labels, mlm_inputs
+from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
 from .runlog import CSV_FIELDS, finished, log_end, truncate
 
 
@@ -386,7 +386,7 @@ class Trainer:
                 losses = [self.built.model(input_ids=inputs[a:b], labels=labels[a:b], is_causal=objective.is_causal,
                                            document_ids=None if docs is None else docs[a:b],
                                            num_items_in_batch=total_labels,
-                                           label_positions=self.to_device(_positions(host_labels[a:b]))).loss
+                                           label_positions=self.to_device(label_positions(host_labels[a:b]))).loss
                           for objective, a, b in _within(parts, first, first + micro)]
                 loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
                 # DDP averages gradients over processes; the loss is a sum over the global batch
@@ -458,11 +458,6 @@ class Trainer:
             "data": {"shards": str(self.built.shards), **shard_meta},
             **provenance(),
         })
-
-
-def _positions(labels: torch.Tensor) -> torch.Tensor:
-    """The flat indices of the labelled positions of host `labels` (what the sparse loss reads)."""
-    return (labels.reshape(-1) != IGNORE).nonzero().squeeze(1)
 
 
 def _within(parts, first: int, end: int) -> list:
