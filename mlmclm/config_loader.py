@@ -91,6 +91,15 @@ def from_dict(cls, data: dict, prefix: str = ""):
     return obj
 
 
+def _form(tp) -> str:
+    """What a value of type `tp` looks like, for an error: "an integer", "'auto'", "a list", ..."""
+    if typing.get_origin(tp) is Literal:
+        return " or ".join(map(repr, typing.get_args(tp)))
+    words = {int: "an integer", float: "a number", str: "a text", bool: "true or false", list: "a list",
+             tuple: "a list", dict: "a mapping"}
+    return words.get(typing.get_origin(tp) or tp, "a mapping" if dataclasses.is_dataclass(tp) else str(tp))
+
+
 def _convert(tp, value, name: str):
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if dataclasses.is_dataclass(tp):
@@ -98,13 +107,14 @@ def _convert(tp, value, name: str):
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
+        errors, forms = [], [a for a in args if a is not type(None)]
+        for arg in forms:
             try:
                 return _convert(arg, value, name)
             except ConfigError as e:
                 errors.append(str(e))
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{name}: {value!r} matches none of {tp}")
+        raise ConfigError(errors[0] if len(errors) == 1 else
+                          f"{name} must be {' or '.join(map(_form, forms))}, got {value!r}")
     if origin is Literal:
         if value not in args:
             raise ConfigError(f"{name}={value!r} is not allowed; choose one of {', '.join(map(str, args))}")

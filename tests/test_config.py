@@ -24,6 +24,7 @@ class Run:
     optim: Optim = field(default_factory=Optim)
     phases: list[tuple[str, int]] = field(default_factory=list)
     init: str | None = None
+    micro: int | Literal["auto"] = 4
 
     def validate(self):
         if self.steps <= 0:
@@ -53,6 +54,7 @@ def to_yaml_file(tmp_path, cfg):
     ({}, ["steps=0"], "steps must be positive, got 0"),
     ({}, ["optim.betas=[0.9]"], "optim.betas must have 2 items"),
     ({}, ["steps"], "must look like dotted.key=value"),
+    ({}, ["micro=big"], "micro must be an integer or 'auto', got 'big'"),
 ])
 def test_bad_configs_give_one_line(data, overrides, match):
     with pytest.raises(ConfigError, match=match) as err:
