@@ -47,8 +47,8 @@ from __future__ import annotations
 # The terms each rule counts (the module docstring says who uses which)
 RULES = {
     "model": ("body", "norms", "attention", "output"),
-    "App. F": ("embeddings", "body", "attention", "softmax", "output"),
-    "6N": ("embeddings", "body", "output"),
+    "App. F": ("embedding", "body", "attention", "softmax", "output"),
+    "6N": ("embedding", "body", "output"),
 }
 
 
@@ -76,13 +76,15 @@ def flops_per_token(rule: str, *, body: int, embedding: int, norms: int = 0, att
     forward = 2 * body
     if "norms" in counted:
         forward += 2 * norms
-    if "embeddings" in counted:
+    if "embedding" in counted:
         forward += 2 * embedding
     if "attention" in counted:
         forward += attention
     if "softmax" in counted:
         forward += softmax
-    return (forward + output_fraction * 2 * embedding) * (3 if training else 1)
+    if "output" in counted:
+        forward += output_fraction * 2 * embedding
+    return forward * (3 if training else 1)
 
 
 def schedule_flops(fractions, rule: str, tokens_per_step: int, **counts) -> float:
