@@ -44,7 +44,7 @@ import torch
 from .. import locks
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, provenance, read_json, working_root, write_json, write_text
+from ..io import HUB_ID, check_writable, provenance, read_json, repo_relative, working_root, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -538,8 +538,8 @@ def _run_cli(args) -> int:
         print(to_yaml(cfg), end="")
         return 0
     run_dir = pretrain(cfg, args.report_to, root)
-    print(f"{cfg.run_id}: complete; record in {run_dir}, checkpoints in "
-          f"{checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id)}")
+    print(f"{cfg.run_id}: complete; record in {repo_relative(run_dir, root)}, checkpoints in "
+          f"{repo_relative(checkpoints.run_root(root / cfg.checkpoints_dir, cfg.scale, cfg.run_id), root)}")
     return 0
 
 
