@@ -42,15 +42,6 @@ class Lineage:
         return sum(n for _, n in self.segments) - self.offset
 
 
-def _config(records: Path, run: str) -> PretrainConfig | None:
-    """The run's recorded config, None where there is none or it names no phases (a run recorded before phases)."""
-    import yaml
-
-    path = records / run / "config.yaml"
-    record = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
-    return load_config(PretrainConfig, record) if "phases" in record else None
-
-
 def _upto(segments, steps: int) -> list[tuple[AnyObjective, int]]:
     """The first `steps` steps of a lineage."""
     out = []
@@ -62,25 +53,42 @@ def _upto(segments, steps: int) -> list[tuple[AnyObjective, int]]:
     return out
 
 
-def lineage(records: str | Path, run: str, _seen: frozenset = frozenset()) -> Lineage | None:
-    """Run `run`'s lineage from the config.yaml files under ``records`` (a scale's run folders); None where a record
-    on the way is missing, or the lineage starts from a model pretrained elsewhere (``init.kind: hf``) or loops."""
-    records = Path(records)
-    cfg = _config(records, run)
-    if cfg is None or cfg.init.kind == "hf" or run in _seen:
-        return None
-    phases = tuple((parse_objective(str(o)), int(n)) for o, n in cfg.phases)
-    if cfg.init.kind != "run":
-        return Lineage(phases, 0, None, cfg.model.size, cfg.seed)
-    parent = lineage(records, Path(cfg.init.path).name, _seen | {run})
-    if parent is None:
-        return None
-    if cfg.init.optimizer:  # a branch: its phases restate the parent's from the parent's own start
-        offset, cpt = parent.offset, parent.cpt_start
-    else:  # continued pretraining of the parent's checkpoint
-        offset = parent.offset + (parent.final if cfg.init.step is None else cfg.init.step)
-        cpt = offset if parent.cpt_start is None else parent.cpt_start
-    return Lineage(tuple(_upto(parent.segments, offset)) + phases, offset, cpt, cfg.model.size, cfg.seed)
+class Records:
+    """The run records under one folder (a scale's run folders, ``<folder>/<run>/config.yaml``), each read once."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._configs: dict[str, PretrainConfig | None] = {}
+
+    def config(self, run: str) -> PretrainConfig | None:
+        """The run's recorded config, None where there is none or it names no phases (a run recorded before
+        phases)."""
+        if run not in self._configs:
+            import yaml
+
+            path = self.folder / run / "config.yaml"
+            record = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+            self._configs[run] = load_config(PretrainConfig, record) if "phases" in record else None
+        return self._configs[run]
+
+    def lineage(self, run: str, _seen: frozenset = frozenset()) -> Lineage | None:
+        """Run `run`'s lineage; None where a record on the way is missing, or the lineage starts from a model
+        pretrained elsewhere (``init.kind: hf``) or loops."""
+        cfg = self.config(run)
+        if cfg is None or cfg.init.kind == "hf" or run in _seen:
+            return None
+        phases = tuple((parse_objective(str(o)), int(n)) for o, n in cfg.phases)
+        if cfg.init.kind != "run":
+            return Lineage(phases, 0, None, cfg.model.size, cfg.seed)
+        parent = self.lineage(Path(cfg.init.path).name, _seen | {run})
+        if parent is None:
+            return None
+        if cfg.init.optimizer:  # a branch: its phases restate the parent's from the parent's own start
+            offset, cpt = parent.offset, parent.cpt_start
+        else:  # continued pretraining of the parent's checkpoint
+            offset = parent.offset + (parent.final if cfg.init.step is None else cfg.init.step)
+            cpt = offset if parent.cpt_start is None else parent.cpt_start
+        return Lineage(tuple(_upto(parent.segments, offset)) + phases, offset, cpt, cfg.model.size, cfg.seed)
 
 
 def _clm_steps(segments) -> int:
@@ -132,13 +140,13 @@ def evaluated(meta: dict) -> tuple[str, int | None] | None:
     return (run, int(step) if isinstance(step, int) else None) if run else None
 
 
-def recorded(records: str | Path, checkpoints: dict) -> dict:
-    """model -> `attributes`, for each model (``checkpoints``: model -> `evaluated`) whose run's lineage is recorded
-    under ``records``."""
+def recorded(records: Records, checkpoints: dict) -> dict:
+    """model -> `attributes`, for each model (``checkpoints``: model -> `evaluated`) whose run's lineage is in
+    ``records``."""
     lines, out = {}, {}
     for model, (run, step) in checkpoints.items():
         if run not in lines:
-            lines[run] = lineage(records, run)
+            lines[run] = records.lineage(run)
         if lines[run] is not None:
             out[model] = attributes(lines[run], step)
     return out

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import PretrainConfig, load_config
 from ..errors import ConfigError, ResultFileError
 from ..io import load_result, misplaced
 from ..locks import busy
 from ..runs import ModelId, id_of
 from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, size_label, with_attributes
-from .lineage import attributes, evaluated, lineage, recorded
+from .lineage import Records, attributes, evaluated, recorded
 
 _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
 
@@ -82,7 +81,7 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     config.yaml and its parents', under ``records``, default root: `lineage`); a model without them keeps its id's.
     """
     root = Path(root)
-    records = root if records is None else Path(records)
+    records = Records(root if records is None else records)
     rows, aside, checkpoints = [], [], {}
     writing = {d.name: who for d in root.glob("*") if d.is_dir() and (who := busy(d))}
     for model, who in writing.items():  # a consistent snapshot: no model whose grid is being written
@@ -112,25 +111,20 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     return runs_frame(rows, source, scale, grid, recorded(records, checkpoints))
 
 
-def check_configs(root: Path, models) -> None:
-    """A folder named as a model id must hold that model: where its run's record is in ``root`` (its config.yaml),
+def check_configs(records: Records, models) -> None:
+    """A folder named as a model id must hold that model: where its run's record is in ``records`` (its config.yaml),
     that config must train the model its id names (`runs.id_of`), else a `ResultFileError`: the folder's name would
     say one model and its results another. Folders under free names, and models without a record here (or one that
     names no phases), are not checked."""
-    import yaml
-
     for model in sorted(models):
         try:
             run = ModelId.parse(model).run
         except ResultFileError:
             continue
-        config = root / str(run) / "config.yaml"
-        record = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
-        if "phases" not in record:
-            continue
-        if (trains := id_of(load_config(PretrainConfig, record))) not in (None, run):
-            raise ResultFileError(f"{config} trains {trains}, not the {run} its folder names: its results would be "
-                                  f"read as another model's; rename the folder to {trains}")
+        if (cfg := records.config(str(run))) is not None and (trains := id_of(cfg)) not in (None, run):
+            raise ResultFileError(f"{records.folder / str(run) / 'config.yaml'} trains {trains}, not the {run} its "
+                                  f"folder names: its results would be read as another model's; rename the folder "
+                                  f"to {trains}")
 
 
 def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default",
@@ -170,7 +164,8 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
         frames.append(log[["step", "loss"]].assign(model=path.parent.name, **start))
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
-    lines = {m: line for m in {f["model"].iat[0] for f in frames} if (line := lineage(runs_dir, m)) is not None}
+    records = Records(runs_dir)
+    lines = {m: line for m in {f["model"].iat[0] for f in frames} if (line := records.lineage(m)) is not None}
     return with_attributes(pd.concat(frames, ignore_index=True), {m: attributes(line) for m, line in lines.items()})
 
 
