@@ -264,9 +264,10 @@ FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
 # own tree, results/runs/reference/<scale>/, which no claim and no control of ours reads.
 REFERENCE = "reference"
 PAPER_LRS = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4]
-# The paper's run lengths in thousands of steps (its Section 3): the base runs' budget and the CPT lengths. `studies`
+# The paper's run lengths in thousands of steps (its Section 3): the base runs' budget, the CPT lengths and the
+# intermediate checkpoints of its data-efficiency study. `studies`
 # writes the whole design in these units; figures read the two (analysis does not import studies).
-PAPER_TOTAL_K, PAPER_CPT_K = 42, (2, 12, 22)
+PAPER_TOTAL_K, PAPER_CPT_K, PAPER_INTERMEDIATE_K = 42, (2, 12, 22), (1, 2, 5, 10, 20, 40)
 PAPER_SIZES = ("210M", "610M", "1B")  # Table 1's sizes, in the order a scale's three sizes stand for them
 
 
@@ -411,7 +412,11 @@ class ScaleConfig:
                                                      # default grid, which must then span several learning rates)
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
+    seeded_intermediate_k: list[float] = field(default_factory=list)  # those of them evaluated at every pretraining
+                                                                       # seed too (the others: seed 0 only)
     pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
+    calibration_seed: Optional[int] = None  # a pretraining seed of the base CLM and MLM-40% runs that no claim uses:
+                                            # trained (with seed 0's checkpoints) for calibrating the grids only
     seed_data_order: bool = False           # a pretraining seed also shuffles the data: data.seed = the recipe's +
                                             # the run's seed (off: every seed reads one order, as mini and long do)
     split_cpt_seeds: int = 1                # pretraining seeds of the 42k budget's CLM-then-MLM splits (claim 5) and
@@ -465,6 +470,13 @@ class ScaleConfig:
             raise ConfigError(f"objectives must include clm and mlm40 (every study compares them), got {self.objectives}")
         if self.pretrain_seeds < 1:
             raise ConfigError(f"pretrain_seeds must be 1 or more, got {self.pretrain_seeds}")
+        bad = [k for k in self.seeded_intermediate_k if k not in (self.intermediate_k or PAPER_INTERMEDIATE_K)]
+        if bad:
+            raise ConfigError(f"seeded_intermediate_k: {bad[0]} is not one of the evaluated checkpoints "
+                              f"{self.intermediate_k or list(PAPER_INTERMEDIATE_K)} (intermediate_k)")
+        if self.calibration_seed is not None and self.calibration_seed < self.pretrain_seeds:
+            raise ConfigError(f"calibration_seed ({self.calibration_seed}) must be a seed no claim uses: "
+                              f"{self.pretrain_seeds} or more (pretrain_seeds is {self.pretrain_seeds})")
         if not 1 <= self.split_cpt_seeds <= self.pretrain_seeds:
             raise ConfigError(f"split_cpt_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
                               f"splits and CPT runs continue base runs of those seeds; got {self.split_cpt_seeds}")

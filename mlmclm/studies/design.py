@@ -5,7 +5,8 @@ run are merged by id, and a run that continues another names it as its parent, s
 
 from __future__ import annotations
 
-from ..config import BEYOND, PAPER_CPT_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, STUDIES, ScaleConfig
+from ..config import (BEYOND, PAPER_CPT_K, PAPER_INTERMEDIATE_K, PAPER_TOTAL_K, REFERENCE, RECIPES_DIR, STUDIES,
+                      ScaleConfig)
 from ..errors import ConfigError
 from ..runs import ModelId
 from .plan import Evaluation, Plan, Run
@@ -14,7 +15,7 @@ from .plan import Evaluation, Plan, Run
 TOTAL, WARMUP, DECAY = PAPER_TOTAL_K, 2, 2
 OBJECTIVES = ("clm", "mlm20", "mlm30", "mlm40", "mlm50")
 MAIN = "mlm40"                                   # the MLM of every later study (610M + 40%)
-INTERMEDIATE = (1, 2, 5, 10, 20, 40)             # (b) evaluated checkpoints of the middle size's CLM and MLM-40 runs
+INTERMEDIATE = PAPER_INTERMEDIATE_K             # (b) evaluated checkpoints of the middle size's CLM and MLM-40 runs
 BUDGETS = {12: (0, 3, 6, 9, 12), 22: (0, 5, 11, 17, 22), 42: (0, 10, 21, 32, 42)}  # (d) CLM steps of each split
 SWITCH = 40                                      # (d) CLM 40k + MLM 2k at every masking ratio
 CPT = PAPER_CPT_K                                # (e) MLM-40 continued pretraining of the decayed CLM and MLM-40 runs
@@ -142,11 +143,17 @@ def build_plan(s: ScaleConfig) -> Plan:
             for objective in ("clm", MAIN):
                 b.evaluate("scaling", b.base("scaling", size, objective, seed))
     # (b) data efficiency: the middle size's CLM and MLM-40 runs at intermediate checkpoints, and at the end
+    # (the scale's `seeded_intermediate_k` at every pretraining seed)
     for objective in ("clm", MAIN) if "data_efficiency" in wanted else ():
         run = b.base("data_efficiency", middle, objective)
         for k in s.intermediate_k or INTERMEDIATE:
             b.evaluate("data_efficiency", run, b.k(k))
         b.evaluate("data_efficiency", run)
+        for seed in range(1, s.pretrain_seeds) if s.seeded_intermediate_k else ():
+            run = b.base("data_efficiency", middle, objective, seed)
+            for k in s.seeded_intermediate_k:
+                b.evaluate("data_efficiency", run, b.k(k))
+            b.evaluate("data_efficiency", run)
     # (c) stability: the learning-rate x seed grid of those two models
     for objective in ("clm", MAIN) if "stability" in wanted else ():  # no second grid: the default one
         b.evaluate("stability", b.base("stability", middle, objective), grid="stability" if s.stability else "default")
@@ -158,6 +165,10 @@ def build_plan(s: ScaleConfig) -> Plan:
         _cpt(b, middle)
     if BEYOND in wanted:
         _beyond(b, middle)
+    if s.calibration_seed is not None:  # trained for the grids' calibration, evaluated by no study
+        for objective in ("clm", MAIN):
+            run = b.base(wanted[0], middle, objective, s.calibration_seed, part="calibration")
+            run.checkpoints |= b.base(wanted[0], middle, objective).checkpoints
     return Plan(s, _training_order(b.runs), b.evals, run_template(s), wanted)
 
 

@@ -94,17 +94,19 @@ class Plan:
 
     def for_models(self, model_ids) -> "Plan":
         """The part of the plan that evaluates the models `model_ids` (a model id the plan does not evaluate is a
-        `ConfigError` naming the close ones): their evaluations, their runs and every run those start from."""
+        `ConfigError` naming the close ones): their evaluations, their runs and every run those start from. A run
+        that no study evaluates (a calibration seed's) is named by its run id: it alone, with what it starts from."""
         known = sorted({e.model_id for e in self.evaluations.values()})
         for model in model_ids:
-            if model not in known:
+            if model not in known and model not in self.runs:
                 import difflib
 
                 close = difflib.get_close_matches(model, known, n=3, cutoff=0.5)
                 raise ConfigError(f"--model {model}: not a model these studies evaluate at scale {self.scale.scale}; "
                                   + (f"did you mean {', '.join(close)}?" if close else "see `mlmclm study plan`"))
         evals = {k: e for k, e in self.evaluations.items() if e.model_id in model_ids}
-        return self._keeping(evals, {e.run_id for e in evals.values()}, self.studies)
+        unevaluated = {m for m in model_ids if m not in known}
+        return self._keeping(evals, {e.run_id for e in evals.values()} | unevaluated, self.studies)
 
     def _keeping(self, evals: dict, keep: set, names: list) -> "Plan":
         """The plan of `evals`, the runs `keep` and every run those start from."""

