@@ -109,6 +109,7 @@ class DataSpec:
     max_tokens: Optional[int] = None        # stop tokenising after this many training tokens (streamed corpora)
     tokenizer: str = "train"                # "train" (byte-level BPE on the corpus) or a transformers tokenizer
     vocab_size: int = 8192                  # for a trained tokenizer
+    tokenizer_chars: int = 50_000_000       # ... on this many characters from the corpus's start
     mask_token: Optional[str] = None        # an existing token to use as the mask when the tokenizer has none
     seq_len: int = 128
     document_masking: bool = False          # attention within documents only (off, as the paper's code)
@@ -120,6 +121,7 @@ class DataSpec:
         if self.seq_len <= 1:
             raise ConfigError(f"data.seq_len must be at least 2, got {self.seq_len}")
         check_seed("data.seed", self.seed)
+        check_range("data.tokenizer_chars", self.tokenizer_chars, 1, why="the characters a BPE is trained on")
         check_range("data.offset", self.offset, 0, why="the first sample a run reads")
         for name in ("max_chars", "max_tokens"):
             if getattr(self, name) is not None:

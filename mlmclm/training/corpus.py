@@ -30,7 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import locks
-from ..config import PretrainConfig
+from ..config import DataSpec, PretrainConfig
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
 from ..io import atomic_path, write_json
@@ -157,6 +157,46 @@ def _pgdocs(root: Path) -> Iterator[str]:
         yield from _paragraph_chunks(text)
 
 
+_ROFF_CHARS = {"em": "--", "en": "-", "aq": "'", "cq": "'", "oq": "'", "lq": '"', "rq": '"', "dq": '"', "bu": "*",
+               "mu": "x", "ti": "~", "ha": "^", "rs": "\\", "co": "(c)", "<=": "<=", ">=": ">=", "->": "->"}
+
+
+def _roff_text(line: str) -> str:
+    """A roff text line's characters: font changes and strings dropped, named characters (the common ones) and
+    escapes written out."""
+    line = re.sub(r"\\f(?:\[[^]]*\]|\(..|.)", "", line)
+    line = re.sub(r"\\\*(?:\(..|\[[^]]*\]|.)", "", line)
+    line = re.sub(r"\\(?:\((..)|\[([^]]*)\])", lambda m: _ROFF_CHARS.get(m[1] or m[2], ""), line)
+    line = re.sub(r"\\[&|^%:]", "", line).replace("\\ ", " ")
+    return re.sub(r"\\([-e])", lambda m: "-" if m[1] == "-" else "\\", line)
+
+
+def _manpages(root: Path) -> Iterator[str]:
+    """Linux manual pages (roff) as plain text: comments and layout requests dropped (a paragraph break for those
+    that start one), font macros reduced to their words, escapes to their characters; `.so` links skipped."""
+    for f in sorted(root.glob("usr/share/man/man*/*.gz")):
+        lines = []
+        for line in gzip.open(f, "rt", encoding="utf-8", errors="replace").read().splitlines():
+            if line.startswith(".so ") or line.startswith("'\\\""):
+                continue
+            if line.startswith("."):
+                request, _, args = line[1:].partition(" ")
+                if request.startswith('\\"'):
+                    continue
+                if request in ("B", "I", "BR", "RB", "IR", "RI", "BI", "IB", "SH", "SS"):
+                    words = re.findall(r'"([^"]*)"|(\S+)', args)
+                    sep = " " if request in ("B", "I", "SH", "SS") else ""
+                    line = sep.join(a or b for a, b in words)
+                    if request in ("SH", "SS"):
+                        lines += ["", _roff_text(line), ""]
+                        continue
+                else:
+                    lines.append("")  # .PP, .TP, .IP, .nf, .RS ...: a break
+                    continue
+            lines.append(_roff_text(line))
+        yield from _paragraph_chunks("\n".join(lines))
+
+
 def _jargon(root: Path) -> Iterator[str]:
     """The Jargon File 4.4.7 (plain text)."""
     yield from _paragraph_chunks(gzip.open(root / "usr/share/doc/jargon-text/jargon.txt.gz", "rt",
@@ -200,6 +240,8 @@ SOURCES: dict[str, Source] = {
     "pgdocs": Source("deb", "postgresql-doc-15", None, _pgdocs, "PostgreSQL licence"),
     "foldoc": Source("deb", "dict-foldoc", None, _dictd("foldoc"), "GFDL-1.1+"),
     "jargon": Source("deb", "jargon-text", None, _jargon, "public domain"),
+    "manpages": Source("deb", "manpages", None, _manpages, "GPL-2+ and other free licences (per page)"),
+    "manpagesdev": Source("deb", "manpages-dev", None, _manpages, "GPL-2+ and other free licences (per page)"),
 }
 
 
@@ -510,11 +552,12 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
             tok.add_special_tokens({"bos_token": SPECIAL_TOKENS["bos_token"]})
         return tok
     if data.tokenizer == "train":
-        path = root / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}"
+        chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
+        path = root / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
         with locks.hold(path.parent):  # one builder at a time; the second finds it built
             if not (path / "tokenizer.json").exists():
                 texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-                train_tokenizer(texts, data.vocab_size, path)
+                train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
         tok = load_tokenizer(str(path))
         if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
             print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
