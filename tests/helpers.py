@@ -171,22 +171,24 @@ def write_synthetic_study(root: Path, size: str = "mini-m", ratios=(20, 30, 40, 
 
 def write_planted(root: Path, rates: dict, groups=(("SC", "toy_sc"), ("TC", "toy_tc")), lrs=(1e-3,), seeds=range(4),
                   n: int = 200, seed: int = 0, majority: float | None = None, edge_drop: float = 0.15,
-                  last_gain: float = 0.0) -> None:
+                  last_gain: float | dict = 0.0) -> None:
     """Runs whose per-instance test scores (0/1, ``n`` test instances) are drawn with a planted success rate per model
     (``rates``: model id -> rate, or -> {task group: rate}); validation scores are the same rate's draws. With several
     ``lrs`` the planted rate is that of the inner ones, the smallest and largest score ``edge_drop`` less (a
     converged grid: the best rate inside). ``majority`` records a majority-class baseline (fraction) in every
-    results.json; every run has a two-epoch validation curve whose last epoch gained ``last_gain`` (a fraction)."""
+    results.json; every run has a two-epoch validation curve whose last epoch gained ``last_gain`` (a fraction; or
+    model id -> fraction, 0 for a model not named)."""
     rng = np.random.default_rng(seed)
     edges = {min(lrs), max(lrs)} if len(lrs) > 2 else set()
     for model, rate in rates.items():
+        gain = last_gain.get(model, 0.0) if isinstance(last_gain, dict) else last_gain
         for group, dataset in groups:
             for lr in lrs:
                 p = (rate[group] if isinstance(rate, dict) else rate) - (edge_drop if lr in edges else 0.0)
                 for sd in seeds:
                     test, val = (rng.random(n) < p).astype(float), (rng.random(n) < p).astype(float)
                     doc = {"validation": {"score": val.mean(), "scores_i": val.tolist(),
-                                          "curve": [[1, val.mean() - last_gain], [2, val.mean()]]},
+                                          "curve": [[1, val.mean() - gain], [2, val.mean()]]},
                            "test": {"score": test.mean(), "scores_i": test.tolist()}}
                     if majority is not None:
                         doc["baselines"] = {"majority": {"validation": majority, "test": majority}}

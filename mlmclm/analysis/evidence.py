@@ -16,6 +16,7 @@ import pandas as pd
 
 from . import aggregation
 from . import ids
+from . import views
 
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
@@ -135,19 +136,55 @@ def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
     return per.groupby(keys, sort=False).agg(lambda g: g.mean(skipna=False)).rename("last_gain").reset_index()
 
 
-def unsettled(runs: pd.DataFrame, models, groups, difference: float) -> str:
-    """"" unless ``difference`` is smaller than the largest last-epoch validation gain among ``models`` (seed-0 ids)
-    in ``groups``: then fine-tuning had not settled by as much as the difference, and the reason says so."""
+def unsettled(runs: pd.DataFrame, models, groups, difference: float, spread: bool = False) -> str:
+    """"" unless ``difference`` (the statistic) is smaller than its own change over the last fine-tuning epoch:
+    fine-tuning had then not settled by as much as the difference, and the reason says so. The change is measured on
+    validation scores at the selected learning rates (`last_epoch_gains`) in each of ``groups``: for a difference of
+    models, the largest gap between the last-epoch gains of two compared families (``models``, seed-0 ids; of two
+    families, the difference's own change); for claim 4's difference of spreads (``spread``), the MLM-minus-CLM
+    standard deviation of centered validation scores (`views.centered_scores`) at the last epoch minus the same one
+    epoch before. A gain that both models share moves neither difference."""
+    if np.isnan(difference):
+        return ""
+    change, where = (_spread_change(runs, groups) if spread else _difference_change(runs, models, groups))
+    if np.isnan(change) or abs(difference) >= abs(change):
+        return ""
+    return (f"the difference ({difference:+.2f}) is smaller than its own change over the last fine-tuning epoch "
+            f"({change:+.2f}, {where}): fine-tuning had not settled by that much")
+
+
+def _difference_change(runs: pd.DataFrame, models, groups) -> tuple[float, str]:
+    """The largest last-epoch change of a difference between two of the compared families, over ``groups``, and
+    where it is (its families and group); NaN with fewer than two families with a validation curve."""
     gains = last_epoch_gains(runs)
     gains = gains[gains["family"].isin(set(models)) & gains["task_group"].isin(set(groups))]
-    gains = gains.dropna(subset=["last_gain"])
-    if gains.empty or np.isnan(difference):
-        return ""
-    top = gains.loc[gains["last_gain"].idxmax()]
-    if abs(difference) >= top["last_gain"]:
-        return ""
-    return (f"the difference ({difference:+.2f}) is smaller than the last-epoch validation gain of {top['family']} "
-            f"on {top['task_group']} ({top['last_gain']:.2f}): fine-tuning had not settled by that much")
+    best, where = np.nan, ""
+    for group, g in gains.dropna(subset=["last_gain"]).groupby("task_group", sort=False):
+        if len(g) < 2:
+            continue
+        hi, lo = g.loc[g["last_gain"].idxmax()], g.loc[g["last_gain"].idxmin()]
+        change = hi["last_gain"] - lo["last_gain"]
+        if np.isnan(best) or change > abs(best):
+            best, where = change, f"{hi['family']} minus {lo['family']} on {group}"
+    return best, where
+
+
+def _spread_change(runs: pd.DataFrame, groups) -> tuple[float, str]:
+    """The change of claim 4's statistic (MLM-40% sd minus CLM sd of centered validation scores, mean over datasets)
+    over the last fine-tuning epoch, in ``groups``; NaN without validation curves."""
+    runs = runs[runs["task_group"].isin(set(groups))].dropna(subset=["validation", "last_gain"])
+
+    def statistic(r):
+        c = views.centered_scores(r, split="validation")
+        if c.empty:
+            return np.nan
+        sd = c.groupby(["dataset", c["objective"] == "clm"])["centered"].std().unstack()
+        return float((sd.get(False) - sd.get(True)).mean()) if sd.shape[1] == 2 else np.nan
+
+    if runs.empty:
+        return np.nan, ""
+    before = runs.assign(validation=runs["validation"] - runs["last_gain"])
+    return statistic(runs) - statistic(before), f"the spread difference on {', '.join(groups)}"
 
 
 # ----------------------------------------------------------------------------------------------- calibration

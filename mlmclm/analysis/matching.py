@@ -4,8 +4,10 @@ of the 42k budget), and `paper_at` reads the paper's group averages there, so th
 compares the paper's models exactly as it compares ours (`claims.verdicts`: the ``paper_*`` columns of a row of ours).
 
 Where the paper did not evaluate that place (a checkpoint at 30K between its 20K and 40K, a 10K CPT between its 2K and
-12K), its curve is read there: linear interpolation between the two nearest points it printed, the ± likewise (a
-weighted mean of two half-widths: no narrower than the nearer one's share); beyond them, nothing. No torch here.
+12K), a row of ours is set beside the next place the paper printed (its 40K checkpoint, its 12K CPT), named as such
+with the printed place before it: never a value the paper did not print (an interpolation between 2K and 12K of CPT
+reads a transient that flips the sign of the paper's 12K SC and IR). Beyond its last printed place, nothing. A scale
+whose places are all the paper's own (the twin) meets none of this. No torch here.
 """
 
 from __future__ import annotations
@@ -52,29 +54,30 @@ def _candidates(paper: pd.DataFrame, row, size: str, to_paper) -> tuple[pd.DataF
 
 
 def _read(points: pd.DataFrame, axis: str, x: float) -> tuple[float, float, str] | None:
-    """The score, ± and name of ``points`` (one task group's, a curve along ``axis``) at ``x``: the point there, or the
-    line between the two points around it; None beyond them."""
+    """The score, printed ± and name of the point of ``points`` (one task group's, a curve along ``axis``) at ``x``;
+    where the paper printed none there, the next point after ``x`` it printed, named with ``x`` and the point before
+    it; None beyond its last point."""
     points = points.sort_values(axis)
     xs = points[axis].to_numpy(dtype=float)
     exact = np.isclose(xs, x)
     if exact.any():
         r = points[exact].iloc[0]
         return float(r["score"]), float(r["ci"]), str(r["model"])
-    if len(xs) < 2 or not xs[0] < x < xs[-1]:
+    if not len(xs) or x > xs[-1]:
         return None
     i = int(np.searchsorted(xs, x))
-    a, b = points.iloc[i - 1], points.iloc[i]
-    w = (xs[i] - x) / (xs[i] - xs[i - 1])  # a's weight
-    name = f"{w:.2g} x {a['model']} + {1 - w:.2g} x {b['model']} (interpolated)"
-    return (w * a["score"] + (1 - w) * b["score"], w * a["ci"] + (1 - w) * b["ci"], name)
+    r = points.iloc[i]
+    before = f"; before it: {points.iloc[i - 1]['model']}" if i else ""
+    name = f"{r['model']} (the next point the paper printed after ours at {x / 1000:g}K{before})"
+    return float(r["score"]), float(r["ci"]), name
 
 
 def paper_at(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """The paper's group averages at each of our models' places: per model of ours (pretraining seed 0; not a
     random-init control, nor a schedule beyond the paper's) and task group, a row of ours (its id, attributes, scale)
     with the paper's ``score`` and printed ``ci`` of the configuration it stands for (`placement`: the size, and the
-    same objective, masking ratio and CLM steps at the same fraction of the budget; a checkpoint or CPT length the
-    paper did not evaluate read off its curve, `_read`), ``source`` "paper" and ``paper_config`` naming the paper's
+    same objective, masking ratio and CLM steps at the same fraction of the budget; for a checkpoint or CPT length the
+    paper did not evaluate, the next one it did, `_read`), ``source`` "paper" and ``paper_config`` naming the paper's
     model(s). Empty where no scale of ``ours`` has a placement or the paper has nothing there."""
     cols = [*ids.SCORE_COLUMNS, "paper_config"]
     ours = ids.group_averages(ours)
