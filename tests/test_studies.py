@@ -334,6 +334,49 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
     assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30
 
 
+def test_the_twin_sits_at_the_papers_own_places_on_every_axis():
+    """The twin scale (issue 45): the 610M's parameter shares within 3 points (Table 1's shape: body 60.9%, input
+    embedding and untied head 19.55% each), its final models at 205-225 tokens per body parameter (the 610M at 42K:
+    215.4), every checkpoint the paper printed (1K ... 40K, the 10K split, the 12K CPT) an exact step here, so that it
+    sits at the paper's tokens per parameter on the body, body + embedding and all-parameter axes alike (within 2%);
+    three pretraining seeds of every compared family (finals, the crossover checkpoints 5K/10K/20K, the split, both
+    CPTs) and a fourth, the calibration seed, that no evaluation uses; the base runs' CPT reads only text they did
+    not, inside the corpus (59.1M training tokens at the twin's BPE)."""
+    from mlmclm.analysis.compute import AXES, AXIS_PARTS, parameter_counts
+    from mlmclm.models.configuration import MlmClmConfig
+
+    s = scale_config("twin")
+    plan = studies.build_plan(s)
+    ours = MlmClmConfig.from_size("twin").num_parameters_by_part()
+    ours = {"embeddings": ours["embeddings"], "body": ours["body"], "output_layer": ours["output_layer"]}
+    paper = parameter_counts({"layers": 26, "d_model": 1152, "ffn": 4096, "heads": 18, "kv_heads": 6,
+                              "vocab": 128_256})
+    for part in ours:
+        assert abs(ours[part] / sum(ours.values()) - paper[part] / sum(paper.values())) < 0.03, part
+    base = studies.run_config(plan, plan.runs["twin-mlm40-21k"], studies.Paths(ROOT))
+    per_step, paper_per_step = base.batch_size * base.data.seq_len, 2_359_296
+    assert 205 <= 21_000 * per_step / ours["body"] <= 225
+    for axis in AXES:  # tokens per parameter at the paper's 5K checkpoint (and so at every one), on each axis
+        mine = 5_000 * s.steps_per_k / 1000 * per_step / sum(ours[p] for p in AXIS_PARTS[axis])
+        theirs = 5_000 * paper_per_step / sum(paper[p] for p in AXIS_PARTS[axis])
+        assert abs(mine / theirs - 1) < 0.02, axis
+    assert all(float(k * s.steps_per_k).is_integer() for k in (*s.intermediate_k, 10, 12, 42))
+    evaluated = {e.model_id for e in plan.evaluations.values()}
+    for seed in ("", "-p1", "-p2"):
+        assert {f"twin-clm-21k{seed}", f"twin-mlm40-21k{seed}", f"twin-clm-5k-mlm40-21k{seed}",
+                f"twin-clm-dec21k-mlm40-27k{seed}", f"twin-mlm40-dec21k-mlm40-27k{seed}",
+                *(f"twin-{o}-21k{seed}-{step}" for o in ("clm", "mlm40") for step in (2500, 5000, 10000))} <= evaluated
+    assert {f"twin-clm-21k-{step}" for step in (500, 1000, 20000)} <= evaluated
+    assert "twin-clm-21k-p1-500" not in evaluated and "twin-mlm40-21k-0" in evaluated
+    calibration = {r for r, run in plan.runs.items() if run.part == "calibration"}
+    assert calibration == {"twin-clm-21k-p3", "twin-mlm40-21k-p3"}
+    assert not any(e.run_id in calibration for e in plan.evaluations.values())
+    assert plan.runs["twin-clm-21k-p3"].checkpoints == plan.runs["twin-clm-21k"].checkpoints
+    cpt = studies.run_config(plan, plan.runs["twin-clm-dec21k-mlm40-27k-p2"], studies.Paths(ROOT))
+    assert (cpt.data.seed, cpt.data.offset) == (2, 21_000 * base.batch_size)
+    assert (21_000 + 6_000) * per_step < 59_000_000
+
+
 @pytest.mark.parametrize("scale", ["mini", "long"])
 def test_committed_runs_keep_their_identity_and_are_complete(scale):
     """The committed runs were written before identities (no `identity` in meta.json): a run's identity is the hash

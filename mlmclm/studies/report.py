@@ -77,8 +77,9 @@ def _run_lines(plan: Plan, state: Work) -> list[str]:
 
 
 def _parts_table(parts: dict) -> list[str]:
-    return [f"  {'part':<10} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}",
-            *(f"  {part:<10} {n:>5} {steps:>11,} {tokens:>18,} {f:>10.2e}"
+    w = max(10, *map(len, parts))
+    return [f"  {'part':<{w}} {'runs':>5} {'steps':>11} {'tokens':>18} {'FLOPs':>10}",
+            *(f"  {part:<{w}} {n:>5} {steps:>11,} {tokens:>18,} {f:>10.2e}"
               for part, (n, steps, tokens, f) in parts.items())]
 
 

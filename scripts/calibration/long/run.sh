@@ -22,7 +22,7 @@ ft() {  # ft FOLDER GROUPS DATASETS LRS SEEDS EPOCHS TRAIN EVAL: one grid on eac
   for m in ${MODELS:-R C L}; do
     case $m in R) dir=$R id=mini-xs-mlm40-4620-0 ;; C) dir=$C id=mini-xs-clm-4620 ;; L) dir=$L id=mini-xs-mlm40-4620 ;; esac
     $M finetune "$dir" --scale long --model-id "$id" --groups "$2" --datasets "$3" --lrs "$4" --seeds "$5" \
-      --results-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0}
+      --runs-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0}
   done
 }
 # IR: trained on squad_retrieval, evaluated on it and zero-shot on nq_retrieval and vitaminc_retrieval; the grid of

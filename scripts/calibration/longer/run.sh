@@ -18,7 +18,7 @@ ft() {  # ft FOLDER GROUPS DATASETS LRS SEEDS EPOCHS TRAIN EVAL: one grid on eac
     case $m in R) dir=$R id=mini-xs-mlm40-9240-0 ;; C) dir=$C id=mini-xs-clm-9240 ;; L) dir=$L id=mini-xs-mlm40-9240 ;; esac
     [ -d "$dir" ] || { echo "missing $dir: run 'mlmclm study run all --scale longer --pretrain-only' first" >&2; exit 2; }
     $M finetune "$dir" --scale longer --model-id "$id" --groups "$2" --datasets "$3" --lrs "$4" --seeds "$5" \
-      --results-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0}
+      --runs-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0}
   done
 }
 protocol() {

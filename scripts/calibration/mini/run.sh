@@ -31,7 +31,7 @@ PY
 fi
 ft() {  # ft STEPS MODEL_DIR MODEL_ID DATASETS [LRS]
   $M finetune "$2" --scale mini --model-id "$3" --datasets "$4" --lrs ${5:-3e-4,1e-3,3e-3,1e-2} --seeds ${SEEDS:-0,1} \
-    --results-dir $OUT/finetune-$1 --set max_steps=$1 --set max_train=18432 --set max_eval=1000 --set grid_workers=1
+    --runs-dir $OUT/finetune-$1 --set max_steps=$1 --set max_train=18432 --set max_eval=1000 --set grid_workers=1
 }
 MAIN=multiemo_sentiment,brown_upos
 MORE=vitaminc_nli,brown_propn_spans,squad_retrieval
@@ -65,7 +65,7 @@ fi
 # the steps the hour affords, and does pretraining separate from random init more than with 18,432 examples once?
 ft_e() {  # ft_e EPOCHS TRAIN MODEL_DIR MODEL_ID DATASETS [LRS]
   $M finetune "$3" --scale mini --model-id "$4" --datasets "$5" --lrs ${6:-1e-3,3e-3,1e-2} --seeds ${SEEDS:-0,1} \
-    --results-dir $OUT/finetune-e$1-n$2 --set max_steps=-1 --set epochs=$1 --set max_train=$2 --set max_eval=1000 \
+    --runs-dir $OUT/finetune-e$1-n$2 --set max_steps=-1 --set epochs=$1 --set max_train=$2 --set max_eval=1000 \
     --set grid_workers=${WORKERS:-2}
 }
 ft_e 4 2048 $C/step_002100 mini-m-clm-2100 $MAIN
