@@ -1,14 +1,18 @@
-"""The claims' hierarchical bootstrap over one source's per-run results: replicas of every run's scores with the
-validation and test instances resampled (`instance_replicas`), the learning rate chosen again in each replica
-(`selected_replicas`), fine-tuning seeds resampled, the group averages of each replica (`replica_scores`) with a
-Student-t term for pretraining seeds from their spread (`pretraining_seed_spread`, pooled over a scale's models with
-2+ seeds, or each family's own, `family_seed_spread`), every run of every replica for the per-run claims
-(`replica_runs`), and a model's interval from them (`hierarchical_intervals`). Each named part draws from its own
-random stream, so that a model landing does not move the interval of a comparison it is not in. No torch import here.
+"""The intervals of ours. Every interval of a group average, or of a statistic of them (a difference, a mean of
+differences ...), comes from one set of replicas (`replica_scores`) and one percentile rule (`percentile_interval`):
+where a scale's task group has models with 2+ pretraining seeds, the replicas are drawn from the pretraining-seed
+means alone (`seed_mean_replicas`: a Student-t interval on the spread of seeds pooled over the scale's families, each
+seed mean carrying its fine-tuning, learning-rate-choice and test-instance noise once); where none has, a
+hierarchical bootstrap with the pretraining seeds held fixed (`finetuning_replicas`: validation and test instances
+resampled, `instance_replicas`; the learning rate chosen again, `selected_replicas`; fine-tuning seeds resampled),
+and for the per-run claims every run of every replica (`replica_runs`). `coverage` checks the first by simulation.
+Each named part draws from its own random stream, so that a model landing does not move the interval of a comparison
+it is not in. No torch import here.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -97,12 +101,19 @@ def selected_replicas(runs: pd.DataFrame, n_boot: int, seed: int, rule: str, ins
     return cells, chosen
 
 
-def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+def seed_averages(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+    """The group average of each model (each pretraining seed its own row) from ``runs``' default grid: the point
+    estimates that `aggregation.pool_pretraining_seeds` pools and `seed_mean_replicas` draws from."""
+    return ids.group_averages(aggregation.aggregate(runs, rule))
+
+
+def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed", averages: pd.DataFrame | None = None
+                       ) -> pd.DataFrame:
     """Per source, scale, task group and family (`ids.family`: models that differ only in their pretraining
-    seed), the spread of its seeds' group averages x_i (the point estimates `aggregation.pool_pretraining_seeds` pools):
+    seed), the spread of its seeds' group averages x_i (`seed_averages` of ``runs``, or ``averages`` where given):
     ``ss`` = sum_i (x_i - m)^2, ``dof`` = k - 1 and ``sd`` = sqrt(ss / dof) (missing for one seed), ``k`` seeds."""
     cols = ["source", "scale", "task_group", "family", "ss", "dof", "sd", "k"]
-    avg = ids.group_averages(aggregation.aggregate(runs, rule))
+    avg = seed_averages(runs, rule) if averages is None else averages
     if avg.empty:
         return pd.DataFrame(columns=cols)
     fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(ids.family).rename("family")],
@@ -112,13 +123,14 @@ def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFra
     return out[cols]
 
 
-def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
+def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed", averages: pd.DataFrame | None = None
+                            ) -> pd.DataFrame:
     """Per source, scale and task group, the pooled spread of pretraining seeds: ``sd`` = sqrt(sum_f sum_i (x_fi -
     m_f)^2 / dof) with ``dof`` = sum_f (k_f - 1), over the families f of `family_seed_spread`; ``sd`` missing where
-    ``dof`` is 0 (no model with 2+ pretraining seeds). ``families``: how many there are, ``multi``: how many of them
+    ``dof`` is 0 (no model with 2+ seeds). ``families``: how many there are, ``multi``: how many of them
     have 2+ seeds."""
     cols = ["source", "scale", "task_group", "sd", "dof", "families", "multi"]
-    per = family_seed_spread(runs, rule)
+    per = family_seed_spread(runs, rule, averages)
     if per.empty:
         return pd.DataFrame(columns=cols)
     per = per.assign(families=1, multi=per["k"] > 1)
@@ -126,47 +138,80 @@ def pretraining_seed_spread(runs: pd.DataFrame, rule: str = "per_seed") -> pd.Da
     return g.assign(sd=np.sqrt(g["ss"] / g["dof"].where(g["dof"] > 0))).reset_index()[cols]
 
 
-def _pool_replicas(avg: np.ndarray, models: list[str], terms: dict, seed: int,
-                   where: tuple = ()) -> tuple[np.ndarray, list[int]]:
-    """Replicas of models that differ only in their pretraining seed (`ids.family`) pooled, a parametric
-    bootstrap of each family's mean: per replica the mean over its k seeds' replicas (the seeds themselves not
-    resampled) plus sd / sqrt(k) x T, T drawn from Student's t with ``dof`` degrees of freedom for each family and
-    replica, (``sd``, ``dof``) = ``terms[family]`` (``terms[None]`` for a family not named: the pooled spread of
-    pretraining seeds of the models' source, scale and task group, `pretraining_seed_spread`; a family's own,
-    `family_seed_spread`, where `replica_scores` is asked for those). So a family of k = 2-3 seeds gets the t interval
-    its seed means call for (resampling them gave one k / (k - 1) too narrow in variance, with normal tails) and a
-    one-seed family gets its pretraining-seed noise too. With ``dof`` 0 (no model with 2+ seeds) no term is drawn:
-    the seeds stay fixed. The seed means behind ``sd`` carry their fine-tuning and test noise, which the replicas draw
-    again: counted twice, the interval errs wide. Each family's term has its own stream (`_stream`, named by
-    ``where`` and the family). Returns (n_boot, families) and, per family, the column of its seed-0 model."""
+def seed_mean_replicas(averages: pd.DataFrame, n_boot: int = 2000, seed: int = 0,
+                       spread: pd.DataFrame | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """The claims' interval: replicas of each family's mean from its pretraining seeds' group averages alone.
+
+    ``averages``: one row per model and task group (`seed_averages`); each seed's average already carries its
+    fine-tuning seeds, its learning-rate choice and its test instances' noise, once. Per source, scale and task group,
+    sigma^2 is the pooled variance of pretraining seeds (``spread``, default `pretraining_seed_spread` of
+    ``averages``: s^2 over ``dof`` degrees of freedom, from the families with 2+ seeds); each replica draws sigma
+    from its posterior, s^2 x dof / chi2(dof) (one draw for the block, shared by its families), and each family's
+    mean as m_f + sigma / sqrt(k_f) x Z_f. So a difference (or any contrast) of family means gets exactly the
+    Student-t interval on ``dof`` degrees of freedom, centred on its point estimate (the Z are antithetic: replica b
+    and b + n_boot / 2 mirror each other), one-seed families included. Draws come from named streams (`_stream`:
+    the block's sigma, each family's Z), so a model landing moves no interval it is not in, beyond the pooled s.
+    Returns the families (``source``, ``scale``, ``task_group``, ``model``: the seed-0 id, ``score``: m_f,
+    ``k``, ``dof``) and their replicas, (n_boot, families): NaN where ``dof`` is 0 (no spread to draw from)."""
+    avg = averages.assign(family=averages["model"].map(ids.family))
+    keys = ["source", "scale", "task_group", "family"]
+    fams = avg.groupby(keys, sort=False, observed=True)["score"].agg(["mean", "size"]).reset_index()
+    fams = fams.rename(columns={"family": "model", "mean": "score", "size": "k"})
+    spread = pretraining_seed_spread(None, averages=averages) if spread is None else spread
+    fams = fams.merge(spread[["source", "scale", "task_group", "sd", "dof"]], how="left")
+    fams["dof"] = fams["dof"].fillna(0).astype(int)
+    half = (n_boot + 1) // 2
+    draws = np.full((n_boot, len(fams)), np.nan)
+    for where, idx in fams.groupby(["source", "scale", "task_group"], sort=False).indices.items():
+        sd, dof = fams.at[idx[0], "sd"], fams.at[idx[0], "dof"]
+        if dof == 0:
+            continue
+        sigma = sd * np.sqrt(dof / _stream(seed, "pretraining-seed spread", *where).chisquare(dof, size=half))
+        for i in idx:
+            z = _stream(seed, "pretraining seeds", *where, fams.at[i, "model"]).standard_normal(half)
+            step = sigma / np.sqrt(fams.at[i, "k"]) * z
+            draws[:, i] = fams.at[i, "score"] + np.concatenate([step, -step])[:n_boot]
+    return fams[["source", "scale", "task_group", "model", "score", "k", "dof"]], draws
+
+
+def percentile_interval(values: pd.DataFrame, choices: int = 1) -> pd.DataFrame:
+    """The 95% percentile interval of a statistic over replicas (``values``: ``scope`` and ``value``, one row per
+    replica and scope), Bonferroni's for the best of ``choices`` comparisons: ``lo``, ``hi`` and ``replicas`` per
+    scope. Every interval of ours on a group average or a difference of them is this over `replica_scores`."""
+    g, tail = values.dropna(subset=["value"]).groupby("scope")["value"], 0.025 / choices
+    return pd.DataFrame({"lo": g.quantile(tail), "hi": g.quantile(1 - tail), "replicas": g.size()}).reset_index()
+
+
+def percentile_bounds(values: np.ndarray, choices: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """`percentile_interval` on an array: (lo, hi) per column of ``values`` (replicas, statistics)."""
+    tail = 0.025 / choices
+    return np.quantile(values, tail, axis=0), np.quantile(values, 1 - tail, axis=0)
+
+
+def _pool_replicas(avg: np.ndarray, models: list[str]) -> tuple[np.ndarray, list[int]]:
+    """Replicas of models that differ only in their pretraining seed (`ids.family`) pooled: per replica the mean over
+    the family's seeds' replicas, the seeds themselves held fixed. Returns (n_boot, families) and, per family, the
+    column of its seed-0 model."""
     codes, names = pd.factorize(pd.Series(models).map(ids.family))
     order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
     pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
-    for c, name in enumerate(names):
-        sd, dof = terms.get(name, terms[None])
-        if dof > 0:
-            t = _stream(seed, "pretraining seeds", *where, name).standard_t(dof, size=len(pooled))
-            pooled[:, c] += sd / np.sqrt(k[c]) * t
     column = {m: i for i, m in enumerate(models)}
     return pooled, [column.get(name, int(np.argmax(codes == c))) for c, name in enumerate(names)]
 
 
-def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
-                   instances: bool = True, spread: pd.DataFrame | None = None, own: bool = False) -> pd.DataFrame:
-    """The group averages of ``n_boot`` hierarchical bootstrap replicas of one source's default-grid runs, as scores
-    (the replica's index as ``source``, no half-widths), each replica built as the point estimate is: validation and
+def finetuning_replicas(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
+                        instances: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+    """The hierarchical bootstrap of one source's default-grid runs with their pretraining seeds held fixed, for
+    where no pretraining-seed spread can be estimated (no family of the scale and group with 2+ seeds): validation and
     test instances resampled (exactly, for token-weighted scores), the learning rate chosen again on the resampled
     validation scores (`selected_replicas`), fine-tuning seeds resampled (the same draw for every model), the mean
-    over them, the mean over the group's datasets (where a model has all of them, as `aggregation.summarize`), then the
-    mean over each family's pretraining seeds plus a Student-t pretraining-seed term (`_pool_replicas`) from the
-    pooled spread of the source, scale and task group's pretraining seeds (``spread``, default
-    `pretraining_seed_spread` of ``runs``): models pooled under their seed-0 id, as `aggregation.pool_pretraining_seeds`
-    pools the point estimates. ``own``: a family with 2+ pretraining seeds draws its term from its own spread
-    (`family_seed_spread`) instead, the others from the pooled one. ``instances=False`` keeps the validation and test
-    sets as they are: the interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds."""
-    runs = aggregation.default_grid(runs)
+    over them, over the group's datasets (where a model has all of them, as `aggregation.summarize`) and over a
+    family's pretraining seeds (`_pool_replicas`). ``instances=False`` keeps the validation and test sets as they
+    are: the interval then counts the seeds alone, as the paper's ± counts its fine-tuning seeds. Returns the
+    families (``model``: the seed-0 id, ``task_group``, ``scale``) and their group averages, (n_boot, families)."""
+    none = pd.DataFrame(columns=["model", "task_group", "scale"]), np.empty((n_boot, 0))
     if runs.empty:
-        return pd.DataFrame(columns=ids.SCORE_COLUMNS)
+        return none
     sel, reps = selected_replicas(runs, n_boot, seed, rule, instances)
     w = _seed_draws(sel["seed"].to_numpy(), n_boot, seed)
     keys = ["model", "task_group", "dataset"]
@@ -179,41 +224,93 @@ def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: 
     avgs = [(model, group, part["col"].to_numpy()) for (model, group), part in
             cells.groupby(["model", "task_group"], sort=False) if frozenset(part["dataset"]) == required[group]]
     if not avgs:
-        return pd.DataFrame(columns=ids.SCORE_COLUMNS)
+        return none
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
-    spread = pretraining_seed_spread(runs, rule) if spread is None else spread
-    spread = spread.set_index(["scale", "task_group"])[["sd", "dof"]]
-    fams = family_seed_spread(runs, rule) if own else pd.DataFrame(columns=["scale", "task_group", "family", "dof"])
-    own_terms = {(r.scale, r.task_group, r.family): (r.sd, int(r.dof)) for r in fams[fams["dof"] > 0].itertuples()}
-    attrs = sel.drop_duplicates("model").set_index("model")[["scale", *ids.ATTRIBUTES]]
+    scale = dict(zip(sel["model"], sel["scale"]))
     pooled, keep = [], []
-    for key in dict.fromkeys((attrs.at[m, "scale"], g) for m, g, _ in avgs):  # one source's scales and groups
-        idx = [i for i, (m, g, _) in enumerate(avgs) if (attrs.at[m, "scale"], g) == key]
-        sd, dof = spread.loc[key] if key in spread.index else (np.nan, 0)
-        terms = {None: (sd, int(dof)), **{f: t for (sc, g, f), t in own_terms.items() if (sc, g) == key}}
-        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], terms, seed, key)
+    for key in dict.fromkeys((scale[m], g) for m, g, _ in avgs):  # one source's scales and groups
+        idx = [i for i, (m, g, _) in enumerate(avgs) if (scale[m], g) == key]
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx])
         pooled.append(cols)
         keep += [idx[f] for f in first]
-    avg, avgs = np.concatenate(pooled, axis=1), [avgs[i] for i in keep]
-    base = pd.DataFrame([a[:2] for a in avgs], columns=["model", "task_group"]).join(attrs, on="model")
-    base = _categorical(base.assign(dataset=ids.AVG, flag=""))
-    df = base.iloc[np.tile(np.arange(len(avgs)), n_boot)].reset_index(drop=True)
-    df = df.assign(source=np.repeat(np.arange(n_boot), len(avgs)), score=avg.ravel(), ci=np.nan, n=pd.NA)
+    fams = pd.DataFrame([avgs[i][:2] for i in keep], columns=["model", "task_group"])
+    return fams.assign(scale=fams["model"].map(scale)), np.concatenate(pooled, axis=1)
+
+
+def replica_scores(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, rule: str = "per_seed",
+                   instances: bool = True, spread: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The group averages of ``n_boot`` replicas of one source's default-grid runs, as scores (the replica's index as
+    ``source``, no half-widths), one row per family under its seed-0 id, as `aggregation.pool_pretraining_seeds`
+    pools the point estimates: `seed_mean_replicas` of the models' `seed_averages` wherever the source, scale and
+    task group have a pretraining-seed spread (``spread``, default `pretraining_seed_spread` of ``runs``); where none
+    of its families has 2+ seeds, `finetuning_replicas` (pretraining seeds held fixed: an interval that leaves their
+    noise out, which a verdict of ours says)."""
+    runs = aggregation.default_grid(runs)
+    if runs.empty:
+        return pd.DataFrame(columns=ids.SCORE_COLUMNS)
+    avg = seed_averages(runs, rule)
+    fams, draws = seed_mean_replicas(avg, n_boot, seed, spread)
+    drawn = (fams["dof"] > 0).to_numpy()
+    fixed = set(zip(fams.loc[~drawn, "scale"], fams.loc[~drawn, "task_group"]))
+    rest, more = finetuning_replicas(runs[[k in fixed for k in zip(runs["scale"], runs["task_group"])]], n_boot,
+                                     seed, rule, instances)
+    base = pd.concat([fams.loc[drawn, ["model", "task_group"]], rest[["model", "task_group"]]], ignore_index=True)
+    return as_scores(base, np.concatenate([draws[:, drawn], more], axis=1), avg)
+
+
+def as_scores(families: pd.DataFrame, values: np.ndarray, averages: pd.DataFrame) -> pd.DataFrame:
+    """Replicas of family group averages as scores: ``values`` (replicas, families) of ``families`` (``model``: the
+    seed-0 id, ``task_group``), one row per replica (its index as ``source``) and family, with the attributes of the
+    seed-0 model's row in ``averages`` (a family without one is left out, as `aggregation.pool_pretraining_seeds`
+    leaves it)."""
+    attrs = averages.drop_duplicates("model").set_index("model")[["scale", *ids.ATTRIBUTES]]
+    keep = families["model"].isin(attrs.index).to_numpy()
+    base = families.loc[keep, ["model", "task_group"]].reset_index(drop=True)
+    base = _categorical(base.join(attrs, on="model").assign(dataset=ids.AVG, flag=""))
+    n = len(values)
+    df = base.iloc[np.tile(np.arange(len(base)), n)].reset_index(drop=True)
+    df = df.assign(source=np.repeat(np.arange(n), len(base)), score=values[:, keep].ravel(), ci=np.nan, n=pd.NA)
     return df[ids.SCORE_COLUMNS]
+
+
+def student_p(t: float, dof: float) -> float:
+    """The two-sided p-value of Student's t with ``dof`` (any positive real) degrees of freedom: the regularized
+    incomplete beta I_x(dof / 2, 1 / 2) at x = dof / (dof + t^2), by its continued fraction (Lentz)."""
+    if np.isnan(t) or np.isnan(dof) or dof <= 0:
+        return float("nan")
+    return _betainc(dof / 2, 0.5, dof / (dof + t * t))
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0 or x >= 1:
+        return float(x >= 1)
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast on this side
+        return 1 - _betainc(b, a, 1 - x)
+    front = np.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * np.log(x) + b * np.log1p(-x)) / a
+    f, c, d = 1.0, 1.0, 0.0
+    for i in range(1000):
+        m = i // 2
+        num = (1.0 if i == 0 else m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)) if i % 2 == 0
+               else -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)))
+        d = 1 / (1 + num * d or 1e-300)
+        c = 1 + num / c or 1e-300
+        f *= c * d
+        if abs(1 - c * d) < 1e-14:
+            break
+    return float(front * (f - 1))
 
 
 def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, seed: int = 0,
                            rule: str = "per_seed", instances: bool = True) -> pd.DataFrame:
     """Group averages with the claims' 95% interval, per source, scale, model and task group of ``runs`` (default
     grid): ``score`` the mean over the model's pretraining seeds (one row under its seed-0 id, as
-    `aggregation.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`
-    (test instances, fine-tuning seeds, the learning rate chosen again, a pretraining-seed term), ``ci`` half their
-    distance (for symmetric bars), ``pretrain_seeds``, and ``pretrain_sd`` and ``pretrain_dof``, the pooled spread of
-    pretraining seeds behind that term (`pretraining_seed_spread`, from every model of the source and scale: ``dof``
-    0 means there was none to estimate, and the interval holds the seeds fixed). ``models``: the seed-0 ids
-    (`ids.family`) to keep; default all. Test instances are shared by every model of a dataset (the bootstrap
-    draws them once for all): their noise widens each model's interval but cancels in a difference;
-    ``instances=False`` leaves it out."""
+    `aggregation.pool_pretraining_seeds`), ``low`` and ``high`` the 2.5% and 97.5% quantiles of its `replica_scores`,
+    ``ci`` half their distance (for symmetric bars), ``pretrain_seeds``, and ``pretrain_sd`` and ``pretrain_dof``,
+    the pooled spread of pretraining seeds behind them (`pretraining_seed_spread`, from every model of the source and
+    scale: ``dof`` 0 means there was none to estimate, and the interval is `finetuning_replicas`', the seeds held
+    fixed; ``instances=False`` then keeps the test sets fixed too). ``models``: the seed-0 ids (`ids.family`) to
+    keep; default all."""
     runs = aggregation.default_grid(runs)
     spreads = pretraining_seed_spread(runs, rule)
     if models is not None:

@@ -1,10 +1,12 @@
 """How a claim (`Claim`) is judged on each source's results: the statistic with its 95% interval, the evidence, the
 verdict and the reason for it (`verdicts`; the claims themselves are `claims.CLAIMS`).
 
-The interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap over test
-instances and fine-tuning seeds, the learning rate chosen again in each replica, with a Student-t term for
-pretraining seeds from their spread pooled over the models with 2+ of them (`bootstrap`; where there is none, the
-reason says so); for the paper, its printed half-widths (a difference of two independent means gets
+The interval: for a source with per-run results (this repository's, EncodEval's) one rule (`bootstrap.replica_scores`,
+`bootstrap.percentile_interval`): a Student-t interval over the models' pretraining-seed means, their spread pooled
+over the scale's families with 2+ seeds, each seed mean carrying its fine-tuning, learning-rate and test noise once
+(`bootstrap.seed_mean_replicas`; `coverage` shows it covers); where no family has 2+ seeds, a hierarchical bootstrap
+with the pretraining seeds held fixed (a verdict of ours is then "no signal", the reason says why). Beside it, the
+Welch test on each compared family's own seed means (`_welch`), and where the two disagree; for the paper, its printed half-widths (a difference of two independent means gets
 sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a minimum over values the minimum of their
 bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ
 only in their pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model
@@ -16,7 +18,7 @@ below it is named in the row, not a gate), the difference must be larger than th
 validation gain (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
 with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
 paper's scores at the configuration our models stand for, through the same check and statistic), with what
-pretraining adds in its group and which pretraining-seed term its interval used (`BESIDE_PAPER`). Cells with fewer
+pretraining adds in its group and the pretraining-seed spread its interval used (`BESIDE_PAPER`). Cells with fewer
 fine-tuning seeds than their neighbours (``flag``) are left out, with their model's task group, and the evidence says
 so. No torch import here.
 """
@@ -109,8 +111,8 @@ def _call(lo: float, hi: float, words: tuple[str, str]) -> tuple[str, str]:
 class _Source:
     """One source's data for the verdicts: flagged cells left out, pretraining seeds pooled, for a scale of ours the
     paper's scores at its models' places (``matched``: `matching.paper_at`), and, computed once when first asked for,
-    its pretraining-seed spreads and bootstrap replicas (``replicas`` with the pooled pretraining-seed term, ``own``
-    with each family's own where it has 2+ seeds)."""
+    its models' group averages (each pretraining seed apart), the pooled spread of its pretraining seeds and its
+    replicas (`bootstrap.replica_scores`)."""
 
     scores: pd.DataFrame
     runs: pd.DataFrame
@@ -124,24 +126,19 @@ class _Source:
     rule: str
 
     @cached_property
-    def spread(self) -> pd.DataFrame:
-        """`bootstrap.pretraining_seed_spread` of its runs."""
-        return bootstrap.pretraining_seed_spread(self.runs, self.rule)
+    def averages(self) -> pd.DataFrame:
+        """`bootstrap.seed_averages` of its runs."""
+        return bootstrap.seed_averages(self.runs, self.rule)
 
     @cached_property
-    def families(self) -> pd.DataFrame:
-        """`bootstrap.family_seed_spread` of its runs."""
-        return bootstrap.family_seed_spread(self.runs, self.rule)
+    def spread(self) -> pd.DataFrame:
+        """`bootstrap.pretraining_seed_spread` of its runs."""
+        return bootstrap.pretraining_seed_spread(self.runs, self.rule, self.averages)
 
     @cached_property
     def replicas(self) -> pd.DataFrame:
-        """Its `bootstrap.replica_scores`, the pooled pretraining-seed term."""
+        """Its `bootstrap.replica_scores`."""
         return bootstrap.replica_scores(self.runs, self.n_boot, self.seed, self.rule, spread=self.spread)
-
-    @cached_property
-    def own(self) -> pd.DataFrame:
-        """Its `bootstrap.replica_scores`, each family's own pretraining-seed term where it has 2+ seeds."""
-        return bootstrap.replica_scores(self.runs, self.n_boot, self.seed, self.rule, spread=self.spread, own=True)
 
 
 def _source(scores: pd.DataFrame, runs: pd.DataFrame, source: str, paper: pd.DataFrame, n_boot: int, seed: int,
@@ -205,55 +202,88 @@ def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
 
 
 def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str) -> tuple[pd.DataFrame, str]:
-    """The statistic per scope with its interval (``lo``, ``hi``; for a source with per-run results also ``lo_own``,
-    ``hi_own``: with each family's own pretraining-seed spread, `bootstrap.replica_scores` ``own``) and how it was
-    computed."""
+    """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed."""
     table = c.measure(point)
     if not src.per_run:
         return table, "printed ± half-widths"
     table = table.drop(columns=["lo", "hi"]).merge(_bounds(c, point, src, split), on="scope", how="left")
-    if not c.per_run:
-        own = _bounds(c, point, src, split, own=True)[["scope", "lo", "hi"]]
-        table = table.merge(own.rename(columns={"lo": "lo_own", "hi": "hi_own"}), on="scope", how="left")
-    how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
-           f"each of {src.n_boot} replicas" + ("" if c.per_run else ", and a Student-t term for pretraining seeds"))
+    if c.per_run:
+        how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
+               f"each of {src.n_boot} replicas")
+    elif (src.spread["dof"] > 0).all():
+        how = (f"Student-t over the pretraining-seed means, their spread pooled over the scale's families with 2+ "
+               f"seeds ({src.n_boot} replicas)")
+    else:
+        how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
+               f"each of {src.n_boot} replicas, pretraining seeds held fixed where no family has 2+ of them")
     return table, how
 
 
-def _bounds(c: Claim, point: pd.DataFrame, src: _Source, split: str, own: bool = False) -> pd.DataFrame:
-    """The statistic's 95% percentile interval per scope (``lo``, ``hi``, ``replicas``) over bootstrap replicas of one
-    source's runs: for a per-run claim, every run of each replica (`bootstrap.replica_runs`); else the source's replica
-    scores (with each family's own pretraining-seed spread where ``own``)."""
+def _bounds(c: Claim, point: pd.DataFrame, src: _Source, split: str) -> pd.DataFrame:
+    """The statistic's 95% percentile interval per scope (``lo``, ``hi``, ``replicas``; `bootstrap.percentile_interval`,
+    Bonferroni's where the claim chose among comparisons) over replicas of one source's runs: for a per-run claim,
+    every run of each replica (`bootstrap.replica_runs`); else the source's replica scores."""
     if c.per_run:
         rows = c.rows(None, bootstrap.replica_runs(c.replica_runs(src.runs), src.n_boot, src.seed), split)
     else:
-        rows = c.rows(src.own if own else src.replicas)
-    dist = c.measure(rows, point).dropna(subset=["value"]) if not rows.empty else pd.DataFrame(
-        columns=["scope", "value"])
-    g, tail = dist.groupby("scope")["value"], 0.025 / c.choices(point)
-    return pd.DataFrame({"lo": g.quantile(tail), "hi": g.quantile(1 - tail), "replicas": g.size()}).reset_index()
+        rows = c.rows(src.replicas)
+    dist = c.measure(rows, point) if not rows.empty else pd.DataFrame(columns=["scope", "value"])
+    return bootstrap.percentile_interval(dist, c.choices(point))
 
 
-def _own_term(src: _Source, models: set, groups: list) -> bool:
-    """Whether a comparison's interval uses each family's own pretraining-seed spread: every compared family has 3 or
-    more pretraining seeds in each of ``groups`` (else the pooled spread of the scale)."""
-    f = src.families
-    f = f[f["family"].isin(models) & f["task_group"].isin(groups)]
-    return not f.empty and bool((f["k"] >= 3).all())
+def _contrasts(c: Claim, src: _Source, point: pd.DataFrame) -> pd.DataFrame:
+    """How the statistic moves with each family's group average (``scope``, ``model``: the seed-0 id, ``task_group``,
+    ``coef``): the statistic of the point estimates with one family's average raised by a point, minus the statistic
+    (exact for a difference or a mean of differences; for a minimum or a choice, at the point estimates)."""
+    fams, _ = bootstrap.seed_mean_replicas(src.averages, 2, src.seed, src.spread)
+    base = fams["score"].to_numpy()
+    frame = bootstrap.as_scores(fams, np.vstack([base, base + np.eye(len(base))]), src.averages)
+    rows = c.rows(frame)
+    dist = c.measure(rows, point) if not rows.empty else pd.DataFrame(columns=["source", "scope", "value"])
+    at = dist.pivot_table(index="source", columns="scope", values="value")
+    coef = (at.drop(index=0, errors="ignore") - at.loc[0]) if 0 in at.index else at.iloc[0:0]
+    coef = coef.set_axis(coef.index.astype(int) - 1).stack().rename("coef").reset_index()
+    coef = coef[coef["coef"].abs() > 1e-6]
+    return fams.iloc[coef["source"]][["model", "task_group"]].reset_index(drop=True).assign(
+        scope=coef["scope"].to_numpy(), coef=coef["coef"].to_numpy())
 
 
-def _seed_reading(t, own: bool, words) -> tuple[float, float, str]:
-    """The interval a row shows (own or pooled pretraining-seed term), and the ``seed_term`` words: which term, and
-    where the verdict changes with the other one, that it rests on this one."""
-    pair = {True: (t.lo_own, t.hi_own), False: (t.lo, t.hi)}
-    lo, hi = pair[own]
-    name = {True: "each family's own spread", False: "the pooled spread"}
-    term = f"pretraining-seed term: {name[own]}" + (" (every compared family has 3+ seeds)" if own else "")
-    other, this = _call(*pair[not own], words)[0], _call(lo, hi, words)[0]
-    if other != this:
-        term += (f"; the verdict rests on it: with {name[not own]} [{pair[not own][0]:+.2f}, {pair[not own][1]:+.2f}] "
-                 f"({other})")
-    return lo, hi, term
+def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]:
+    """The test on the pretraining-seed means alone (Welch, with Satterthwaite's degrees of freedom): per family, its
+    seeds' contributions y_i = sum over groups of coef x the seed's group average; se^2 = sum_f var(y_f) / k_f; the
+    two-sided p of ``value`` / se. (NaN, why) where a family in the statistic has one seed."""
+    if coefs.empty:
+        return float("nan"), ""
+    avg = src.averages.assign(family=src.averages["model"].map(ids.family))
+    wide = avg.pivot_table(index=["family", "model"], columns="task_group", values="score")
+    terms = []
+    for family, part in coefs.groupby("model", sort=False):
+        x = wide.loc[family, list(part["task_group"])] if family in wide.index.get_level_values(0) else wide.iloc[0:0]
+        y = (x * part["coef"].to_numpy()).sum(axis=1, min_count=len(part)).dropna()
+        if len(y) < 2:
+            return float("nan"), f"no test on the pretraining-seed means alone: {family} has one seed"
+        terms.append((y.var(ddof=1) / len(y), len(y) - 1))
+    se2 = sum(v for v, _ in terms)
+    if se2 == 0:
+        return float("nan"), "no test on the pretraining-seed means alone: they do not vary"
+    dof = se2 ** 2 / sum(v ** 2 / d for v, d in terms)
+    t = value / np.sqrt(se2)
+    p = bootstrap.student_p(t, dof)
+    return p, f"Welch on the pretraining-seed means: t {t:+.2f}, {dof:.1f} df, p {p:.3f}"
+
+
+def _disagreement(lo: float, hi: float, p: float, value: float, choices: int) -> str:
+    """Where the Welch test on the seed means (at 5%, Bonferroni's 5% / ``choices`` where the interval is widened)
+    and the interval read the statistic differently ("" where they agree or the test is missing)."""
+    if any(pd.isna(x) for x in (lo, hi, p)):
+        return ""
+    alpha = 0.05 / choices
+    interval = "above 0" if lo > 0 else "below 0" if hi < 0 else "holds 0"
+    test = ("above 0" if value > 0 else "below 0") if p < alpha else "holds 0"
+    if interval == test:
+        return ""
+    said = f"rejects 0 (p {p:.3f} < {alpha:.3g})" if p < alpha else f"does not reject 0 (p {p:.3f})"
+    return f"the Welch test on the seed means {said} where the interval {'holds 0' if interval == 'holds 0' else 'lies ' + interval}"
 
 
 def reading(lo: float, hi: float, paper: float) -> str:
@@ -301,6 +331,20 @@ def _controls(src: _Source, models: set, groups: list) -> dict:
             "below_control": evidence.below_control(src.seeds, models, groups)}
 
 
+def _not_beating(src: _Source, models: set, groups: list) -> str:
+    """The compared models that do not beat the random-init control beyond the combined half-width
+    (`evidence.below_control`), in words that say which side of it they are: "below the random-init control" where
+    the score is, "not clear of the random-init control" where it is above but within the half-width."""
+    m = evidence.against_control(src.seeds, models, groups).dropna(subset=["random"])
+    m = m[~m["beats"]]
+    above = set(m.loc[m["score"] >= m["random"], "model"])
+    below = evidence.below_control(src.seeds[~src.seeds["model"].isin(above)], models, groups)
+    clear = evidence.below_control(src.seeds[~src.seeds["model"].isin(set(m["model"]) - above)], models, groups)
+    return "; ".join(filter(None, [below and f"below the random-init control: {below}",
+                                   clear and f"not clear of the random-init control (above it, within the combined "
+                                             f"half-width): {clear}"]))
+
+
 def _ours(c: Claim, src: _Source, t, groups: list, words, verdict: str, why: str) -> tuple[dict, str, str, list]:
     """The columns a row of ours adds (the paper's matched estimate, the controls, the seed term), its interval, and
     its verdict and reason after the gates; notes for the evidence text."""
@@ -309,14 +353,13 @@ def _ours(c: Claim, src: _Source, t, groups: list, words, verdict: str, why: str
     extra = _controls(src, models, groups)
     lo, hi = t.lo, t.hi
     if not c.per_run:
-        lo, hi, extra["seed_term"] = _seed_reading(t, _own_term(src, models, groups), words)
-        verdict, why = _call(lo, hi, words)
+        extra["seed_term"] = _seed_term(src.spread, groups)[0]
     gates = _gates(src, models, groups, t.value)
     if gates:
         verdict, why = "no signal", "; ".join(gates)
         notes.append(f"no signal: {why}")
     elif extra["below_control"]:
-        why = f"{why}; below the random-init control: {extra['below_control']} ({c.below_control})"
+        why = f"{why}; {_not_beating(src, models, groups)} ({c.below_control})"
     extra |= {"lo": lo, "hi": hi}
     return extra, verdict, why, notes
 
@@ -338,6 +381,8 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
     detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(c, src)
+    tested = src.per_run and not c.per_run and not src.averages.empty
+    coefs = _contrasts(c, src, point) if tested else pd.DataFrame(columns=["scope"])
     out = []
     for t in table.itertuples():
         verdict, why = _call(t.lo, t.hi, words)
@@ -350,6 +395,10 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             lo, hi = extra.pop("lo"), extra.pop("hi")
             extra |= _beside_paper(c, src, t.scope, groups, lo, hi, paper)
             notes += more
+        if tested:
+            p, test = _welch(src, coefs[coefs["scope"] == t.scope], t.value)
+            extra |= {"seed_means_p": round(p, 4), "seed_means_test": test,
+                      "tests_disagree": _disagreement(lo, hi, p, t.value, c.choices(point))}
         if src.per_run and not c.per_run:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)
@@ -370,8 +419,11 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
 # models below the random-init control, and the pretraining-seed term of the interval
 BESIDE_PAPER = ["paper_estimate", "paper_low", "paper_high", "paper_config", "vs_paper", "pretraining_effect",
                 "below_control", "seed_term"]
+# a row with per-run results also carries the test on the pretraining-seed means alone (`_welch`: its p-value and
+# words) and where that test and the interval read the statistic differently (`_disagreement`)
+SEED_MEANS = ["seed_means_p", "seed_means_test", "tests_disagree"]
 TABLE_COLUMNS = ["claim", "scale", "source", "group", "statistic", "estimate", "low", "high", "pretraining_seeds",
-                 "finetuning_seeds", "verdict", "reason", *BESIDE_PAPER]
+                 "finetuning_seeds", "verdict", "reason", *BESIDE_PAPER, *SEED_MEANS]
 
 
 def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], split: str = "test", n_boot: int = 2000,
@@ -381,9 +433,10 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     and a verdict.
 
     Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and its
-    95% interval: for a source with per-run results (this repository's, EncodEval's) a hierarchical bootstrap
-    (`bootstrap.replica_scores`: test instances, fine-tuning seeds, the learning rate chosen again in each of
-    ``n_boot`` replicas, and a Student-t pretraining-seed term), for the paper its printed half-widths. Models
+    95% interval: for a source with per-run results (this repository's, EncodEval's) the percentile interval of
+    ``n_boot`` replicas of `bootstrap.replica_scores` (Student-t over the pretraining-seed means, the spread pooled
+    over the scale's families; Bonferroni's where a claim chose among comparisons), for the paper its printed
+    half-widths. Models
     that differ only in their pretraining seed are one model, their mean (`aggregation.pool_pretraining_seeds`). The
     verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
@@ -392,9 +445,10 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     ``below_control``), when the statistic is smaller than a compared model's last-epoch validation gain
     (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
     criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
-    the scale with 2+ pretraining seeds); ``reason`` says which. Its interval's pretraining-seed term is each
-    family's own spread where every compared family has 3+ seeds, else the pooled one (``seed_term``, which says when
-    the verdict would change with the other). Beside it: the paper's estimate of the same comparison (``paper``: the
+    the scale with 2+ pretraining seeds); ``reason`` says which; a compared model that does not beat the control is
+    named "below" it or "not clear of" it, as its score is. ``seed_term``: the pooled spread used; ``SEED_MEANS``:
+    the Welch test on the compared families' own seed means (p-value and words, or why there is none) and where it
+    and the interval disagree. Beside it: the paper's estimate of the same comparison (``paper``: the
     paper's scores, default those in ``scores``; read at our models' places, `matching.paper_at`), our interval
     against it, and the group's pretraining effect (`BESIDE_PAPER`). A source whose results cannot carry the claim
     gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results:
@@ -413,7 +467,7 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
             for row in _judge(claim, data[source], source, split):
                 rows.append({"claim": f"{claim.key}. {claim.text}", "source": source, **row})
     numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
-    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER] if full else []
+    more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER, *SEED_MEANS] if full else []
     return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
 
 
