@@ -391,7 +391,7 @@ def test_crossover_table_puts_the_paper_at_our_tokens_per_parameter_on_every_axi
     assert table["Tokens per parameter (all)"].tolist() == [3.2, 30.0]
     assert table["paper 610M (all)"].tolist() == ["-1.00", ""]
     assert table[tables.LEAD_COLUMN].tolist() == ["+0.50 ± 0.40", "+1.50"]
-    assert "root sum of squares" in tables.LEAD_COLUMN
+    assert "± 95%" in tables.LEAD_COLUMN
     assert table["Model"].tolist() == ["316,228 steps", "3,000,000 steps (decayed final)"]
     body_only = tables.crossover_table(lead, {"body": per_axis["body"]})  # one axis: its two columns only
     assert list(body_only.columns)[-2:] == ["Tokens per body parameter", "paper 610M (body)"]
@@ -424,7 +424,7 @@ def test_crossover_axes_table_says_where_the_answer_depends_on_the_axis():
 
 
 def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minus_is(tmp_path):
-    # the crossover table's ± (root sum of squares) is not the verdicts table's joint bootstrap: its caption says so
+    # the crossover table's ± is the verdicts table's interval of the same difference: its caption says so
     lead = pd.DataFrame({
         "source": ["paper", "paper", "ours"], "scale": ["paper", "paper", "longer"],
         "size": ["610M", "610M", "mini-xs"], "task_group": "SC", "steps": [1000, 10000, 600000], "final": [False, False, True], "gap": [-4.0, 2.0, 0.5],
@@ -433,7 +433,7 @@ def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minu
                 "all": {"610M": 0.004, "mini-xs": 1e-5}}
     tables.show_crossover(lead, per_axis, tmp_path)
     caption = (tmp_path / "crossover.tex").read_text().splitlines()[0]
-    assert "root sum of squares" in caption and "joint bootstrap" in caption and "counts it twice" in caption
+    assert "the verdicts table's interval of the same difference" in caption and "pretraining-seed means" in caption
     written = pd.read_csv(tmp_path / "crossover.csv")
     assert written[tables.LEAD_COLUMN].tolist() == ["+0.50 ± 0.30"]
     found = pd.read_csv(tmp_path / "crossover-axes.csv", keep_default_na=False)
@@ -458,3 +458,24 @@ def test_a_run_whose_config_trains_another_model_than_its_folder_names_is_refuse
         "run_id: tiny-m-clm-42\nscale: tiny\nphases: [[mlm40, 42]]\nmodel: {size: tiny-m}\noptim: {warmup_steps: 2, decay_steps: 2}\n")
     with pytest.raises(ResultFileError, match="trains tiny-m-mlm40-42, not the tiny-m-clm-42 its folder names"):
         load_run_tree(tmp_path, "ours", "tiny")
+
+
+def test_the_crossover_plus_minus_is_the_verdicts_interval_of_the_same_difference(tmp_path):
+    """One interval a statistic (issue 45): at a one-size scale, MLM-40% minus CLM of the final models has the same
+    95% interval in claim 1's verdict row and in `points.mlm_lead` (the crossover tables, Fig. 4 across scales)."""
+    from helpers import write_planted
+
+    from mlmclm import claims
+    from mlmclm.analysis import points
+
+    rates = {"mini-m-clm-400": 0.5, "mini-m-mlm40-400": 0.6, "mini-m-mlm40-400-0": 0.2, "mini-m-clm-400-p1": 0.52,
+             "mini-m-mlm40-400-p1": 0.57, "mini-m-clm-400-200": 0.45, "mini-m-mlm40-400-200": 0.5}
+    write_planted(tmp_path, rates, majority=0.25, lrs=(1e-3, 3e-3, 1e-2), n=2000)
+    runs = results.load_run_tree(tmp_path, "ours", "mini")
+    scores = results.aggregate(runs)
+    v = claims.verdicts(scores, runs, ["1"], full=True).set_index("scope")
+    lead = points.mlm_lead(scores)
+    final = lead[lead["final"].astype(bool)].set_index("task_group")
+    for group in ("SC", "TC"):
+        assert abs(final.at[group, "gap"] - v.at[group, "value"]) < 0.006
+        assert abs(final.at[group, "gap_ci"] - (v.at[group, "ci_high"] - v.at[group, "ci_low"]) / 2) < 0.006

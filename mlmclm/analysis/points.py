@@ -1,6 +1,7 @@
 """A figure point and its interval: models that differ only in their pretraining seed pooled into one point
 (`pool`), the one function that computes every point's estimate and 95% half-width (`interval`), and MLM-40% minus
-CLM per checkpoint with the difference's half-width (`mlm_lead`, for Fig. 4 across scales and the crossover tables).
+CLM per checkpoint with the difference's half-width (`mlm_lead`, for Fig. 4 across scales and the crossover tables:
+the verdicts' interval of it, `bootstrap.seed_mean_replicas`, where the scale has pretraining seeds to pool).
 No torch import here.
 """
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import aggregation
+from . import bootstrap
 from . import ids
 from . import views
 
@@ -58,9 +60,27 @@ def pool(scores: pd.DataFrame) -> pd.DataFrame:
                          members=pd.Series([o[4] for o in out], index=index, dtype=object)).reset_index(drop=True)
 
 
+def _seed_mean_half_widths(scores: pd.DataFrame, pairs: pd.DataFrame) -> list[float]:
+    """Per row of ``pairs`` (``model_mlm`` minus ``model_clm``, seed-0 ids), the 95% half-width of the difference that
+    the verdicts give it (`bootstrap.seed_mean_replicas` and `bootstrap.percentile_interval`, the judge's defaults: the
+    same replicas, so the same interval); NaN where the scale's task group has no model with 2+ pretraining seeds."""
+    out = []
+    for (source, scale), part in pairs.groupby(["source", "scale"], sort=False):
+        avg = ids.group_averages(scores[(scores["source"] == source) & (scores["scale"] == scale)])
+        fams, draws = bootstrap.seed_mean_replicas(avg)
+        col = {(g, f): i for i, (g, f) in enumerate(zip(fams["task_group"], fams["model"]))}
+        for r in part.itertuples():
+            a, b = col.get((r.task_group, r.model_mlm)), col.get((r.task_group, r.model_clm))
+            gap = pd.DataFrame({"scope": "gap", "value": draws[:, a] - draws[:, b] if None not in (a, b) else np.nan})
+            bounds = bootstrap.percentile_interval(gap)
+            out.append((r.Index, float((bounds["hi"] - bounds["lo"]).iloc[0]) / 2 if len(bounds) else np.nan))
+    return [h for _, h in sorted(out)]
+
+
 def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
-    """MLM-40% minus CLM (``gap`` and its 95% half-width ``gap_ci``, both from `interval` over the two models'
-    pretraining seeds, and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
+    """MLM-40% minus CLM (``gap``, from `interval` over the two models' pretraining seeds; its 95% half-width
+    ``gap_ci``, the verdicts' where the scale's task group has models with 2+ pretraining seeds,
+    `_seed_mean_half_widths`, else `interval`'s; and the larger ``pretrain_seeds`` of the two) per source, scale, size and task group: at each
     intermediate checkpoint and, as ``final``, at the full budget, for the sizes with intermediate checkpoints."""
     scores = scores.reset_index(drop=True)
     pooled = ids.group_averages(pool(scores))
@@ -68,11 +88,13 @@ def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:
     final = views.scaling_view(pooled).merge(early[["source", "scale", "size"]].drop_duplicates())
     both = pd.concat([early.assign(final=False), final[views.is_clm_or_mlm40(final)].assign(final=True)])
     keys = ["source", "scale", "size", "task_group", "steps", "final"]
-    cols = [*keys, "members", "pretrain_seeds"]
+    cols = [*keys, "model", "members", "pretrain_seeds"]
     m = both[both["objective"] == "mlm"][cols].merge(both[both["objective"] == "clm"][cols], on=keys,
                                                      suffixes=("_mlm", "_clm"))
     gaps = [interval(scores.loc[list(a)], minus=scores.loc[list(b)]) for a, b in zip(m["members_mlm"],
                                                                                        m["members_clm"])]
+    seed_means = _seed_mean_half_widths(scores, m)
+    gaps = [(g, h if np.isnan(s) else s) for (g, h), s in zip(gaps, seed_means)]
     return m.assign(gap=[g for g, _ in gaps], gap_ci=[h for _, h in gaps],
                     pretrain_seeds=np.maximum(m["pretrain_seeds_mlm"], m["pretrain_seeds_clm"]))[
         [*keys, "gap", "gap_ci", "pretrain_seeds"]]

@@ -389,15 +389,13 @@ def show_reference(reference: results.Results | None, data: results.Results, con
         display(part.drop(columns="Scale").set_index(["Group", "Dataset", "Model"]))
 
 
-# Where two tables show the same difference: the crossover tables' ± and how it differs from the verdicts table's
-# (claim 1, `claims.verdicts`), in their column name and captions (issue 36, item 7).
-LEAD_COLUMN = "MLM-40% minus CLM (ours, ± root sum of squares)"
-LEAD_METHOD = ("± 95%: the two models' own half-widths (over pretraining seeds where there are several, else "
-               "fine-tuning seeds) combined as their root sum of squares, as Fig. 4 across scales draws them. The "
-               "verdicts table's interval for the decayed final models (claim 1) is a joint bootstrap and need not "
-               "agree: it draws the test instances both models share once, so their noise cancels in the difference "
-               "(the root sum of squares counts it twice and errs wide on that account), chooses the learning rate "
-               "again in each replica, and takes its pretraining-seed term from the scale's pooled seed spread")
+# Where two tables show the same difference: the crossover tables' ± is the verdicts table's interval of it (claim 1,
+# `claims.verdicts`), named in their column name and captions (issue 36, item 7; issue 45: one interval a statistic).
+LEAD_COLUMN = "MLM-40% minus CLM (ours, ± 95%)"
+LEAD_METHOD = ("± 95%: where the scale has models with 2+ pretraining seeds, the verdicts table's interval of the "
+               "same difference (claim 1 for the decayed final models): Student-t over the pretraining-seed means, "
+               "their spread pooled over the scale's families, as Fig. 4 across scales draws it; else the two "
+               "models' half-widths over fine-tuning seeds combined as their root sum of squares")
 
 
 def _axis_columns(axis: str, paper_size: str) -> tuple[str, str]:
@@ -433,7 +431,7 @@ def _interpolate(curve: tuple[np.ndarray, np.ndarray], tpp: float) -> float:
 
 def crossover_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
     """Issue 26's question in one table: MLM-40% minus CLM of ours at each intermediate checkpoint and at the end
-    (``lead``: `points.mlm_lead`, ± the root sum of squares of the two models' 95% half-widths, ``LEAD_METHOD``),
+    (``lead``: `points.mlm_lead`, ± the verdicts' 95% half-width of the difference, ``LEAD_METHOD``),
     per scale and task group, and on each axis of ``per_axis`` ({axis: {size: tokens a step per parameter}},
     `compute.tokens_per_axis`) our pretraining tokens per parameter beside the paper's ``paper_size`` at the same
     place: its stable-phase checkpoints interpolated linearly in log tokens per parameter, blank outside their range
