@@ -36,7 +36,7 @@ pretrain, fine-tune, compare with the paper. `mlmclm VERB --help` says more of e
 # modules whose add_cli(subparsers) adds verbs
 # (torch-free: `mlmclm.commands` holds the parsers of the verbs whose modules import torch)
 VERB_MODULES: list[str] = ["mlmclm.commands", "mlmclm.evaluation.offline_suite", "mlmclm.studies", "mlmclm.workspace",
-                            "mlmclm.export"]
+                            "mlmclm.export", "mlmclm.analysis.coverage"]
 
 
 def _millions(n: int) -> str:
