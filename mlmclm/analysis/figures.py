@@ -244,8 +244,13 @@ def _lead_panel(ax, rows: pd.DataFrame, x: str, colors: dict) -> None:
     ax.set_xscale("log")
 
 
+LEAD_BARS = ("bars: ours, the verdicts' 95% interval of the difference (Student-t over pretraining-seed means, "
+             "their spread pooled over the scale's families);\nthe paper's, its printed ± combined")
+
+
 def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> Drawn:
-    """Fig. 4 across scales: MLM-40% minus CLM (``mlm_lead``, bars = the difference's 95% half-width) against
+    """Fig. 4 across scales: MLM-40% minus CLM (``mlm_lead``, bars = the difference's 95% half-width, the verdicts'
+    for ours: ``LEAD_BARS``) against
     pretraining tokens per parameter, one row of task-group panels per axis of ``AXES`` (`tokens_per_axis`: per body
     parameter, per body+embedding parameter, per parameter of any kind; an axis without the counts of any drawn size
     is left out), for every source and scale with intermediate checkpoints (the paper's 610M, each scale of ours):
@@ -276,8 +281,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
                 ax.set_title(group)
                 ax.set_xlabel(AXES[axis])
                 ax.set_ylabel("MLM-40% minus CLM")
-        finish(fig, list(grid.ravel()), "Fig. 4 across scales: MLM-40% minus CLM", None,
-               bars_note(rows, "bars (the difference)"))
+        finish(fig, list(grid.ravel()), "Fig. 4 across scales: MLM-40% minus CLM", None, LEAD_BARS)
     return Drawn([save(fig, out_dir, "fig04_scales")])
 
 

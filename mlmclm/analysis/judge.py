@@ -14,8 +14,8 @@ size, no IR task, no biphasic runs ...) the verdict is "not checkable at this sc
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
 model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
-below it is named in the row, not a gate), the difference must be larger than the compared models' last-epoch
-validation gain (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
+below it is named in the row, not a gate), the difference must be larger than its own change over the last
+fine-tuning epoch (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
 with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
 paper's scores at the configuration our models stand for, through the same check and statistic), with what
 pretraining adds in its group and the pretraining-seed spread its interval used (`BESIDE_PAPER`). Cells with fewer
@@ -54,7 +54,8 @@ class Claim:
     the project's notes on the paper quote it (in quotation marks), else says "paraphrased". A ``per_run`` claim
     (the paper prints no numbers for it) is judged on run-level results only, its bootstrap replicas drawn from the
     runs ``replica_runs`` keeps; ``below_control`` says what a compared model below the random-init control means
-    for it.
+    for it; ``spread``: its statistic is a difference of spreads over learning rates (claim 4), whose own change over
+    the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`).
     """
 
     key: str
@@ -71,6 +72,7 @@ class Claim:
     choices: Callable[[pd.DataFrame], int] = lambda point: 1
     below_control: str = "reported, not a gate: the leading model beats it"
     paper: str = ""
+    spread: bool = False
 
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         """The check's rows (or ``table``'s) of ``scores`` (and ``runs``, for a per-run claim)."""
@@ -164,14 +166,14 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
     return span("pretrain_seeds"), span("n") or (str(ids.PAPER_SEEDS) if paper else "")
 
 
-def _gates(src: _Source, models: set, groups: list, value: float) -> list[str]:
+def _gates(c: Claim, src: _Source, models: set, groups: list, value: float) -> list[str]:
     """Why a comparison of ours carries no signal ([] when it does): its leading model not beating the random-init
     control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
-    gate), a difference within the compared models' last-epoch validation gain, or the fine-tuning of the compared
-    models failing the calibration criteria."""
+    gate), a difference smaller than its own change over the last fine-tuning epoch (`evidence.unsettled`), or the
+    fine-tuning of the compared models failing the calibration criteria."""
     every_seed = {m for m in src.seeds["model"].unique() if ids.family(m) in models}
     return [w for w in (evidence.signal(src.seeds, models, groups),
-                        evidence.unsettled(src.runs, models, groups, value),
+                        evidence.unsettled(src.runs, models, groups, value, spread=c.spread),
                         _uncalibrated(src.runs, every_seed, groups)) if w]
 
 
@@ -354,7 +356,7 @@ def _ours(c: Claim, src: _Source, t, groups: list, words, verdict: str, why: str
     lo, hi = t.lo, t.hi
     if not c.per_run:
         extra["seed_term"] = _seed_term(src.spread, groups)[0]
-    gates = _gates(src, models, groups, t.value)
+    gates = _gates(c, src, models, groups, t.value)
     if gates:
         verdict, why = "no signal", "; ".join(gates)
         notes.append(f"no signal: {why}")
@@ -442,7 +444,7 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when its leading model does not beat the random-init control of its size
     beyond the combined half-width (`evidence.signal`; a trailing model below it is named in the row,
-    ``below_control``), when the statistic is smaller than a compared model's last-epoch validation gain
+    ``below_control``), when the statistic is smaller than its own change over the last fine-tuning epoch
     (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
     criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
     the scale with 2+ pretraining seeds); ``reason`` says which; a compared model that does not beat the control is
