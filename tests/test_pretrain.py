@@ -87,6 +87,7 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["attention_backend"] == "sdpa" and meta["tokens_seen"] == 24 * 256
     assert meta["versions"]["torch"] and meta["hardware"]["cpu_count"] and meta["commit"]
+    assert meta["data"]["shards"].startswith(f"{Path(cfg.data.root).as_posix()}/shards/")  # as the config names it
     # its identity (the hash of config.yaml) in meta.json, in its checkpoint folder and in every trainer state
     import hashlib
     assert meta["identity"] == identity(cfg) == hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]

@@ -455,7 +455,7 @@ class Trainer:
             "micro_batch_size": self.micro or None,
             "distributed": distributed,
             "precision": "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32",
-            "data": {"shards": str(self.built.shards), **shard_meta},
+            "data": {"shards": (Path(self.cfg.data.root) / "shards" / self.built.shards.name).as_posix(), **shard_meta},
             **provenance(),
         })
 
