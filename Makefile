@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 SCALE  ?= mini
 
-.PHONY: reproduce test figures bench bench-gpu gpu-wheels clean-venv
+.PHONY: reproduce test test-quick figures bench bench-gpu gpu-wheels clean-venv
 
 # torch==2.13.0 is installed before anything that depends on torch: an unpinned torch pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -23,6 +23,11 @@ reproduce: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider; fi
+
+# While working: every test but those marked slow (end to end: the tiny reproduction, a study trained from a notebook,
+# SmolLM2's CPT, two-process training, the installed wheel), and no nbval. CI runs `make test`.
+test-quick: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
 
 figures: $(STAMP)
 	$(VENV)/bin/mlmclm notebooks

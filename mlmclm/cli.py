@@ -116,11 +116,14 @@ def reproduce(args) -> int:
     from .analysis import notebooks
     from . import studies, workspace
     from .config import scale_config
-    from .io import repo_relative, working_root
+    from .io import check_writable, repo_relative, working_root
 
     start, root = time.perf_counter(), working_root()
     results = Path(args.results_dir).resolve() if args.results_dir else root / "results"
     out = Path(args.output_dir).resolve() if args.output_dir else None
+    for folder in (results, out):  # before the studies, not after them
+        if folder is not None:
+            check_writable(folder)
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
           f"{repo_relative(results / 'runs' / args.scale, root)}), then the five notebooks.\n", flush=True)
     if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
@@ -132,8 +135,8 @@ def reproduce(args) -> int:
                                                     for d in (args.checkpoints_dir, args.data_dir)))
     plan = studies.build_plan(scale_config(args.scale))  # the scale resolved once, here; the plan carries it
     studies.run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
-    if out is None and not args.results_dir and not notebooks.shows_in_place(results / "runs", args.scale):
-        out = results / "local" / args.scale  # not committed: its own notebooks, figures and tables
+    if out is None and not args.results_dir:  # not committed: its own notebooks, figures and tables
+        out = notebooks.local_folder(results, [args.scale])
     figures = out / "figures" if out else root / "figures"
     tables = out / "tables" if out else results / "tables"
     sub = "" if args.scale == "paper" else f"ours-{args.scale}"
@@ -186,12 +189,14 @@ def _print_attention_check(device: str = "cpu") -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run `mlmclm ARGV`; every fault a user can meet ends in one line on stderr: their errors (`MlmClmError`) and
-    a full disk with status 2, a killed worker process with 1, Ctrl-C (at any moment, imports included) with 130.
-    Anything else is a bug and keeps its traceback."""
+    a full disk with status 2, a killed worker process with 1, Ctrl-C (at any moment, imports included) with 130 and
+    SIGTERM with 143. Anything else is a bug and keeps its traceback. The signals are the command's only where it is
+    the program (`argv` None: the command line); a caller that passes `argv` (a test, a script) keeps its own, so that
+    Ctrl-C raises `KeyboardInterrupt` out of this call and SIGTERM does what it does there (pytest stops)."""
     import os
     import signal
 
-    interrupted, me = [], os.getpid()
+    program, interrupted, me = argv is None, [], os.getpid()
 
     def on_signal(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
         if os.getpid() != me and signum == signal.SIGTERM:  # a forked worker ends as by default; its parent reports
@@ -201,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         interrupted.append(signum)
         raise KeyboardInterrupt
 
-    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored SIGINT stays ignored
+    ours = program and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored one stays so
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
-    term = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
+    term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
     previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
     try:
         return _main(argv)
@@ -211,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: what was written is kept, a re-run goes on from there
+        if not program:
+            raise
         return _interrupted(e.args[0] if e.args else "interrupted", interrupted)
     except Exception as e:
         from concurrent.futures.process import BrokenProcessPool

@@ -18,7 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
 
-from .config_loader import from_dict, load_config, to_dict, to_yaml  # noqa: F401  (re-exported: load_config, to_yaml)
+from .config_loader import (  # noqa: F401  (re-exported: check_value, load_config, to_yaml)
+    check_value, from_dict, load_config, to_dict, to_yaml,
+)
 from .errors import ConfigError
 from .schedule import Objective, Schedule, parse_objective
 from .sizes import ATTENTION_BACKENDS, FIELDS, SIZES, shape

@@ -100,6 +100,12 @@ def _form(tp) -> str:
     return words.get(typing.get_origin(tp) or tp, "a mapping" if dataclasses.is_dataclass(tp) else str(tp))
 
 
+def check_value(tp, value, name: str):
+    """`value` as a value of type `tp` (an annotation as a config field has: `bool`, `str | None`, `list[int]`), named
+    `name`: a `ConfigError` naming it and what it must be otherwise, as for a config's field."""
+    return _convert(tp, value, name)
+
+
 def _convert(tp, value, name: str):
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if dataclasses.is_dataclass(tp):

@@ -31,11 +31,13 @@ import torch
 
 from . import bench
 from .config import RECIPES_DIR
-from .io import git_commit, hardware, versions, write_text
+from .errors import ConfigError
+from .io import check_writable, git_commit, hardware, versions, write_text
 from .models import modeling
 from .models.configuration import MlmClmConfig
 from .models.convert import to_hf
 from .models.modeling import MlmClmForMaskedLM
+from .sizes import shape
 from .training.objectives import IGNORE
 from .training.optim import build_optimizer
 
@@ -256,11 +258,38 @@ def small_step(device: str, peak: float, steps: int) -> list[dict]:
     return [{**r, "check": "small step", "mfu": r.pop("ratio", "")} for r in rows]
 
 
+def _positive(option: str, value, kind=int):
+    """`value` of `option` when it is a positive (finite) `kind`, else a `ConfigError` naming the option."""
+    if isinstance(value, int if kind is int else (int, float)) and 0 < value < float("inf"):
+        return value
+    raise ConfigError(f"{option} {value}: must be a positive {'integer' if kind is int else 'number'}")
+
+
+def _options(args) -> dict:
+    """`run`'s arguments from the command line's, each checked before any work: a `ConfigError` naming the option
+    and what it must be (a positive number, known sizes, an OUT that is a folder one can write in)."""
+    try:
+        batches = [_positive("--batches", int(b)) for b in args.batches.split(",")]
+    except (ValueError, ConfigError):
+        raise ConfigError(f"--batches {args.batches!r}: must be positive integers separated by commas, e.g. "
+                          "8,16") from None
+    sizes = [x for x in args.fsdp_sizes.split(",") if x]
+    for option, names in (("--size", [args.size]), ("--fsdp-sizes", sizes)):
+        try:
+            [shape(name) for name in names]
+        except ConfigError as e:
+            raise ConfigError(f"{option}: {e}") from None
+    peak = None if args.peak_tflops is None else _positive("--peak-tflops", args.peak_tflops, float)
+    options = dict(out=Path(args.out), device=args.device, size=args.size, batches=batches, fsdp_sizes=sizes,
+                   seq_len=_positive("--seq-len", args.seq_len), steps=_positive("--steps", args.steps),
+                   budget=_positive("--budget", args.budget, float), peak=peak, small=not args.no_small)
+    check_writable(options["out"])
+    return options
+
+
 def _cli(args) -> int:
     started = time.perf_counter()
-    path = run(Path(args.out), args.device, args.size, args.seq_len, [int(b) for b in args.batches.split(",")],
-               fsdp_sizes=[x for x in args.fsdp_sizes.split(",") if x], small=not args.no_small, steps=args.steps,
-               budget=args.budget, peak=args.peak_tflops)
+    path = run(**_options(args))
     for row in csv.DictReader(path.open()):
         print(f"  {row['check']:<10} {row['size']:<6} {row['variant']:<44} mfu {row['mfu'] or '-':<8} "
               f"peak {row['peak_mib'] or '-':>6} MiB  {row['value'] or ''} {row['note']}")

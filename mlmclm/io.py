@@ -140,9 +140,11 @@ def check_writable(folder: str | Path, create: bool = True) -> None:
     folder = Path(folder)
     check_encodable(folder)
     try:
+        existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
+        if not existing.is_dir():
+            raise OSError(errno.ENOTDIR, f"{existing} is a file, not a folder")
         if not create:
-            existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
-            if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            if not os.access(existing, os.W_OK | os.X_OK):
                 raise OSError(errno.EACCES, f"{existing} is not a folder you can write in")
             return
         folder.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from .errors import ConfigError
-from .io import atomic_path, working_root
+from .io import atomic_path, check_writable, working_root
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 FILES = {"notebooks": ("notebooks", "*.ipynb"), "paper": ("results/paper", "*.csv"),  # shipped folder -> target
@@ -23,8 +23,10 @@ FILES = {"notebooks": ("notebooks", "*.ipynb"), "paper": ("results/paper", "*.cs
 
 def init(folder: str | Path) -> list[Path]:
     """Copy the shipped notebooks and the paper's tables into `folder` (created when missing): the files that are
-    not there yet, never overwriting one. Returns the files written."""
+    not there yet, never overwriting one. Returns the files written; a `ConfigError` for a folder that cannot be
+    written in (a file, read-only)."""
     folder = Path(folder)
+    check_writable(folder)
     written = []
     for name, (target, pattern) in FILES.items():
         sources = sorted((SHIPPED / name).glob(pattern))

@@ -117,6 +117,19 @@ def offline_suite(root: Path) -> list[str]:
     return texts + [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
 
 
+def read_only_folder(tmp_path: Path) -> Path:
+    """A folder no file can be written in: `tmp_path/ro` made read-only, or, where that does not stop this process
+    (root ignores a folder's mode), /sys (a read-only file system)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return Path("/sys")
+    except OSError:
+        return folder
+
+
 def _json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj))

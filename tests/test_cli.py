@@ -73,7 +73,11 @@ def test_a_full_disk_a_killed_worker_and_ctrl_c_at_any_moment_are_one_line(capsy
     with pytest.raises(PermissionError):  # any other fault of the system is not a user's: its traceback stays
         main(["model", "info", "tiny"])
     monkeypatch.setattr(cli.importlib, "import_module", raising(KeyboardInterrupt()))  # Ctrl-C while importing
-    assert main(["model", "info", "tiny"]) == 130
+    with pytest.raises(KeyboardInterrupt):  # called with argv (a test, a script): the caller's Ctrl-C stays its own
+        main(["model", "info", "tiny"])
+    program = ["mlmclm", "model", "info", "tiny"]
+    monkeypatch.setattr(sys, "argv", program)  # as the program (no argv): the command's
+    assert main() == 130
     assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
 
     def swallowed(*args, **kwargs):  # a library that catches the KeyboardInterrupt of an import and fails otherwise
@@ -86,12 +90,13 @@ def test_a_full_disk_a_killed_worker_and_ctrl_c_at_any_moment_are_one_line(capsy
         raise ModuleNotFoundError("Could not import module 'LlamaConfig'")
 
     monkeypatch.undo()
+    monkeypatch.setattr(sys, "argv", program)
     monkeypatch.setattr(cli, "model_info", swallowed)
-    assert main(["model", "info", "tiny"]) == 130
+    assert main() == 130
     assert _one_line(capsys) == "mlmclm: interrupted; re-run the same command to resume"
     monkeypatch.setattr(cli, "model_info", raising(ModuleNotFoundError("no Ctrl-C")))
     with pytest.raises(ModuleNotFoundError):  # without one, it stays a bug with its traceback
-        main(["model", "info", "tiny"])
+        main()
 
 
 def test_bad_numbers_and_config_files_on_the_command_line_are_refused(tmp_path):
@@ -131,3 +136,39 @@ def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, 
     # KeyboardInterrupt in code run beneath ours during the imports, though ours caught it and printed its line (CI, 3 s)
     assert proc.returncode in (130, -signal.SIGINT), err[-1000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_test_run_stops_within_seconds_of_sigterm_or_ctrl_c(tmp_path, name):
+    """`make test` can be stopped: SIGTERM or Ctrl-C while a test runs the command line in-process (`cli.main`)
+    ends pytest at once, rather than failing that test as an interrupted command and going on with the next."""
+    import signal
+    import time
+
+    started = tmp_path / "started"
+    (tmp_path / "test_slow.py").write_text(
+        "import time\nfrom pathlib import Path\nfrom mlmclm import cli\n\n"
+        "def slow(*args):\n"
+        f"    Path({str(started)!r}).touch()\n"
+        "    time.sleep(120)\n\n"
+        "def test_slow(monkeypatch):\n"
+        "    monkeypatch.setattr(cli, 'model_info', slow)\n"
+        "    assert cli.main(['model', 'info', 'tiny']) == 0\n\n"
+        "def test_next():\n"
+        "    time.sleep(120)\n")
+    # SIGINT back to its default in the child: a test run started in the background inherits an ignored SIGINT
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_slow.py"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), proc.communicate()[0][-2000:]
+        proc.send_signal(getattr(signal, name))
+        sent = time.monotonic()
+        out, _ = proc.communicate(timeout=10)
+        assert time.monotonic() - sent < 10
+    finally:
+        proc.kill()
+    assert "test_next" not in out and "1 failed" not in out, out[-2000:]

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from packaging.requirements import Requirement
 
@@ -73,3 +74,30 @@ def test_the_gpu_check_needs_only_what_the_gpu_image_has(tmp_path):
     rows = list(csv.DictReader((tmp_path / "out" / "gpu.csv").open()))
     assert [r["check"] for r in rows] == ["parity", "parity", "step", "step", "max micro-batch"]
     assert all(not r["note"].startswith("failed") for r in rows)
+
+
+def test_each_option_of_the_check_is_refused_in_one_line_naming_it_before_any_work(tmp_path, capsys, monkeypatch):
+    """A negative peak (negative MFU), `--steps 0` (rows of StatisticsError), `--batches 2,x`, an OUT that is a file
+    or read-only: `mlmclm: error: ...` naming the option and what it must be, before anything is measured."""
+    from helpers import read_only_folder
+
+    from mlmclm.cli import main
+
+    monkeypatch.setattr(gpu_check, "parity", lambda *a: pytest.fail("the check started"))
+    (tmp_path / "file").write_text("")
+    out, ro = str(tmp_path / "out"), read_only_folder(tmp_path)
+    for argv, says in (([out, "--peak-tflops", "-989"], "--peak-tflops -989.0: must be a positive number"),
+                       ([out, "--peak-tflops", "nan"], "--peak-tflops nan: must be a positive number"),
+                       ([out, "--steps", "0"], "--steps 0: must be a positive integer"),
+                       ([out, "--seq-len", "-1"], "--seq-len -1: must be a positive integer"),
+                       ([out, "--budget", "0"], "--budget 0.0: must be a positive number"),
+                       ([out, "--batches", "2,x"], "--batches '2,x': must be positive integers separated by commas"),
+                       ([out, "--batches", ""], "--batches '': must be positive integers separated by commas"),
+                       ([out, "--size", "3b"], "--size: unknown model size '3b'"),
+                       ([out, "--fsdp-sizes", "610m,2b"], "--fsdp-sizes: unknown model size '2b'"),
+                       ([str(tmp_path / "file")], f"cannot write in {tmp_path / 'file'}: "),
+                       ([str(ro / "out")], f"cannot write in {ro / 'out'}: ")):
+        assert main(["bench", "gpu", "--device", "cpu", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"mlmclm: error: {says}"), (argv, err)
+    assert not (tmp_path / "out").exists()

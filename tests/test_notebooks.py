@@ -57,6 +57,7 @@ def test_main_rejects_unknown_notebooks(capsys):
     assert "unknown notebook" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains the biphasic study at the tiny scale inside the kernel, then runs the notebook
 def test_papermill_run_with_parameters(tmp_path):
     """A user's run: another output file, other folders, run_study=True: the notebook first runs its study (here the
     biphasic study at the tiny scale, with the study runner) and then shows it beside the paper."""
@@ -321,3 +322,78 @@ def test_scales_without_committed_results_show_in_their_own_folder_not_in_the_co
     assert calls["parameters"]["scales"] == ["tiny"]
     assert calls["parameters"]["figures_dir"] == str(results / "local" / "tiny" / "figures")
     assert "results/local/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-p", "run_study", "maybe"], "run_study must be true or false, got 'maybe'"),
+    (["-p", "results_dir", "5"], "results_dir must be a string, got 5"),
+    (["-p", "figures_dir", "7"], "figures_dir must be a string, got 7"),
+    (["-p", "tables_dir", "[a]"], "tables_dir must be a string, got ['a']"),
+])
+def test_a_parameter_of_the_wrong_kind_is_refused_naming_it_before_any_kernel_starts(argv, says, monkeypatch):
+    """`-p run_study maybe` is not true (it would train a study), `-p results_dir 5` not a folder's name: one line
+    naming the parameter and what it must be, before any notebook runs; papermill's own command line (which calls
+    `setup` in the kernel) is told the same."""
+    monkeypatch.setattr(notebooks, "_execute_one", lambda *a, **k: pytest.fail("a notebook ran"))
+    with pytest.raises(notebooks.ConfigError, match=re.escape(says)) as err:
+        notebooks.main(["01_scaling", *argv])
+    assert "\n" not in str(err.value)
+    name, value = argv[1], notebooks._value(argv[2])
+    kwargs = dict(results_dir="results", sources=["paper"], scales=None, figures_dir=None, tables_dir=None)
+    with pytest.raises(notebooks.ConfigError, match=re.escape(says)):
+        notebooks.setup(REPO, **{**kwargs, name: value})
+
+
+def test_notebooks_of_a_scale_not_committed_are_never_written_in_place(tmp_path, monkeypatch, capsys):
+    """`mlmclm notebooks -p scales '[tiny]'` where tiny's runs are not committed: the notebooks, figures and tables go
+    to results/local/tiny/ (as `reproduce --scale tiny` writes them), never over the committed notebooks."""
+    import shutil
+    import subprocess
+
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    (results / "paper").symlink_to(REPO / "results" / "paper")
+    write_synthetic_study(results / "runs" / "mini", size="mini-m")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "results/runs/mini"], check=True)
+    subprocess.run([*git, "commit", "-qm", "mini"], check=True)
+    write_synthetic_study(results / "runs" / "tiny", size="tiny-m", seed=1)  # run, not committed
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(REPO / "notebooks" / "01_scaling.ipynb", tmp_path / "notebooks")
+    monkeypatch.setenv("MLMCLM_ROOT", str(tmp_path))
+    ran = []
+    monkeypatch.setattr(notebooks, "_execute_one", lambda paths, parameters, progress=None: ran.append(
+        (paths, parameters)) or 0.0)
+    local = results / "local" / "tiny"
+    assert notebooks.main(["01_scaling", "-p", "scales", "[tiny]"]) == 0
+    [((source, target), parameters)] = ran
+    assert source == tmp_path / "notebooks" / "01_scaling.ipynb" and target == local / "notebooks" / source.name
+    assert parameters["figures_dir"] == str(local / "figures") and parameters["tables_dir"] == str(local / "tables")
+    assert f"wrote the executed notebooks in {local / 'notebooks'}" in capsys.readouterr().out
+    ran.clear()
+    assert notebooks.main(["01_scaling", "-p", "scales", "[mini]"]) == 0  # a committed scale: in place
+    assert ran[0][0][1] == source and "figures_dir" not in ran[0][1]
+
+
+def test_the_kernel_of_a_notebook_prints_no_shutdown_interrupt(tmp_path):
+    """jupyter_client interrupts a kernel before it shuts it down; a kernel still busy in a message handler (a loaded
+    machine) then logs "KeyboardInterrupt caught in kernel." onto the terminal of whoever runs papermill. `setup`
+    quiets the kernel's log, so that line never comes, however late the interrupt lands (here logged by hand, as
+    ipykernel logs it)."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    code = (f"import sys\nfrom pathlib import Path\nsys.path.insert(0, {str(REPO)!r})\nfrom mlmclm import notebooks\n"
+            f"ctx = notebooks.setup(Path({str(REPO)!r}), results_dir='results', sources=['paper'], scales=None, "
+            f"figures_dir={str(tmp_path / 'f')!r}, tables_dir={str(tmp_path / 't')!r})\n"
+            "get_ipython().kernel.log.error('KeyboardInterrupt caught in kernel.')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "in.ipynb"))
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                           "--no-progress-bar"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "KeyboardInterrupt" not in proc.stderr, proc.stderr

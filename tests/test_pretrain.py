@@ -198,6 +198,7 @@ def _rank_error(stderr: str) -> str:
     return "\n".join([*errors, stderr[start:start + 4000] if start >= 0 else stderr[-2000:]])
 
 
+@pytest.mark.slow  # a launch of two torchrun processes beside a run of one, per phase schedule
 @PHASES
 def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases, free_port):
     one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []},

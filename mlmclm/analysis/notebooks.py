@@ -1,7 +1,8 @@
 """The five notebooks: what they share at start-up, and running them all with papermill in one process.
 
 ``python -m mlmclm.analysis.notebooks`` (and ``mlmclm notebooks``) executes notebooks/01_scaling ... 05_cpt in
-place, which rewrites every figure under figures/ and every table under results/tables/. Volatile metadata (timings,
+place, which rewrites every figure under figures/ and every table under results/tables/ (notebooks that show a scale
+whose runs are not committed go to results/local/<scale>/ instead: `local_folder`). Volatile metadata (timings,
 absolute paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical. A notebook
 is replaced only when it ran clean; a failure leaves it as it was and names the notebook, the cell and the error.
 """
@@ -21,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import NOTEBOOK_STUDY, REFERENCE, scale_names
+from ..config import NOTEBOOK_STUDY, REFERENCE, check_value, scale_names
 from ..errors import ConfigError, NotebookError
 from ..io import atomic_path, read_json, working_root
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from .results import Results
 
 NOTEBOOKS = tuple(NOTEBOOK_STUDY)  # one a study of the paper's (`mlmclm.config.STUDIES`)
+KINDS = {"results_dir": str, "figures_dir": str | None, "tables_dir": str | None, "encodeval_dir": str | None,
+         "sample_csv": str | None, "run_study": bool}  # the parameters' kinds; `sources` and `scales`: `names`
 SCALE_ORDER = ("tiny", "mini", "long", "longer", "small", "paper")  # smallest first; another scale after them, by name
 
 
@@ -134,6 +137,15 @@ def shows_in_place(runs_dir: Path, scale: str) -> bool:
     return committed is None or scale in committed
 
 
+def local_folder(results_dir: Path, scales) -> Path | None:
+    """Where the notebooks showing `scales` go when one of them is not committed (tiny, a user's own scale), so that
+    the committed notebooks, figures and tables never show it: ``<results_dir>/local/<scale>/`` (several scales: joined
+    by "+"), which git ignores; None where every one shows in place (`shows_in_place`) or none is named."""
+    if not scales or all(shows_in_place(results_dir / "runs", s) for s in scales):
+        return None
+    return results_dir / "local" / "+".join(scales)
+
+
 def read_metrics(runs_dir: Path) -> dict:
     """{(task group, dataset): metric} as a run tree's results.json files name it (``test.metric``, else
     ``meta.metric``), one file read per dataset; datasets whose files name none are left out."""
@@ -185,6 +197,14 @@ def names(value, what: str) -> list[str] | None:
     raise ConfigError(f"{what}={value!r}: expected a list of names, e.g. -p {what} '[\"long\"]' or -p {what} long")
 
 
+def check_kinds(parameters: dict) -> None:
+    """A `ConfigError` naming the first of `parameters` that is not of its kind (`KINDS`: `-p run_study maybe` is not
+    true, `-p results_dir 5` not a folder's name) and what it must be; a `Path` is a folder's name too."""
+    for name, value in parameters.items():
+        if name in KINDS and not isinstance(value, Path):
+            check_value(KINDS[name], value, name)
+
+
 def papermill_output() -> Path | None:
     """The notebook the `papermill` command that started this kernel is writing, when it writes another file than
     the one it reads (read from the parent process's command line: Linux); else None."""
@@ -223,6 +243,9 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
 
     from . import evidence, figures, results
 
+    check_kinds(dict(results_dir=results_dir, figures_dir=figures_dir, tables_dir=tables_dir,
+                     encodeval_dir=encodeval_dir, run_study=run_study, sample_csv=sample_csv))
+    _quiet_kernel()
     warnings.filterwarnings("ignore")
     pd.set_option("display.max_colwidth", None)
     pd.set_option("display.max_columns", None)
@@ -250,6 +273,18 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
     return Context(root=root, results=res_dir, figures=_resolve(root, figures_dir), tables=_resolve(root, tables_dir),
                    scales=ours, data=data, controls=evidence.controls(data.scores, data.runs),
                    reference=_reference(res_dir, ours))
+
+
+def _quiet_kernel() -> None:
+    """Only critical lines from the log of the kernel that runs this notebook (none where no kernel runs it):
+    jupyter_client interrupts a kernel before it shuts it down, and a kernel still in a message handler then (a
+    loaded machine) logs "KeyboardInterrupt caught in kernel." onto the terminal of whoever ran papermill."""
+    import logging
+
+    ipython = sys.modules.get("IPython")
+    kernel = getattr(ipython.get_ipython(), "kernel", None) if ipython else None
+    if kernel is not None:
+        kernel.log.setLevel(logging.CRITICAL)
 
 
 def _run_study(study: str | None, scales, res_dir: Path) -> None:
@@ -322,6 +357,7 @@ def check_parameters(parameters: dict, paths, root: Path) -> None:
     if unknown:
         raise ConfigError(f"notebook parameter(s) {', '.join(unknown)} unknown: the notebooks take "
                           f"{', '.join(sorted(known))}")
+    check_kinds(parameters)
     res_dir = _resolve(root, parameters.get("results_dir", "results"))
     if not (res_dir / "paper").is_dir():
         raise ConfigError(f"results_dir={parameters.get('results_dir')!r}: {res_dir} has no paper/ folder (the "
@@ -424,7 +460,8 @@ def _value(text: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlmclm notebooks", description=(
-        "Execute the five notebooks in place: regenerates figures/ and results/tables/."))
+        "Execute the five notebooks in place: regenerates figures/ and results/tables/; notebooks showing a scale "
+        "whose runs are not committed (-p scales '[tiny]') go to results/local/<scale>/ instead."))
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help=f"which to run (default: all of {', '.join(NOTEBOOKS)})")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at a time (default: 2)")
@@ -434,12 +471,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.notebooks) - set(NOTEBOOKS))
     if unknown:
         parser.error(f"unknown notebook(s) {', '.join(unknown)}: choose from {', '.join(NOTEBOOKS)}")
-    parameters = {name: _value(value) for name, value in args.parameter}
+    parameters, root = {name: _value(value) for name, value in args.parameter}, working_root()
+    check_kinds(parameters)
+    out = local_folder(_resolve(root, parameters.get("results_dir", "results")),
+                       names(parameters.get("scales"), "scales"))
+    if out:  # a scale not committed: its own notebooks, figures and tables, never over the committed ones
+        parameters = {"figures_dir": str(out / "figures"), "tables_dir": str(out / "tables"), **parameters}
     total = time.perf_counter()
-    for name, seconds in execute(args.notebooks or NOTEBOOKS, parameters, jobs=args.jobs).items():
+    for name, seconds in execute(args.notebooks or NOTEBOOKS, parameters, jobs=args.jobs,
+                                 output_dir=out / "notebooks" if out else None, root=root).items():
         print(f"{name:<20} {seconds:5.1f} s")
     print(f"{'all':<20} {time.perf_counter() - total:5.1f} s")
-    print("wrote the executed notebooks in notebooks/, their figures in "
+    print(f"wrote the executed notebooks in {out / 'notebooks' if out else 'notebooks/'}, their figures in "
           f"{parameters.get('figures_dir') or 'figures/'} and their tables in "
           f"{parameters.get('tables_dir') or 'results/tables/'}")
     return 0

@@ -116,7 +116,7 @@ def check_overrides(overrides, plan: Plan, names) -> None:
 def _cli(args) -> int:
     paths = paths_from(args, working_root())
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
-    if args.groups:
+    if args.groups is not None:  # `--groups ''` names no group: refused as `--groups ,` is, not read as all
         scale = scale_config(args.scale, [*args.overrides, *group_overrides(scale, args.groups)])
     names = resolve_names(args.name, scale)
     plan = build_plan(scale).for_studies(names)  # built once
