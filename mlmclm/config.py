@@ -18,8 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
 
-from .config_loader import (  # noqa: F401  (re-exported: check_value, load_config, to_yaml)
-    check_value, from_dict, load_config, to_dict, to_yaml,
+from .config_loader import (  # noqa: F401  (re-exported: check_value, load_config, read_yaml, to_yaml)
+    check_value, from_dict, load_config, read_yaml, to_dict, to_yaml,
 )
 from .errors import ConfigError
 from .schedule import Objective, Schedule, parse_objective

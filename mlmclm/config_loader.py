@@ -34,16 +34,7 @@ def load_config(cls, source: str | Path | dict | None = None, overrides: typing.
             raise ConfigError(f"config file {path} is a folder; name a YAML file")
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            raise ConfigError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', e)}") from None
+        _, data = read_yaml(path)
         if data is None:
             raise ConfigError(f"{path}: the config is empty; give at least the keys that make the run yours "
                               f"(run_id, phases, ...)")
@@ -51,6 +42,23 @@ def load_config(cls, source: str | Path | dict | None = None, overrides: typing.
             raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
     data = apply_overrides(data, overrides)
     return from_dict(cls, data)
+
+
+def read_yaml(path: str | Path) -> tuple[str, typing.Any]:
+    """A YAML file's text and what it holds; a file that cannot be read, is not UTF-8 or does not parse is a one-line
+    `ConfigError` naming it (and the line and column of a syntax error)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, yaml.safe_load(text)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"{path}: malformed YAML{where}: {getattr(e, 'problem', e)}") from None
 
 
 def apply_overrides(data: dict, overrides: typing.Sequence[str]) -> dict:

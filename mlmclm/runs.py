@@ -33,17 +33,21 @@ Where things live:
     <runs>/stability/<scale>/<model id>/      the stability grid's results (`grid_root`)
     <runs>/reference/<scale>/<model id>/      models pretrained elsewhere and their CPT runs
     <checkpoints>/<scale>/<run id>/           a run's checkpoints (their step folders: `training.checkpoints`)
+
+A run's record is read by one reader (`read_record`), believed only when whole and agreeing with itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import REFERENCE, step_text
-from .errors import ResultFileError
+from .config import REFERENCE, read_yaml, step_text
+from .errors import ConfigError, ResultFileError
+from .io import read_json
 from .schedule import Objective, parse_objective
 from .sizes import SIZES
 
@@ -188,6 +192,51 @@ def run_folder(root: str | Path, scale: str, model: str | ModelId) -> Path:
     """`<root>/<scale>/<model id>`: a run's record or a model's fine-tuning results (`root`: a runs folder, or a grid's
     tree in it, `grid_root`), or a run's checkpoints (`root`: a checkpoints folder)."""
     return Path(root) / scale / str(model)
+
+
+CONFIG, META = "config.yaml", "meta.json"  # a run's record in its run folder (beside pretrain.csv)
+RESTORE = "restore it (version control, a backup) or train the run again"
+
+
+def config_identity(text: str) -> str:
+    """A run's identity from the text of its config.yaml (`training.pretrain.identity`: its resolved config as
+    `config.to_yaml` writes it): the text's sha256, its first 16 hex digits."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A run's record (`read_record`): its config.yaml as a mapping, its meta.json ({} before the run wrote one) and
+    the identity of the config's text."""
+    folder: Path
+    config: dict
+    meta: dict
+    identity: str
+
+
+def read_record(folder: str | Path) -> Record | None:
+    """The run record in `folder`, None where it holds no config.yaml. A record is believed only when whole and
+    agreeing with itself, else a one-line `ResultFileError` names the file and what to do: a config.yaml that does
+    not read as a YAML mapping, a meta.json that does not read as a JSON object, or a meta.json whose identity is not
+    the config.yaml's (the config edited after training). A meta.json without an identity (written before identities)
+    agrees."""
+    folder = Path(folder)
+    if not (folder / CONFIG).is_file():
+        return None
+    try:
+        text, config = read_yaml(folder / CONFIG)
+        meta = read_json(folder / META) if (folder / META).exists() else {}
+    except (ConfigError, ResultFileError) as e:
+        raise ResultFileError(f"{e}; {RESTORE}") from None
+    for name, doc, kind in ((CONFIG, config, "a YAML mapping of config keys"), (META, meta, "a JSON object")):
+        if not isinstance(doc, dict):
+            held = type(doc).__name__ if doc is not None else "nothing"
+            raise ResultFileError(f"{folder / name}: not {kind} (it holds {held}); {RESTORE}")
+    record = Record(folder, config, meta, config_identity(text))
+    if meta.get("identity") not in (None, record.identity):
+        raise ResultFileError(f"{folder / CONFIG}: edited after training (its identity is {record.identity}, "
+                              f"{folder / META} records {meta['identity']}); {RESTORE}")
+    return record
 
 
 def grid_root(runs: str | Path, grid: str) -> Path:

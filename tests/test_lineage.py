@@ -1,14 +1,19 @@
 """A model's attributes come from its run's records (`analysis.lineage`): the committed runs read as their ids say,
-and a run under a free name is analysed from its config alone."""
+a run under a free name is analysed from its config alone, and a record that is damaged or disagrees with itself is
+refused in one line naming its file, never read as another model or from its name (issue 46, item 1)."""
 
+import hashlib
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from helpers import write_run
+from mlmclm.analysis import results
 from mlmclm.analysis.ids import ATTRIBUTES, parse_model_id
-from mlmclm.analysis.run_tree import load_pretrain_logs, load_run_tree
+from mlmclm.analysis.run_tree import load_pretrain_logs, load_run_tree, run_parameters
+from mlmclm.errors import ResultFileError
 
 RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 
@@ -65,3 +70,96 @@ def test_a_model_without_records_keeps_its_ids_attributes(tmp_path):
     _result(tmp_path, "tiny-m-clm-42-20", "tiny-m-clm-42", 20)
     got = load_run_tree(tmp_path, "ours", "tiny").iloc[0]
     assert (got["objective"], got["steps"], bool(got["intermediate"])) == ("clm", 20, True)
+
+
+# ---- a damaged or disagreeing record is refused in one line naming its file (issue 46, item 1) ----
+def _meta(root: Path, run: str, identity: str | None = None, text: str | None = None) -> None:
+    """The run's meta.json: with the identity of its config.yaml as written (`identity` or `text`: another's)."""
+    config = (root / run / "config.yaml").read_text()
+    ident = identity or hashlib.sha256((text or config).encode()).hexdigest()[:16]
+    (root / run / "meta.json").write_text(json.dumps({"run_id": run, "identity": ident, "status": "complete"}))
+
+
+def _refused(tmp_path: Path, *says: str, load=None) -> str:
+    """The one-line `ResultFileError` that reading the tree gives; it says each of `says`."""
+    with pytest.raises(ResultFileError) as e:
+        (load or (lambda: load_run_tree(tmp_path, "ours", "tiny")))()
+    message = str(e.value)
+    assert "\n" not in message and all(s in message for s in says), message
+    return message
+
+
+@pytest.mark.parametrize("parent", ["gone", "tiny-m-clm-42"])
+def test_a_cpt_whose_parents_record_is_gone_is_refused_not_read_from_its_name(tmp_path, parent):
+    child = "its-cpt" if parent == "gone" else "tiny-m-clm-dec42-mlm30-52"  # an id would be parsed as a fallback
+    _config(tmp_path, child, "[[mlm30, 10]]", f"{{kind: run, path: checkpoints/tiny/{parent}, step: 42}}")
+    _result(tmp_path, child, child, 10)
+    _refused(tmp_path, str(tmp_path / child / "config.yaml"), str(tmp_path / parent / "config.yaml"), "restore")
+
+
+def test_a_loop_of_init_paths_is_refused(tmp_path):
+    _config(tmp_path, "a", "[[mlm40, 10]]", "{kind: run, path: checkpoints/tiny/b}")
+    _config(tmp_path, "b", "[[mlm40, 10]]", "{kind: run, path: checkpoints/tiny/a}")
+    _result(tmp_path, "a", "a", 10)
+    _refused(tmp_path, "config.yaml", "loop", "a -> b -> a")
+
+
+def test_a_config_edited_after_training_is_refused_and_so_are_its_cpt_children(tmp_path):
+    _config(tmp_path, "base", "[[clm, 40]]")
+    _meta(tmp_path, "base", text="run_id: base\nphases: [[mlm40, 40]]\n")  # trained as another config
+    _config(tmp_path, "cpt", "[[mlm40, 10]]", "{kind: run, path: checkpoints/tiny/base}")
+    _meta(tmp_path, "cpt")
+    _result(tmp_path, "cpt", "cpt", 10)
+    _refused(tmp_path, str(tmp_path / "base" / "config.yaml"), "meta.json", "edited")
+    _config(tmp_path, "base", "[[clm, 40]]")
+    _meta(tmp_path, "base")  # its own identity, and one without any (written before identities), agree
+    assert load_run_tree(tmp_path, "ours", "tiny")["objective"].tolist() == ["clm+mlm"]
+    (tmp_path / "base" / "meta.json").write_text(json.dumps({"run_id": "base", "status": "complete"}))
+    assert load_run_tree(tmp_path, "ours", "tiny")["objective"].tolist() == ["clm+mlm"]
+
+
+def test_a_meta_step_that_disagrees_with_its_checkpoint_or_schedule_is_refused(tmp_path):
+    _config(tmp_path, "clm-only", "[[clm, 40]]")
+    path = write_run(tmp_path, "early", "TC", "toy_pos", 1e-3, 0, 0.5, 0.5,
+                     meta={"checkpoint": "checkpoints/tiny/clm-only/step_000020/hf", "step": 30})
+    _refused(tmp_path, str(path), "step 30", "step_000020")
+    path.unlink()
+    path = write_run(tmp_path, "late", "TC", "toy_pos", 1e-3, 0, 0.5, 0.5,  # read as 'clm+mlm, 54 MLM steps'
+                     meta={"checkpoint": "checkpoints/tiny/clm-only/step_000094/hf", "step": 94})
+    _refused(tmp_path, str(path), "94", "40", str(tmp_path / "clm-only" / "config.yaml"))
+
+
+def test_results_of_two_checkpoints_under_one_model_are_refused(tmp_path):
+    _config(tmp_path, "plain", "[[clm, 40]]")
+    write_run(tmp_path, "plain", "TC", "toy_pos", 1e-3, 0, 0.5, 0.5,
+              meta={"checkpoint": "checkpoints/tiny/plain/step_000040/hf", "step": 40})
+    other = write_run(tmp_path, "plain", "TC", "toy_pos", 1e-3, 1, 0.5, 0.5,
+                      meta={"checkpoint": "checkpoints/tiny/plain/step_000020/hf", "step": 20})
+    _refused(tmp_path, "plain", "step 20", "step 40", "one checkpoint")
+    assert str(other) in _refused(tmp_path)
+
+
+def test_a_record_that_is_not_yaml_or_json_is_one_line_naming_it(tmp_path):
+    _config(tmp_path, "run", "[[clm, 40]]")
+    _result(tmp_path, "run", "run", 40)
+    (tmp_path / "run" / "meta.json").write_text("{\"identity\": ")
+    _refused(tmp_path, str(tmp_path / "run" / "meta.json"), "JSON")
+    (tmp_path / "run" / "meta.json").unlink()
+    (tmp_path / "run" / "pretrain.csv").write_text("step,loss\n1,2.0\n")
+    for text in ("phases: [[clm, 40]\n", "- a list\n", ""):
+        (tmp_path / "run" / "config.yaml").write_text(text)
+        _refused(tmp_path, str(tmp_path / "run" / "config.yaml"))
+        _refused(tmp_path, str(tmp_path / "run" / "config.yaml"), load=lambda: load_pretrain_logs(tmp_path))
+
+
+def test_every_reader_of_records_refuses_a_damaged_one(tmp_path):
+    """The notebooks' loader (`results.load`), the pretraining logs and the parameter counts read records through the
+    same reader."""
+    runs = tmp_path / "results" / "runs" / "tiny"
+    _config(runs, "run", "[[clm, 40]]")
+    _meta(runs, "run", identity="0" * 16)
+    (runs / "run" / "pretrain.csv").write_text("step,loss\n1,2.0\n")
+    _result(runs, "run", "run", 40)
+    for load in (lambda: results.load(tmp_path / "results", sources=["ours"], scale="tiny"),
+                 lambda: load_pretrain_logs(runs), lambda: run_parameters(runs)):
+        _refused(tmp_path, str(runs / "run" / "config.yaml"), "edited", load=load)

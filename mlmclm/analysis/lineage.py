@@ -12,20 +12,30 @@ A run's *lineage* is its schedule from the start of the first run it descends fr
                                       (offset: that checkpoint's place in the lineage; the run's own steps count
                                       from 0 again)
 
-A checkpoint's step is in its run's own count (`meta.step` of a fine-tuning result); its place in the lineage is the
-run's offset plus that step. No torch import here.
+A checkpoint's step is in its run's own count (its folder ``step_<step>`` in a fine-tuning result's
+``meta.checkpoint``, which ``meta.step`` repeats); its place in the lineage is the run's offset plus that step.
+
+A record is believed only when whole and agreeing with itself (`runs.read_record`: readable YAML and JSON, the
+config's identity the one its meta.json records): a run whose parent has no record, an ``init.path`` chain that
+loops, or a checkpoint step that disagrees with its folder or lies past the run's last step is a `ResultFileError`
+naming the file, never a missing or guessed attribute. No torch import here.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ..config import PretrainConfig, load_config
+from ..errors import ConfigError, ResultFileError
+from ..runs import CONFIG, RESTORE, Record, read_record
 from ..schedule import CLM, AnyObjective, Objective, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
+
+_STEP = re.compile(r"step_(\d+)")  # a checkpoint's folder (`training.checkpoints.step_dir`)
 
 
 @dataclass(frozen=True)
@@ -54,33 +64,49 @@ def _upto(segments, steps: int) -> list[tuple[AnyObjective, int]]:
 
 
 class Records:
-    """The run records under one folder (a scale's run folders, ``<folder>/<run>/config.yaml``), each read once."""
+    """The run records under one folder (a scale's run folders, ``<folder>/<run>/config.yaml``), each read once by
+    `runs.read_record`: a record that is damaged or disagrees with itself is refused, never read as another run."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self._configs: dict[str, PretrainConfig | None] = {}
+        self._records: dict[str, Record | None] = {}
+
+    def record(self, run: str) -> Record | None:
+        """The run's record, None where it has none (`runs.read_record`)."""
+        if run not in self._records:
+            self._records[run] = read_record(self.folder / run)
+        return self._records[run]
 
     def config(self, run: str) -> PretrainConfig | None:
         """The run's recorded config, None where there is none or it names no phases (a run recorded before
-        phases)."""
-        if run not in self._configs:
-            import yaml
+        phases); one that is not a config is a `ResultFileError` naming it."""
+        record = self.record(run)
+        if record is None or "phases" not in record.config:
+            return None
+        try:
+            return load_config(PretrainConfig, record.config)
+        except ConfigError as e:
+            raise ResultFileError(f"{record.folder / CONFIG}: {e}; {RESTORE}") from None
 
-            path = self.folder / run / "config.yaml"
-            record = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
-            self._configs[run] = load_config(PretrainConfig, record) if "phases" in record else None
-        return self._configs[run]
-
-    def lineage(self, run: str, _seen: frozenset = frozenset()) -> Lineage | None:
-        """Run `run`'s lineage; None where a record on the way is missing, or the lineage starts from a model
-        pretrained elsewhere (``init.kind: hf``) or loops."""
+    def lineage(self, run: str, _chain: tuple[str, ...] = ()) -> Lineage | None:
+        """Run `run`'s lineage; None where the run has no record (or one without phases) or the lineage starts from
+        a model pretrained elsewhere (``init.kind: hf``). A run whose parent has no such record, or whose runs loop,
+        is a `ResultFileError` naming its config.yaml: its attributes would be guessed."""
         cfg = self.config(run)
-        if cfg is None or cfg.init.kind == "hf" or run in _seen:
+        if cfg is None or cfg.init.kind == "hf":
             return None
         phases = tuple((parse_objective(str(o)), int(n)) for o, n in cfg.phases)
         if cfg.init.kind != "run":
             return Lineage(phases, 0, None, cfg.model.size, cfg.seed)
-        parent = self.lineage(Path(cfg.init.path).name, _seen | {run})
+        here, up = self.folder / run / CONFIG, Path(cfg.init.path).name
+        if up in (*_chain, run):
+            raise ResultFileError(f"{here}: its init.path makes a loop of runs ({' -> '.join((*_chain, run, up))}); "
+                                  "a run starts from another run's checkpoint: fix init.path")
+        if self.config(up) is None:
+            raise ResultFileError(f"{here}: it starts from run {up}, whose record {self.folder / up / CONFIG} is "
+                                  "missing or names no phases; restore that record (version control, a backup) or "
+                                  "train that run again")
+        parent = self.lineage(up, (*_chain, run))
         if parent is None:
             return None
         if cfg.init.optimizer:  # a branch: its phases restate the parent's from the parent's own start
@@ -130,23 +156,39 @@ def attributes(line: Lineage, step: int | None = None) -> dict:
             "intermediate": own != line.final}
 
 
-def evaluated(meta: dict) -> tuple[str, int | None] | None:
-    """The run and own step of the checkpoint a fine-tuning result's ``meta`` names (its ``checkpoint``:
-    ``<checkpoints>/<scale>/<run>/step_<step>/...``; its ``step``); None for a model that is not a run's checkpoint
-    (a hub id, a folder of weights)."""
-    path = Path(str(meta.get("checkpoint") or ""))
-    run = next((p.parent.name for p in (path, *path.parents) if p.name.startswith("step_")), None)
-    step = meta.get("step")
-    return (run, int(step) if isinstance(step, int) else None) if run else None
+def evaluated(path: str | Path, meta: dict) -> tuple[str, int] | None:
+    """The run and own step of the checkpoint that the ``meta`` of the fine-tuning result at ``path`` names (its
+    ``checkpoint``: ``<checkpoints>/<scale>/<run>/step_<step>/...``); None for a model that is not a run's checkpoint
+    (a hub id, a folder of weights). A ``meta.step`` other than that folder's step is a `ResultFileError` naming the
+    file: the result would be read as another checkpoint's."""
+    checkpoint = Path(str(meta.get("checkpoint") or ""))
+    found = next((p for p in (checkpoint, *checkpoint.parents) if _STEP.fullmatch(p.name)), None)
+    if found is None:
+        return None
+    step = int(_STEP.fullmatch(found.name)[1])
+    if "step" in meta and (isinstance(meta["step"], bool) or meta["step"] != step):
+        raise ResultFileError(f"{path}: its meta.step {meta['step']!r} is not the step of the checkpoint it names "
+                              f"({found.name}): the file was edited or belongs to another checkpoint's results; "
+                              "write it again by fine-tuning that checkpoint")
+    return found.parent.name, step
 
 
 def recorded(records: Records, checkpoints: dict) -> dict:
-    """model -> `attributes`, for each model (``checkpoints``: model -> `evaluated`) whose run's lineage is in
-    ``records``."""
+    """model -> `attributes`, for each model (``checkpoints``: model -> (its `evaluated` checkpoint or None, a
+    results.json that names it)) whose run's lineage is in ``records``. A step past the run's last is a
+    `ResultFileError` naming the results.json and the run's config.yaml: it would be read as another schedule."""
     lines, out = {}, {}
-    for model, (run, step) in checkpoints.items():
+    for model, (found, path) in checkpoints.items():
+        if found is None:
+            continue
+        run, step = found
         if run not in lines:
             lines[run] = records.lineage(run)
-        if lines[run] is not None:
-            out[model] = attributes(lines[run], step)
+        if (line := lines[run]) is None:
+            continue
+        if step > line.final:
+            raise ResultFileError(f"{path}: evaluates run {run} at step {step}, past its last step {line.final} "
+                                  f"({records.folder / run / CONFIG}): the result or that config belongs to another "
+                                  "run; restore the one that was changed")
+        out[model] = attributes(line, step)
     return out

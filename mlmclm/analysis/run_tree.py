@@ -8,7 +8,6 @@ read as it should is a `ResultFileError` naming it. No torch import here.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -79,6 +78,7 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
     ``grid`` names the fine-tuning grid the tree holds (``default``, or ``stability`` for a scale's stability grid).
     A model's attributes (objective, steps, ...) come from the records of the run it is a checkpoint of (its
     config.yaml and its parents', under ``records``, default root: `lineage`); a model without them keeps its id's.
+    A model folder whose results evaluate more than one checkpoint, or a damaged record, is a `ResultFileError`.
     """
     root = Path(root)
     records = Records(root if records is None else records)
@@ -99,8 +99,7 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
         if fault := misplaced(path, doc):  # a result counts only in the folder its meta names
             aside.append(fault)
             continue
-        if model not in checkpoints and isinstance(doc.get("meta"), dict) and (run := evaluated(doc["meta"])):
-            checkpoints[model] = run
+        _one_checkpoint(checkpoints, model, evaluated(path, doc.get("meta") or {}), path)
         rows.append({"model": model, "task_group": group, "dataset": DATASETS.get(dataset, dataset),
                      "lr": float(m["lr"]), "seed": int(m["seed"]), **_read(path, doc),
                      "path": path.relative_to(relative_to or root).as_posix()})
@@ -109,6 +108,18 @@ def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only
               f"{aside[0]}{' (and more)' if len(aside) > 1 else ''}")
     check_configs(records, {r["model"] for r in rows})
     return runs_frame(rows, source, scale, grid, recorded(records, checkpoints))
+
+
+def _one_checkpoint(checkpoints: dict, model: str, found: tuple[str, int] | None, path: Path) -> None:
+    """Record in ``checkpoints`` (model -> (`lineage.evaluated`, the first results.json that says so)) the checkpoint
+    the results.json at ``path`` evaluates; one other than the model's other results name is a `ResultFileError`
+    naming both files: a model folder holds one checkpoint's results, else they would be read under one label."""
+    first = checkpoints.setdefault(model, (found, path))
+    if first[0] != found:
+        said = ["no run's checkpoint" if f is None else f"run {f[0]} at step {f[1]}" for f in (found, first[0])]
+        raise ResultFileError(f"{path}: evaluates {said[0]}, but {first[1]} of the same model {model} evaluates "
+                              f"{said[1]}: a model folder holds one checkpoint's results; move these to their "
+                              "model's folder")
 
 
 def check_configs(records: Records, models) -> None:
@@ -150,21 +161,18 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
     from; missing for a run from scratch or without a config), ``parent_step`` (that checkpoint's step) and
     ``resumed`` (it took over the parent's optimizer and step count, so its log's steps continue the parent's).
     """
-    import yaml
-
-    frames = []
+    frames, records = [], Records(runs_dir)
     for path in sorted(Path(runs_dir).glob("*/pretrain.csv")):
         log = _read_log(path)
-        config = path.parent / "config.yaml"
-        init = (yaml.safe_load(config.read_text()) or {}).get("init") or {} if config.is_file() else {}
+        record = records.record(path.parent.name)  # its init, also in a record written before phases
+        init = record.config.get("init") if record is not None else None
         start = {"parent": None, "parent_step": None, "resumed": False}
-        if init.get("kind") == "run":
+        if isinstance(init, dict) and init.get("kind") == "run":
             start = {"parent": Path(init["path"]).name, "parent_step": init.get("step"),
                      "resumed": bool(init.get("optimizer"))}
         frames.append(log[["step", "loss"]].assign(model=path.parent.name, **start))
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
-    records = Records(runs_dir)
     lines = {m: line for m in {f["model"].iat[0] for f in frames} if (line := records.lineage(m)) is not None}
     return with_attributes(pd.concat(frames, ignore_index=True), {m: attributes(line) for m, line in lines.items()})
 
@@ -200,16 +208,14 @@ def run_parameters(runs_dir: str | Path) -> dict:
     rule of ``FLOPS_RULES``) and `tokens_per_parameter` our tokens per parameter: the parameter counts of a run's
     meta.json (``embeddings``, ``body``, and ``output_layer`` where it has one: 0 when tied) and the tokens a step
     of its config.yaml (``batch_size`` x ``data.seq_len``). Sizes without both files are left out."""
-    import yaml
-
-    out = {}
+    out, records = {}, Records(runs_dir)
     for meta in sorted(Path(runs_dir).glob("*/meta.json")):
-        config = meta.parent / "config.yaml"
-        cfg = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
-        size = size_label(str(cfg.get("model", {}).get("size", "")))
+        record = records.record(meta.parent.name)
+        cfg = record.config if record is not None else {}
+        size = size_label(str((cfg.get("model") or {}).get("size", "")))
         if not size or size in out:
             continue
-        counts = json.loads(meta.read_text()).get("parameters") or {}
+        counts = record.meta.get("parameters") or {}
         if {"embeddings", "body"} <= set(counts):
             out[size] = {**{k: counts[k] for k in ("embeddings", "body", "output_layer") if k in counts},
                          "tokens_per_step": cfg["batch_size"] * cfg["data"]["seq_len"]}

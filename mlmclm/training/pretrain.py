@@ -30,7 +30,6 @@ import contextlib
 import copy
 import csv
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -48,7 +47,7 @@ from ..io import HUB_ID, check_writable, provenance, read_json, repo_relative, w
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from ..runs import ModelId, id_of, run_folder
+from ..runs import ModelId, config_identity, id_of, run_folder
 from . import checkpoints, corpus, trackers
 from .build import Built, build, distributed_setup, load_hf_decoder, micro_batch_from_memory, start_accelerator
 from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
@@ -79,8 +78,8 @@ def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer
 # The run
 # ---------------------------------------------------------------------------------------------------------------
 def identity(cfg: PretrainConfig) -> str:
-    """A run's identity: the hash of its resolved config (the text of its config.yaml)."""
-    return hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]
+    """A run's identity: the hash of its resolved config (the text of its config.yaml: `runs.config_identity`)."""
+    return config_identity(to_yaml(cfg))
 
 
 def owner(cfg: PretrainConfig) -> dict:
