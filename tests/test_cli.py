@@ -24,7 +24,7 @@ def test_model_info_in_a_fresh_process_and_bad_size():
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "mlmclm: error: unknown model size '3b'; choose one of 210m, 610m, 1b, tiny, tiny-s, tiny-m, tiny-l, mini-xs, "
-        "mini-s, mini-m, mini-l, small-s, small-m, small-l, smollm2-135m"]
+        "mini-s, mini-m, mini-l, twin, small-s, small-m, small-l, smollm2-135m"]
 
 
 def test_attention_check_reports_every_cpu_backend():
