@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from .config_loader import (  # noqa: F401  (re-exported: check_value, load_config, read_yaml, to_yaml)
-    check_value, from_dict, load_config, read_yaml, to_dict, to_yaml,
+    WRITTEN_WHEN_SET, check_value, from_dict, load_config, read_yaml, to_dict, to_yaml,
 )
 from .errors import ConfigError
 from .schedule import Objective, Schedule, parse_objective
@@ -111,7 +111,8 @@ class DataSpec:
     max_tokens: Optional[int] = None        # stop tokenising after this many training tokens (streamed corpora)
     tokenizer: str = "train"                # "train" (byte-level BPE on the corpus) or a transformers tokenizer
     vocab_size: int = 8192                  # for a trained tokenizer
-    tokenizer_chars: int = 50_000_000       # ... on this many characters from the corpus's start
+    tokenizer_chars: int = field(default=50_000_000, metadata=WRITTEN_WHEN_SET)  # ... on this many characters
+                                                                                # from the corpus's start
     mask_token: Optional[str] = None        # an existing token to use as the mask when the tokenizer has none
     seq_len: int = 128
     document_masking: bool = False          # attention within documents only (off, as the paper's code)

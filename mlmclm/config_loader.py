@@ -184,11 +184,18 @@ def _convert_scalar(tp, value, name: str):
     return value
 
 
+# The metadata of a field added after runs were recorded with its default behaviour: written only when set to another
+# value, so that every config.yaml recorded before it (and the identity hashed from it) stays byte for byte the same.
+WRITTEN_WHEN_SET = {"written_when_set": True}
+
+
 def to_dict(obj) -> dict:
-    """Plain dict (lists, not tuples) of a config dataclass, for YAML and JSON."""
+    """Plain dict (lists, not tuples) of a config dataclass, for YAML and JSON; a `WRITTEN_WHEN_SET` field at its
+    default is left out (reading it back gives the default)."""
     def plain(x):
         if dataclasses.is_dataclass(x):
-            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
+            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)
+                    if not (f.metadata.get("written_when_set") and getattr(x, f.name) == f.default)}
         if isinstance(x, (list, tuple)):
             return [plain(v) for v in x]
         if isinstance(x, dict):
