@@ -226,9 +226,11 @@ class Trainer:
     special: torch.Tensor = field(init=False)  # the tokenizer's special ids, never masked (on the host)
     named: set = field(init=False)  # the checkpoint steps never pruned
     bad_step: torch.Tensor = field(init=False)  # the first step whose loss was not finite (0: none)
+    provenance: dict = field(init=False)  # the commit, versions and hardware of the code that trains, read at its start
 
     def __post_init__(self):
         cfg, schedule, device = self.cfg, self.schedule, self.accelerator.device
+        self.provenance = provenance()  # not at the end: the checkout may have moved on while it trained
         self.special = torch.tensor(self.built.tokenizer.all_special_ids)
         if not self.micro and cfg.micro_batch_size != "auto":
             self.micro = cfg.micro_batch_size
@@ -455,7 +457,7 @@ class Trainer:
             "distributed": distributed,
             "precision": "bf16" if self.accelerator.mixed_precision == "bf16" else "fp32",
             "data": {"shards": (Path(self.cfg.data.root) / "shards" / self.built.shards.name).as_posix(), **shard_meta},
-            **provenance(),
+            **self.provenance,
         })
 
 
