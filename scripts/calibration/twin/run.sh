@@ -39,8 +39,9 @@ protocol() {
     # longer's grid with a decade below it (its random-init control chose its lowest rate)
     ir) ft ir-e4-n2048 IR squad_retrieval,nq_retrieval,vitaminc_retrieval 5e-5,1.5e-4,5e-4,1.5e-3,5e-3 0,1 4 2048 1000 ;;
     # SC: longer's protocol (8,192 reviews x 3 epochs, 4,000 validation and test), its grid with a rate below; four
-    # fine-tuning seeds, for the spread that sets how many SC needs for a 1-point half-width
-    sc) ft sc-multiemo-e3-n8192 SC multiemo_sentiment 1.5e-4,5e-4,1.5e-3,5e-3,1.5e-2 0,1,2,3 3 8192 4000 ;;
+    # fine-tuning seeds, for the spread that sets how many SC needs for a 1-point half-width (SC_SEEDS=0,1 for the 5K
+    # checkpoints, whose rate is what is asked of them)
+    sc) ft sc-multiemo-e3-n8192 SC multiemo_sentiment 1.5e-4,5e-4,1.5e-3,5e-3,1.5e-2 ${SC_SEEDS:-0,1,2,3} 3 8192 4000 ;;
     # TC: brown_upos, longer's grid with a rate on each side (issue 36 asked for 5e-4)
     tc) ft tc-upos-e4-n2048 TC brown_upos 5e-4,1.5e-3,5e-3,1.5e-2,5e-2 0,1 4 2048 1000 ;;
     # QA: squad11 (extractive, 64-token windows, stride 16), a probe for a pretraining signal at this size
