@@ -172,7 +172,11 @@ def bench_pretrain(sizes=("tiny", "mini-m"), seq_len: int = 128, batch: int = 16
     return rows
 
 
-PEAK_BF16_TFLOPS = {"H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4, "A100": 312.0}  # dense, vendor data sheets
+# Dense bf16 tensor-core peaks: NVIDIA's H100 and H200 data sheets give them with 2:4 sparsity (SXM 1,979, NVL 1,671,
+# H100 PCIe 1,513 TFLOP/s), halved here; the A100's 312 is dense. The first entry all of whose words are in the name
+# wins, so each NVL and PCIe card comes before its SXM model's plain name.
+PEAK_BF16_TFLOPS = {"H100 NVL": 835.5, "H200 NVL": 835.5, "H100 PCIe": 756.0, "H100": 989.4, "H200": 989.4,
+                    "A100": 312.0}
 
 
 def peak_tflops(device_name: str) -> float | None:

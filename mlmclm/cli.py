@@ -116,7 +116,7 @@ def reproduce(args) -> int:
     from .analysis import notebooks
     from . import studies, workspace
     from .config import scale_config
-    from .io import check_writable, repo_relative, working_root
+    from .io import check_writable, repo_relative, shown, working_root
 
     start, root = time.perf_counter(), working_root()
     results = Path(args.results_dir).resolve() if args.results_dir else root / "results"
@@ -125,7 +125,7 @@ def reproduce(args) -> int:
         if folder is not None:
             check_writable(folder)
     print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
-          f"{repo_relative(results / 'runs' / args.scale, root)}), then the five notebooks.\n", flush=True)
+          f"{shown(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
     if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
         workspace.init(root)
         if results != root / "results":
@@ -140,22 +140,22 @@ def reproduce(args) -> int:
     figures = out / "figures" if out else root / "figures"
     tables = out / "tables" if out else results / "tables"
     sub = "" if args.scale == "paper" else f"ours-{args.scale}"
-    parameters = {"scales": [args.scale], "results_dir": str(results), "figures_dir": str(figures),
-                  "tables_dir": str(tables)} if out or args.results_dir else {}
-    shown = {name: repo_relative(path, root) for name, path in (
+    parameters = {"scales": [args.scale], **{name: repo_relative(path, root) for name, path in (  # no machine path
+        ("results_dir", results), ("figures_dir", figures), ("tables_dir", tables))}} if out or args.results_dir else {}
+    printed = {name: shown(path) for name, path in (
         ("notebooks", out / "notebooks" if out else root / "notebooks"), ("figures", figures), ("tables", tables),
         ("figures_sub", figures / sub), ("tables_sub", tables / sub), ("runs", paths.results / args.scale))}
-    print(f"\nnotebooks (papermill), into {shown['notebooks']}/:", flush=True)
+    print(f"\nnotebooks (papermill), into {printed['notebooks']}/:", flush=True)
     done = notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None,
                              progress=lambda text: print(text, flush=True), root=root)
     for name, seconds in done.items():
         print(f"  {name:<20} {seconds:5.1f} s", flush=True)
     print_verdicts(results, args.scale)
     print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
-          f"  notebooks: {shown['notebooks']}/ (executed)\n"
-          f"  figures:   {shown['figures']}/ (the paper's) and {shown['figures_sub']}/ (this scale's)\n"
-          f"  tables:    {shown['tables']}/ (the paper's) and {shown['tables_sub']}/ (this scale's)\n"
-          f"  runs:      {shown['runs']}/ (pretraining logs, fine-tuning results)\n"
+          f"  notebooks: {printed['notebooks']}/ (executed)\n"
+          f"  figures:   {printed['figures']}/ (the paper's) and {printed['figures_sub']}/ (this scale's)\n"
+          f"  tables:    {printed['tables']}/ (the paper's) and {printed['tables_sub']}/ (this scale's)\n"
+          f"  runs:      {printed['runs']}/ (pretraining logs, fine-tuning results)\n"
           f"  verdicts:  the last section of each notebook")
     return 0
 
@@ -269,12 +269,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _main(argv: list[str] | None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every verb, each verb's --help ending in how its paths are read where it takes one."""
     from .config import scale_names
-    from .io import check_encodable
-
-    for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
-        check_encodable(arg)
 
     parser = argparse.ArgumentParser(prog="mlmclm", description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -298,6 +295,16 @@ def _main(argv: list[str] | None) -> int:
                      help="write executed notebooks, figures and tables here instead of in place")
     for name in VERB_MODULES:
         importlib.import_module(name).add_cli(sub)
+    commands.state_paths(parser)
+    return parser
+
+
+def _main(argv: list[str] | None) -> int:
+    from .io import check_encodable
+
+    for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
+        check_encodable(arg)
+    parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option

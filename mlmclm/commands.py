@@ -16,6 +16,27 @@ from .config import RECIPES_DIR, scale_names
 from .training.trackers import REPORT_TO
 
 
+PATHS = ("paths: a file or folder named on the command line (an argument, or an option such as --runs-dir, "
+         "--checkpoints-dir, --data-dir, --results-dir, --output-dir) is read from the folder you are in, as any "
+         "command reads it; an unset folder is its default in the working root ($MLMCLM_ROOT, else the nearest "
+         "folder at or above this one holding results/paper/, else this one); a key=value or --set field is a "
+         "config's, read from the working root as in a config file. Paths printed are relative to the folder you "
+         "are in when inside it, else absolute.")
+PATH_DESTS = {"runs_dir", "checkpoints_dir", "data_dir", "results_dir", "output_dir", "out", "folder", "checkpoint",
+              "model_dir", "config"}  # the options and arguments that name a file or folder
+
+
+def state_paths(parser) -> None:
+    """End the --help of every verb under `parser` that takes a path (`PATH_DESTS`) with how paths are read
+    (`PATHS`): called once on the whole command line, so that no verb is left out."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                state_paths(sub)
+        elif action.dest in PATH_DESTS:
+            parser.epilog = PATHS
+
+
 def recipe_names() -> list[str]:
     """The shipped recipes (mlmclm/recipes/<name>.yaml), the names `pretrain` and `data` take."""
     return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))

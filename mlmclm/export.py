@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from .errors import ConfigError, ResultFileError
-from .io import atomic_path, check_writable, read_json, umask, working_root
+from .io import atomic_path, check_writable, read_json, shown, umask, working_root
 from .runs import CONFIG, RESTORE, Record, read_record
 from .training import checkpoints
 
@@ -166,7 +166,7 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
 def _export_cli(args) -> int:
     out = export(args.checkpoint, args.out, args.format)
     kind = read_json(out / "config.json")["architectures"][0]
-    print(f"{out}: transformers {kind}, with its tokenizer and a model card (README.md)")
+    print(f"{shown(out)}: transformers {kind}, with its tokenizer and a model card (README.md)")
     return 0
 
 

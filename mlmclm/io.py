@@ -133,10 +133,26 @@ def disk_full(e: BaseException) -> bool:
         text in str(e) for text in ("No space left on device", "StorageFull", "Disk quota exceeded"))
 
 
+def missing_folders(folder: str | Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, deepest first (what `mkdir(parents=True)` makes)."""
+    folder = Path(folder).absolute()
+    return [p for p in (folder, *folder.parents) if not p.exists()]
+
+
+def remove_empty(folders) -> None:
+    """Remove `folders` (deepest first) while they are empty: what a refused command created, it does not leave."""
+    for folder in folders:
+        try:
+            Path(folder).rmdir()
+        except OSError:  # not empty, or gone
+            return
+
+
 def check_writable(folder: str | Path, create: bool = True) -> None:
-    """Check that files can be written in `folder`, creating it (and its parents) when missing; with `create=False`
-    nothing is created: the nearest folder that exists must let one create it. A `ConfigError` naming the folder
-    otherwise, before any work, also for a name that is not valid UTF-8 (run records and lock files write it)."""
+    """Check that files can be written in `folder`: with `create`, by writing a file there (creating the folder and
+    its parents for it, removed again); with `create=False`, the nearest folder that exists must let one create it.
+    Nothing is left behind. A `ConfigError` naming the folder otherwise, before any work, also for a name that is not
+    valid UTF-8 (run records and lock files write it)."""
     folder = Path(folder)
     check_encodable(folder)
     try:
@@ -147,9 +163,13 @@ def check_writable(folder: str | Path, create: bool = True) -> None:
             if not os.access(existing, os.W_OK | os.X_OK):
                 raise OSError(errno.EACCES, f"{existing} is not a folder you can write in")
             return
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        made = missing_folders(folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        finally:
+            remove_empty(made)
     except OSError as e:
         raise ConfigError(f"cannot write in {folder}: {e.strerror or e}; choose a folder you can write to") from None
 
@@ -277,6 +297,22 @@ def repo_relative(path: str | Path, root: Path) -> str:
         except ValueError:
             pass
     return str(Path(path).resolve())
+
+
+def shown(path: str | Path) -> str:
+    """A path as a command prints it to whoever ran it: relative to the working directory when inside it, else
+    absolute, so that it can be pasted where they stand (records name paths by `repo_relative` instead)."""
+    here = Path.cwd()
+    for candidate in (Path(path).absolute(), Path(path).resolve()):
+        with contextlib.suppress(ValueError):
+            return str(candidate.relative_to(here)) if candidate != here else "."
+    return str(Path(path).absolute())
+
+
+def typed_path(text: str | None, root: Path) -> str | None:
+    """A folder typed on the command line (read from the working directory, as any command reads a path) as a config
+    names it: relative to the working root `root` when inside it, else absolute (`repo_relative`)."""
+    return None if text is None else repo_relative(Path(text), root)
 
 
 def cell_folder(lr: float, seed: int) -> str:

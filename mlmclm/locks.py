@@ -7,8 +7,9 @@
 kernel releases a flock when the holder ends, however it ends (SIGKILL included), so a lock is never left stale: the
 file a killed process leaves behind is taken over at once. A second process waits for the holder and says once, in
 one line, which process it waits for; what the first one wrote is then there for it to find complete. A folder that
-holds nothing but the lock when it is released is removed with it. Forked workers share their parent's lock (they
-write for it). A process that already holds a folder's lock takes it again freely.
+holds nothing but the lock when it is released is removed with it, and so are the parents made for it that are left
+empty (a refused command leaves no folder behind). Forked workers share their parent's lock (they write for it). A
+process that already holds a folder's lock takes it again freely.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from .io import check_writable
+from .io import check_writable, missing_folders, remove_empty
 
 LOCK = ".lock"
 _HELD: dict[Path, int] = {}  # folder -> how many nested `hold`s of this process
@@ -45,6 +46,7 @@ def hold(folder: str | Path):
         finally:
             _HELD[folder] -= 1
         return
+    made = [p for p in missing_folders(folder) if p != folder]  # its parents that this lock creates
     check_writable(folder)
     path = folder / LOCK
     fd = _acquire(folder, path)
@@ -55,9 +57,8 @@ def hold(folder: str | Path):
         del _HELD[folder]
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # while still held: a waiter that opened this file sees it gone and takes a new one
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # a folder that only held the lock (work refused before any write) is not left behind
-        os.close(fd)
+        remove_empty([folder, *made])  # a folder that only held the lock (work refused before any write) is not
+        os.close(fd)                    # left behind, nor the parents made for it
 
 
 def busy(folder: str | Path) -> str | None:

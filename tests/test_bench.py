@@ -50,6 +50,8 @@ def test_mfu_bench_counts_model_flops_and_reports_backends_it_cannot_run():
         fraction = labelled or head / (6 * c.vocab_size * c.hidden_size)
         assert fraction == pytest.approx(labelled or 0.4, abs=0.02 if labelled else 0.2), objective
     assert bench.peak_tflops("NVIDIA H100 80GB HBM3") == 989.4 and bench.peak_tflops("NVIDIA H100 PCIe") == 756.0
+    assert bench.peak_tflops("NVIDIA H200") == 989.4
+    assert bench.peak_tflops("NVIDIA H100 NVL") == bench.peak_tflops("NVIDIA H200 NVL") == 835.5  # not the SXM's
     assert bench.peak_tflops("Tesla T4") is None
 
 
@@ -59,54 +61,69 @@ def _compiler() -> bool:
     return shutil.which("cc") is not None or shutil.which("gcc") is not None
 
 
-@pytest.mark.skipif(not _compiler(), reason="torch.compile on CPU needs a C compiler")
-def test_the_compiled_model_equals_the_eager_one():
-    """`torch.compile` of a training step (the GPU check's compiled variants): the same loss and gradients as eager
-    on CPU, for MLM (sparse head) and CLM (chunked linear cross-entropy)."""
+def _chunked_batch(objective: str):
+    """A tiny model's config, inputs, labels and label positions of `objective`, and a `CE_CHUNK_ELEMENTS` below
+    its labelled logits (about 10 rows a chunk): the chunked loss as the 210M step at 128k vocabulary runs it."""
     import torch
 
     from mlmclm.models.configuration import MlmClmConfig
-    from mlmclm.models.modeling import MlmClmForMaskedLM
+    from mlmclm.training.objectives import label_positions
 
     config = MlmClmConfig.from_size("tiny", vocab_size=300, **bench.SPECIAL_IDS)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(4, 300, (2, 16), generator=g)
-    labels = {False: torch.where(torch.rand(ids.shape, generator=g) < 0.4, ids, -100),
-              True: torch.cat([ids[:, 1:], torch.full((2, 1), -100)], dim=1)}
-    for causal, y in labels.items():
+    labels = (torch.where(torch.rand(ids.shape, generator=g) < 0.4, ids, -100) if objective == "MLM" else
+              torch.cat([ids[:, 1:], torch.full((2, 1), -100)], dim=1))
+    return config, ids, labels, label_positions(labels), 300 * 10
+
+
+def test_the_loss_chunk_loop_stays_out_of_the_compiled_graph(monkeypatch):
+    """The graphs `torch.compile` makes of a CLM step do not grow with the number of loss chunks: the chunk loop runs
+    eagerly between them (traced, it was unrolled at about 26 nodes a chunk, and the 210M step's compile ran over 10
+    minutes). Counted with a backend that only records the graphs (no code generation)."""
+    import torch
+
+    from mlmclm.models import modeling
+    from mlmclm.models.modeling import MlmClmForMaskedLM
+
+    config, ids, labels, positions, chunked = _chunked_batch("CLM")
+    nodes = {}
+    for elements in (chunked, chunked // 10):  # 3 and 30 chunks (30 labelled rows)
+        monkeypatch.setattr(modeling, "CE_CHUNK_ELEMENTS", elements)
+        torch._dynamo.reset()
+        counts = []
+
+        def backend(gm, inputs):
+            counts.append(sum(len(m.graph.nodes) for m in gm.modules() if hasattr(m, "graph")))
+            return gm.forward
+        torch.manual_seed(0)
+        model = torch.compile(MlmClmForMaskedLM(config), backend=backend)
+        model(ids, labels=labels, is_causal=True, label_positions=positions).loss.backward()
+        nodes[elements] = sum(counts)
+    assert nodes[chunked] == nodes[chunked // 10], nodes
+
+
+@pytest.mark.skipif(not _compiler(), reason="torch.compile on CPU needs a C compiler")
+def test_the_compiled_model_equals_the_eager_one(monkeypatch):
+    """`torch.compile` of a training step (the GPU check's compiled variants): the same loss and gradients as eager
+    on CPU, for MLM and CLM, through the chunked linear cross-entropy (logits above `CE_CHUNK_ELEMENTS`, as at the
+    210M step) with the label positions the pretraining loop passes."""
+    import torch
+
+    from mlmclm.models import modeling
+    from mlmclm.models.modeling import MlmClmForMaskedLM
+
+    for objective in ("MLM", "CLM"):
+        config, ids, y, positions, chunked = _chunked_batch(objective)
+        monkeypatch.setattr(modeling, "CE_CHUNK_ELEMENTS", chunked)
+        assert len(positions) * config.vocab_size > chunked  # the chunked loss, several chunks
         torch.manual_seed(0)
         model = MlmClmForMaskedLM(config)
         out = {}
         for name, fwd in (("eager", model), ("compiled", torch.compile(model))):
             model.zero_grad(set_to_none=True)
-            loss = fwd(ids, labels=y, is_causal=causal).loss
+            loss = fwd(ids, labels=y, is_causal=objective == "CLM", label_positions=positions).loss
             loss.backward()
             out[name] = (loss.detach(), [p.grad.clone() for p in model.parameters()])
         assert torch.allclose(out["eager"][0], out["compiled"][0], atol=1e-5)
         assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(out["eager"][1], out["compiled"][1]))
-
-
-def test_the_gpu_check_runs_on_cpu_and_writes_its_rows(tmp_path):
-    """The prepared GPU check's code on CPU (fp32, tiny): parity rows at float precision, step rows with an MFU,
-    the largest micro-batch tried, FSDP said to need a GPU, a budget that stops new measurements, and the rows in
-    OUT/gpu.csv."""
-    import csv
-
-    from mlmclm import gpu_check
-
-    path = gpu_check.run(tmp_path, device="cpu", size="tiny", seq_len=16, batches=[2], chunks=[1 << 10],
-                         fsdp_sizes=["610m"], small=False, steps=1, peak=0.15, compiled=(False,), max_micro=4)
-    rows = list(csv.DictReader(path.open()))
-    parity = [r for r in rows if r["check"] == "parity"]
-    assert len(parity) == 2 and all(float(r["value"]) < 1e-5 for r in parity)
-    steps = [r for r in rows if r["check"] == "step"]
-    assert [r["variant"] for r in steps] == ["MLM40 [sdpa]", "CLM [sdpa]", "CLM [sdpa]"]
-    assert all(float(r["mfu"]) > 0 for r in steps) and steps[-1]["note"] == "loss chunk 1,024 elements"
-    assert [(r["batch"], r["note"]) for r in rows if r["check"] == "max micro-batch"] == [
-        ("4", "the largest of 2, 4, ... that trains; the last tried: 4, the limit")]
-    assert [r["note"] for r in rows if r["check"] == "fsdp"] == ["needs a GPU (accelerate runs FSDP on GPUs only)"]
-    assert all(r["device"] and r["commit"] and r["torch"] for r in rows)
-    late = list(csv.DictReader(gpu_check.run(tmp_path / "late", device="cpu", size="tiny", seq_len=16, batches=[2],
-                                             chunks=[], fsdp_sizes=[], small=False, budget=0, peak=0.15).open()))
-    assert [r["check"] for r in late] == ["parity", "parity", "step", "step", "step", "step", "max micro-batch"]
-    assert all("past the 0 s budget" in r["note"] for r in late[2:])

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..config import NOTEBOOK_STUDY, REFERENCE, check_value, scale_names
 from ..errors import ConfigError, NotebookError
-from ..io import atomic_path, read_json, working_root
+from ..io import atomic_path, read_json, repo_relative, shown, typed_path, working_root
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 NOTEBOOKS = tuple(NOTEBOOK_STUDY)  # one a study of the paper's (`mlmclm.config.STUDIES`)
 KINDS = {"results_dir": str, "figures_dir": str | None, "tables_dir": str | None, "encodeval_dir": str | None,
          "sample_csv": str | None, "run_study": bool}  # the parameters' kinds; `sources` and `scales`: `names`
+FOLDERS = ("results_dir", "figures_dir", "tables_dir", "encodeval_dir", "sample_csv")  # parameters naming a path
 SCALE_ORDER = ("tiny", "mini", "long", "longer", "small", "paper")  # smallest first; another scale after them, by name
 
 
@@ -386,13 +387,19 @@ def _reference(res_dir: Path, ours: list[str]):
                                                  runs=pd.concat([r.runs for r in refs], ignore_index=True))
 
 
+INJECTED = "injected-parameters"  # papermill's tag (and, here, the id) of the cell it adds with the parameters given
+
+
 def _strip_volatile(path: Path) -> None:
-    """Drop papermill's timings and absolute paths and the execution timestamps from an executed notebook."""
+    """Drop papermill's timings and absolute paths and the execution timestamps from an executed notebook, and give
+    the parameters cell papermill adds (under a random id) a fixed id: a re-run writes the same bytes."""
     nb = json.loads(path.read_text())
     nb.get("metadata", {}).pop("papermill", None)
     for cell in nb.get("cells", []):
         cell.get("metadata", {}).pop("papermill", None)
         cell.get("metadata", {}).pop("execution", None)
+        if INJECTED in cell.get("metadata", {}).get("tags", []) and "id" in cell:
+            cell["id"] = INJECTED
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -461,7 +468,11 @@ def _value(text: str):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlmclm notebooks", description=(
         "Execute the five notebooks in place: regenerates figures/ and results/tables/; notebooks showing a scale "
-        "whose runs are not committed (-p scales '[tiny]') go to results/local/<scale>/ instead."))
+        "whose runs are not committed (-p scales '[tiny]') go to results/local/<scale>/ instead."),
+        epilog="paths: a folder parameter given here (-p results_dir, figures_dir, tables_dir, encodeval_dir, "
+               "sample_csv) is read from the folder you are in, as any command reads a path, and passed to the "
+               "notebooks relative to the working root; in a notebook's own parameters cell it is read from the "
+               "working root. Paths printed are relative to the folder you are in when inside it, else absolute.")
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help=f"which to run (default: all of {', '.join(NOTEBOOKS)})")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="notebooks run at a time (default: 2)")
@@ -473,18 +484,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown notebook(s) {', '.join(unknown)}: choose from {', '.join(NOTEBOOKS)}")
     parameters, root = {name: _value(value) for name, value in args.parameter}, working_root()
     check_kinds(parameters)
+    parameters.update({name: typed_path(value, root) for name, value in parameters.items()  # from where one stands
+                       if name in FOLDERS and value is not None})
     out = local_folder(_resolve(root, parameters.get("results_dir", "results")),
                        names(parameters.get("scales"), "scales"))
     if out:  # a scale not committed: its own notebooks, figures and tables, never over the committed ones
-        parameters = {"figures_dir": str(out / "figures"), "tables_dir": str(out / "tables"), **parameters}
+        parameters = {"figures_dir": repo_relative(out / "figures", root),
+                      "tables_dir": repo_relative(out / "tables", root), **parameters}
     total = time.perf_counter()
     for name, seconds in execute(args.notebooks or NOTEBOOKS, parameters, jobs=args.jobs,
                                  output_dir=out / "notebooks" if out else None, root=root).items():
         print(f"{name:<20} {seconds:5.1f} s")
     print(f"{'all':<20} {time.perf_counter() - total:5.1f} s")
-    print(f"wrote the executed notebooks in {out / 'notebooks' if out else 'notebooks/'}, their figures in "
-          f"{parameters.get('figures_dir') or 'figures/'} and their tables in "
-          f"{parameters.get('tables_dir') or 'results/tables/'}")
+    wrote = [out / "notebooks" if out else root / "notebooks",
+             *(_resolve(root, parameters.get(name) or default) for name, default in (
+                 ("figures_dir", "figures"), ("tables_dir", "results/tables")))]
+    print("wrote the executed notebooks in {}/, their figures in {}/ and their tables in {}/".format(
+        *map(shown, wrote)))
     return 0
 
 

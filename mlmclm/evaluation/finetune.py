@@ -48,7 +48,7 @@ import torch
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, scale_config, to_dict
 from ..errors import FinetuneError
-from ..io import lr_text, provenance, repo_relative, working_root, write_json
+from ..io import lr_text, provenance, repo_relative, shown, typed_path, working_root, write_json
 from ..runs import run_folder
 from ..training import trackers
 from ..training.optim import build_optimizer
@@ -280,8 +280,9 @@ class _Grid:
 # ----------------------------------------------------------------------------------------------- command line
 
 def _cli_finetune(args) -> int:
-    overrides = [f"{key}={value}" for key, value in (("suite", args.suite), ("results_dir", args.runs_dir),
-                                                     ("data_dir", args.data_dir)) if value is not None]
+    root = working_root()  # --runs-dir and --data-dir: read from the working directory, named as the config names
+    folders = (("results_dir", typed_path(args.runs_dir, root)), ("data_dir", typed_path(args.data_dir, root)))
+    overrides = [f"{key}={value}" for key, value in (("suite", args.suite), *folders) if value is not None]
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),
                                                         ("lrs", args.lrs), ("seeds", args.seeds)) if value is not None]
     scale = scale_config(args.scale)
@@ -293,7 +294,7 @@ def _cli_finetune(args) -> int:
         if getattr(args, key) is not None:
             for entry in cfg.per_dataset.values():
                 setattr(entry, key, None)
-    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to)
+    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to, root=root)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
-          f"in {out['seconds']:.1f} s -> {run_folder(cfg.results_dir, cfg.scale, out['model_id'])}")
+          f"in {out['seconds']:.1f} s -> {shown(run_folder(root / cfg.results_dir, cfg.scale, out['model_id']))}")
     return 0

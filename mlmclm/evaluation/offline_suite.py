@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from ..fetch import fetch, sha256
 from .. import locks
-from ..io import atomic_path, clear_leftovers, working_root, write_json
+from ..io import atomic_path, clear_leftovers, shown, working_root, write_json
 from .tasks import GROUPS, SUITES, select_tasks, tasks_dir
 
 BUILD_VERSION = 1  # bump when a builder changes what it writes
@@ -306,7 +306,8 @@ def _cli_build(args) -> int:
     start = time.perf_counter()
     manifest = build_offline([d for d in args.datasets.split(",") if d] or None, args.data_dir, force=args.force)
     out = Path(args.data_dir or tasks_dir(working_root())) / "offline"
-    print(f"offline suite in {out} ({time.perf_counter() - start:.1f} s; manifest {out / 'manifest.json'})")
+    print(f"offline suite in {shown(out)} ({time.perf_counter() - start:.1f} s; manifest "
+          f"{shown(out / 'manifest.json')})")
     for name, d in manifest["datasets"].items():
         sizes = " / ".join(f"{s} {v['examples']:,}" for s, v in d["splits"].items())
         print(f"  {d['group']}  {name:<20} {sizes}")

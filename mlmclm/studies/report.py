@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 
 from ..config import REFERENCE
-from ..io import repo_relative, working_root
+from ..io import shown, working_root
 from ..runs import Paths
 from .configs import grid_configs
 from .design import PAPER_ACCOUNTING
@@ -44,8 +44,7 @@ def _header_lines(plan: Plan, paths: Paths) -> list[str]:
             f"{'210M / 610M / 1B' if len(s.sizes) > 1 else '610M (the middle size)'}; 1k of the paper's steps = "
             f"{s.steps_per_k:,} steps here; {template['batch_size']} x {template['data']['seq_len']} = "
             f"{tokens_per_step:,} tokens a step (the paper: 2,359,296)",
-            f"  results: {repo_relative(paths.results / s.scale, paths.root)}; checkpoints: "
-            f"{repo_relative(paths.checkpoints / s.scale, paths.root)}"]
+            f"  results: {shown(paths.results / s.scale)}; checkpoints: {shown(paths.checkpoints / s.scale)}"]
 
 
 def _run_lines(plan: Plan, state: Work) -> list[str]:

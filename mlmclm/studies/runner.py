@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import locks
 from ..config import PretrainConfig
-from ..io import check_writable, repo_relative, working_root
+from ..io import check_writable, shown, working_root
 from ..runs import Paths
 from ..evaluation.grid import plan_grid
 from ..evaluation.offline_suite import build_offline
@@ -61,7 +61,7 @@ def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, pr
     aside = [] if narrowed else set_aside(plan, grids, paths.root)
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
-              f"{repo_relative(aside[0], paths.root)}", flush=True)
+              f"{shown(aside[0])}", flush=True)
     state = work(plan, paths, grids)
     evals = [] if pretrain_only else state.evals
     todo = 0 if pretrain_only else sum(map(len, state.missing.values()))
@@ -76,7 +76,7 @@ def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, pr
     _Runner(plan, paths, grids, evals, progress).train_and_finetune(state)
     seconds = time.perf_counter() - start
     print(f"study {names} at scale {scale}: done in {seconds / 60:.1f} min; results in "
-          f"{repo_relative(paths.results / scale, paths.root)}", flush=True)
+          f"{shown(paths.results / scale)}", flush=True)
     return {"trained": len(state.runs), "evaluated": len(evals), "results": todo, "seconds": seconds}
 
 

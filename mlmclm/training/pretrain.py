@@ -43,7 +43,7 @@ import torch
 from .. import locks
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, provenance, read_json, repo_relative, working_root, write_json, write_text
+from ..io import HUB_ID, check_writable, provenance, read_json, shown, working_root, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -159,7 +159,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = N
         trainer = None
         try:
             if _complete(cfg, schedule, run_dir, ckpt_root):
-                print(f"{cfg.run_id}: already complete ({run_dir})")
+                print(f"{cfg.run_id}: already complete ({shown(run_dir)})")
                 return run_dir
             accelerator = start_accelerator(cfg, run_dir, report_to)
             trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(work, schedule, accelerator),
@@ -539,8 +539,8 @@ def _run_cli(args) -> int:
         print(to_yaml(cfg), end="")
         return 0
     run_dir = pretrain(cfg, args.report_to, root)
-    print(f"{cfg.run_id}: complete; record in {repo_relative(run_dir, root)}, checkpoints in "
-          f"{repo_relative(checkpoints.run_root(root / cfg.checkpoints_dir, cfg.scale, cfg.run_id), root)}")
+    print(f"{cfg.run_id}: complete; record in {shown(run_dir)}, checkpoints in "
+          f"{shown(checkpoints.run_root(root / cfg.checkpoints_dir, cfg.scale, cfg.run_id))}")
     return 0
 
 
@@ -550,6 +550,6 @@ def _data_cli(args) -> int:
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
     shards = corpus.prepare_shards(cfg, tokenizer)
     meta = json.loads((shards / "meta.json").read_text())
-    print(f"shards: {shards}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
+    print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
           f"vocabulary {meta['vocab_size']:,}")
     return 0
