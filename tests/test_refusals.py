@@ -45,10 +45,10 @@ def test_a_backend_that_cannot_run_is_refused_by_the_dry_run_and_the_run_alike(b
 
 def test_the_dry_run_writes_nothing_and_refuses_a_run_id_another_config_holds(tmp_path, capsys):
     assert _pretrain(tmp_path, dry=True) == 0
-    assert "run_id: tiny-m-clm-21-mlm40-42" in capsys.readouterr().out and _files(tmp_path) == []
-    record = tmp_path / "runs" / "tiny" / "tiny-m-clm-21-mlm40-42"
+    assert "run_id: tiny-m-clm-14-mlm40-42" in capsys.readouterr().out and _files(tmp_path) == []
+    record = tmp_path / "runs" / "tiny" / "tiny-m-clm-14-mlm40-42"
     record.mkdir(parents=True)
-    (record / "config.yaml").write_text("run_id: tiny-m-clm-21-mlm40-42\noptim:\n  lr: 1.0\n")
+    (record / "config.yaml").write_text("run_id: tiny-m-clm-14-mlm40-42\noptim:\n  lr: 1.0\n")
     assert _pretrain(tmp_path, dry=True) == 2
     assert "with another config (its config.yaml differs)" in capsys.readouterr().err
 

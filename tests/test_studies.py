@@ -1,5 +1,6 @@
 """The five studies: their plan at every scale, and the tiny reproduction end to end (what `make reproduce` runs)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -716,3 +717,25 @@ def test_one_models_grid_of_one_group_is_re_run_with_the_runs_it_needs(tmp_path,
         capsys.readouterr().err
     assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--groups", "XX"]) == 2
     assert "--groups 'XX': choose from SC, TC, QA, IR" in capsys.readouterr().err
+
+
+def test_a_shipped_recipe_never_trains_a_study_run_of_its_name_with_another_config():
+    """`mlmclm pretrain RECIPE` and the studies of its scale share folders: a recipe whose run id a study plans must
+    train that run as the study does (the plan takes the named checkpoints from the run's record), else the one
+    written first makes the other a refused identity clash (the tiny recipe's tiny-m-clm-21-mlm40-42 was trained from
+    scratch, the tiny study's branches off its CLM run; issue 46)."""
+    from mlmclm.commands import recipe_names
+    from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
+
+    def shape(cfg):
+        return to_yaml(dataclasses.replace(cfg, checkpoint=dataclasses.replace(cfg.checkpoint, steps=[])))
+
+    clashes = []
+    for name in recipe_names():
+        cfg = load_config(PretrainConfig, RECIPES_DIR / f"{name}.yaml")
+        plan = studies.build_plan(scale_config(cfg.scale))
+        if cfg.run_id in plan.runs:
+            planned = studies.run_config(plan, plan.runs[cfg.run_id], studies.Paths(ROOT))
+            if shape(planned) != shape(cfg):
+                clashes.append(f"{name}: {cfg.run_id}")
+    assert clashes == []
