@@ -39,9 +39,9 @@ bench: $(STAMP)
 	$(VENV)/bin/mlmclm bench finetune
 	$(VENV)/bin/mlmclm bench notebooks
 
-# The prepared GPU check (one H100 or H200; no new measurement after --budget, 420 s): parity, MFU of the 210M step (eager and compiled),
-# the largest micro-batch, FSDP 610M/1B, a small step -> $(OUT)/gpu.csv. Runs with the machine's own python3 and torch (no .venv): on a lent GPU,
-# from the repository root, `make bench-gpu OUT=$$OUT`.
+# The prepared GPU check (one H100 or H200; every measurement in a fresh process, stopped at --budget, 480 s): parity, the eager 210M step,
+# the largest micro-batch, FSDP 610M/1B, a small step, then compiled steps -> $(OUT)/gpu.csv, each row printed as written. Runs with the
+# machine's own python3 and torch (no .venv): on a lent GPU, from the repository root, `make bench-gpu OUT=$$OUT`.
 GPU_PY ?= python3
 OUT    ?= results/bench
 bench-gpu:

@@ -158,8 +158,9 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
     mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
     mfu.set_defaults(run=run)
-    gpu = b.add_parser("gpu", help="the prepared GPU check: parity, MFU of the 210M step (eager, compiled, "
-                                   "backends, micro-batches, loss chunks), FSDP 610M/1B, a small step -> OUT/gpu.csv")
+    gpu = b.add_parser("gpu", help="the prepared GPU check, cheap rows first: parity, the 210M step, the largest "
+                                   "micro-batch, FSDP 610M/1B, a small step, backends, micro-batches, loss chunks, "
+                                   "then compiled -> OUT/gpu.csv")
     gpu.add_argument("out", help="the folder gpu.csv is written to (on a lent GPU: $OUT)")
     gpu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
     gpu.add_argument("--size", default="210m", help="model size of the step and parity rows (default: 210m)")
@@ -168,8 +169,10 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     gpu.add_argument("--fsdp-sizes", default="610m,1b", help="comma-separated sizes of the FSDP rows ('' for none)")
     gpu.add_argument("--no-small", action="store_true", help="leave out the small scale's pretraining step")
     gpu.add_argument("--steps", type=int, default=10, help="timed steps a variant (default: 10)")
-    gpu.add_argument("--budget", type=float, default=420, help="seconds after which no new measurement starts "
-                                                                "(default: 420, for a 10-minute command)")
+    gpu.add_argument("--budget", type=float, default=480, help="seconds from the check's start within which every "
+                                                                "measurement ends, a running one stopped (default: "
+                                                                "480, for a 10-minute command)")
+    gpu.add_argument("--no-compile", action="store_true", help="leave out the compiled variants")
     gpu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
     gpu.set_defaults(run="mlmclm.gpu_check:_cli")
     nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")

@@ -1,18 +1,23 @@
 """`mlmclm bench gpu OUT`: the prepared GPU check, one command for the few minutes a lent GPU gives.
 
-It writes `OUT/gpu.csv` (one row a measurement, with the device, torch, commit and the check's wall time), in order
-of what matters most, and stops starting new measurements once `--budget` seconds have passed (the rows so far are
-written after each one, so a command cut short still leaves them):
+It writes `OUT/gpu.csv`, one row a measurement with its own time (`elapsed_s`: the seconds of the fresh process that
+measured it, start-up included; `at_s`: when it ended, from the check's start) and the device, torch and commit, and
+prints each row as it writes it. The cheap measurements come first, the compiled ones last:
 1. parity: the model against its transformers twin (`to_hf`: EuroBert and Llama) on the same weights and ids, in bf16
    autocast, as the largest |logit difference| over the logits' spread;
-2. MFU and peak memory of the 210M training step at sequence 2048 for MLM-40% and CLM: eager, then compiled
-   (`torch.compile`), per micro-batch, per attention backend and per loss-chunk size (`bench.bench_mfu`'s rule);
-   then the largest micro-batch of that step that fits (doubled from the first until CUDA runs out of memory);
-3. one optimizer step of 610M and of 1B under FSDP with one process, its plugin read from the shipped accelerate
+2. MFU and peak memory of the 210M training step at sequence 2048, eager, at the first micro-batch, MLM-40% and CLM
+   (`bench.bench_mfu`'s rule);
+3. the largest micro-batch of that step that fits (doubled from the largest given until CUDA runs out of memory);
+4. one optimizer step of 610M and of 1B under FSDP with one process, its plugin read from the shipped accelerate
    config (`mlmclm/shipped/accelerate/fsdp.yaml`, what a multi-GPU launch uses);
-4. one `small` pretraining step (its recipe's shape and batch).
-On a CPU (`--device cpu`, a small `--size` and `--seq-len`) the same code runs in fp32, for tests; FSDP then says it
-needs a GPU.
+5. one `small` pretraining step (its recipe's shape and batch);
+6. the `kernels` attention backend, the other micro-batches, the loss-chunk sizes, eager;
+7. the compiled step (`torch.compile`; the loss's chunk loop stays out of the graph, `modeling.linear_cross_entropy`):
+   the first micro-batch, the loss-chunk sizes, the other micro-batches.
+Each measurement runs in a fresh python process stopped, with any process it started, when the `--budget` seconds
+from the check's start are spent: a compile still running then leaves a row that says so, the rows after it say they
+were not measured, and the command ends within its budget (plus its own start-up). On a CPU (`--device cpu`, a small
+`--size` and `--seq-len`) the same code runs in fp32, for tests; FSDP then says it needs a GPU.
 """
 
 from __future__ import annotations
@@ -20,9 +25,14 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,7 +42,7 @@ import torch
 from . import bench
 from .config import RECIPES_DIR
 from .errors import ConfigError
-from .io import check_writable, git_commit, hardware, versions, write_text
+from .io import PACKAGE_ROOT, check_writable, git_commit, hardware, versions, write_text
 from .models import modeling
 from .models.configuration import MlmClmConfig
 from .models.convert import to_hf
@@ -43,33 +53,50 @@ from .training.optim import build_optimizer
 
 FSDP_CONFIG = Path(str(resources.files("mlmclm") / "shipped" / "accelerate" / "fsdp.yaml"))
 FIELDS = ["check", "size", "variant", "seq_len", "batch", "median_s", "tokens_per_s", "peak_mib", "mfu", "value",
-          "note"]
+          "note", "elapsed_s", "at_s"]
+OBJECTIVES = ("MLM40", "CLM")
 
 
 @dataclass
 class Check:
-    """The rows of one check so far, where they go and its time budget."""
+    """The rows of one check so far, where they go, its time budget and where each row is shown (`echo`)."""
     out: Path
-    device: str
     budget: float
+    echo: Callable[[str], None] = print
     rows: list = field(default_factory=list)
     t0: float = field(default_factory=time.perf_counter)
+    context: dict = field(default_factory=dict)
 
-    def left(self) -> bool:
-        return time.perf_counter() - self.t0 < self.budget
+    def __post_init__(self):
+        hw = hardware()
+        self.context = {"device": hw.get("gpu") or f"cpu x{hw['cpu_count']}", "torch": versions()["torch"],
+                        "commit": git_commit()}
 
-    def add(self, rows: list[dict]) -> None:
-        """Keep `rows` and write every row so far to OUT/gpu.csv (atomically)."""
+    def left(self) -> float:
+        """Seconds left of the budget."""
+        return self.budget - (time.perf_counter() - self.t0)
+
+    def add(self, rows: list[dict], elapsed: float) -> None:
+        """Keep `rows` (measured in `elapsed` seconds), write every row so far to OUT/gpu.csv (atomically) and show
+        the new ones."""
+        at = time.perf_counter() - self.t0
+        rows = [{**row, "elapsed_s": f"{elapsed:.1f}", "at_s": f"{at:.1f}"} for row in rows]
         self.rows += rows
-        hw, ver = hardware(), versions()
-        context = {"device": hw.get("gpu") or f"cpu x{hw['cpu_count']}", "torch": ver["torch"], "commit": git_commit(),
-                   "check_wall_s": f"{time.perf_counter() - self.t0:.0f}"}
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, [*FIELDS, *context], extrasaction="ignore")
+        writer = csv.DictWriter(buf, [*FIELDS, *self.context], extrasaction="ignore")
         writer.writeheader()
         for row in self.rows:
-            writer.writerow({**row, **context})
+            writer.writerow({**row, **self.context})
         write_text(self.out / "gpu.csv", buf.getvalue())
+        for row in rows:
+            self.echo(line(row))
+
+
+def line(row: dict) -> str:
+    """A row as the command prints it."""
+    return (f"{row['at_s']:>6} s {row['elapsed_s']:>6} s  {row['check']:<15} {row.get('size') or '':<6} "
+            f"{row.get('variant') or '':<36} {row.get('batch') or '':>3}  mfu {row.get('mfu') or '-':<8} "
+            f"peak {row.get('peak_mib') or '-':>6} MiB  {row.get('value') or ''} {row.get('note') or ''}")
 
 
 def parity(size: str, seq_len: int, device: str) -> list[dict]:
@@ -92,13 +119,39 @@ def parity(size: str, seq_len: int, device: str) -> list[dict]:
     return rows
 
 
-def mfu_variants(batches: list[int], device: str, chunks: list[int], compiled=(False, True)) -> list[tuple]:
-    """(objective, backend, compiled, micro-batch, loss-chunk elements or None): the step variants, in order."""
-    backends = ["sdpa", "kernels"] if device == "cuda" else ["sdpa"]
-    out = [(o, "sdpa", c, b, None) for c in compiled for b in batches for o in ("MLM40", "CLM")]
-    out += [(o, x, False, batches[0], None) for x in backends[1:] for o in ("MLM40", "CLM")]
-    out += [("CLM", "sdpa", compiled[-1], batches[0], n) for n in chunks]
-    return out
+def plan(device: str, peak: float, size: str = "210m", seq_len: int = 2048, batches=(8, 16),
+         chunks=(1 << 23, 1 << 27), fsdp_sizes=("610m", "1b"), small: bool = True, steps: int = 10,
+         compiled: bool = True, max_micro: int = 256) -> list[tuple[str, dict]]:
+    """The check's measurements in order, cheap first, compiled last: (a key of `MEASURES`, its arguments)."""
+    def step(objective, backend, batch, chunk=None, compile_model=False):
+        return ("step", dict(variant=[objective, backend, compile_model, batch, chunk], size=size, seq_len=seq_len,
+                             device=device, peak=peak, steps=steps))
+    first = batches[0]
+    work = [("parity", dict(size=size, seq_len=min(seq_len, 512), device=device))]
+    work += [step(o, "sdpa", first) for o in OBJECTIVES]
+    work += [("max micro-batch", dict(size=size, seq_len=seq_len, device=device, first=max(batches),
+                                      limit=max_micro))]
+    work += [("fsdp", dict(size=s, seq_len=seq_len, batch=max(first // 2, 1), device=device, peak=peak))
+             for s in fsdp_sizes]
+    work += [("small step", dict(device=device, peak=peak, steps=steps))] if small else []
+    work += [step(o, "kernels", first) for o in OBJECTIVES] if device == "cuda" else []
+    work += [step(o, "sdpa", b) for b in batches[1:] for o in OBJECTIVES]
+    work += [step("CLM", "sdpa", first, n) for n in chunks]
+    if compiled:
+        work += [step(o, "sdpa", first, compile_model=True) for o in OBJECTIVES]
+        work += [step("CLM", "sdpa", first, n, compile_model=True) for n in chunks]
+        work += [step(o, "sdpa", b, compile_model=True) for b in batches[1:] for o in OBJECTIVES]
+    return work
+
+
+def describe(kind: str, args: dict) -> dict:
+    """What a row of measurement `kind` with `args` is, before (or without) its numbers."""
+    row = {"check": kind, "size": args.get("size", ""), "seq_len": args.get("seq_len", ""),
+           "batch": args.get("batch", "")}
+    if kind == "step":
+        objective, backend, compile_model, row["batch"], chunk = args["variant"]
+        row["variant"] = f"{objective} [{backend}]" + (" compiled" if compile_model else "") + chunk_label(chunk)
+    return row
 
 
 @contextlib.contextmanager
@@ -113,13 +166,19 @@ def loss_chunk(elements: int | None):
 
 
 def measure_step(variant: tuple, size: str, seq_len: int, device: str, peak: float, steps: int) -> list[dict]:
+    """The row of one step variant (objective, backend, compiled, micro-batch, loss-chunk elements or None)."""
     objective, backend, compiled, batch, chunk = variant
     with loss_chunk(chunk):
         rows = bench.bench_mfu(size, seq_len, batch, backends=[backend], objectives=[objective], steps=steps,
                                device=device, peak=peak, compile_model=compiled)
     for r in rows:
-        r.update(check="step", mfu=r.pop("ratio", ""), note=f"loss chunk {chunk:,} elements" if chunk else "")
+        r.update(check="step", mfu=r.pop("ratio", ""), variant=r["variant"] + chunk_label(chunk))
     return rows
+
+
+def chunk_label(elements: int | None) -> str:
+    """How a step variant's name says its loss-chunk size (nothing for the default)."""
+    return f", loss chunk {elements:,}" if elements else ""
 
 
 def largest_micro_batch(size: str, seq_len: int, device: str, first: int, limit: int = 256) -> list[dict]:
@@ -210,42 +269,58 @@ def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, ste
              "peak_mib": f"{torch.cuda.max_memory_allocated() / 2**20:.0f}"}]
 
 
-def run(out: Path, device: str = "cuda", size: str = "210m", seq_len: int = 2048, batches=(8, 16),
-        chunks=(1 << 23, 1 << 27), fsdp_sizes=("610m", "1b"), small: bool = True, steps: int = 10,
-        budget: float = 420.0, peak: float | None = None, compiled=(False, True), max_micro: int = 256) -> Path:
-    """The whole check into `out`/gpu.csv (see the module's text); returns the file."""
+def run(out: Path, device: str = "cuda", budget: float = 480.0, peak: float | None = None, echo=None,
+        **options) -> Path:
+    """The whole check into `out`/gpu.csv (see the module's text), each row shown by `echo` as it is written;
+    `options`: `plan`'s. Returns the file."""
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("bench gpu needs a GPU (torch.cuda.is_available() is False); --device cpu tests the code")
     name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     peak = peak or bench.peak_tflops(name)
     if peak is None:
         raise SystemExit(f"no known bf16 peak for {name!r}: pass --peak-tflops")
-    check = Check(Path(out), device, budget)
-    work = [("parity", size)] + [("step", v) for v in mfu_variants(list(batches), device, list(chunks),
-                                                                     tuple(compiled))]
-    work += [("max micro-batch", size)] + [("fsdp", s) for s in fsdp_sizes] + ([("small", None)] if small else [])
-    for kind, what in work:
-        if not check.left() and kind != "parity":
-            check.add([{"check": kind, "variant": str(what), "note": f"not measured: past the {budget:.0f} s budget"}])
+    check = Check(Path(out), budget, echo or (lambda text: None))
+    for kind, args in plan(device, peak, **options):
+        left = check.left()
+        if left <= 0:
+            check.add([{**describe(kind, args), "note": f"not measured: the {budget:.0f} s budget was spent"}], 0)
             continue
-        try:
-            if kind == "parity":
-                rows = parity(size, min(seq_len, 512), device)
-            elif kind == "step":
-                rows = measure_step(what, size, seq_len, device, peak, steps)
-            elif kind == "max micro-batch":
-                rows = largest_micro_batch(size, seq_len, device, max(batches), max_micro)
-            elif kind == "fsdp":
-                rows = fsdp_step(what, seq_len, max(batches[0] // 2, 1), device, peak)
-            else:
-                rows = small_step(device, peak, steps)
-        except Exception as e:  # one variant this machine cannot run: said in its row, the check goes on
-            rows = [{"check": kind, "variant": str(what), "note": f"failed: {type(e).__name__}: "
-                     f"{str(e).splitlines()[0][:160] if str(e) else ''}"}]
-        check.add(rows)
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        check.add(*in_child(kind, args, left))
     return check.out / "gpu.csv"
+
+
+def in_child(kind: str, args: dict, limit: float) -> tuple[list[dict], float]:
+    """`MEASURES[kind](**args)` in a fresh python process (this one's, with its -S), stopped with every process it
+    started (a compile's workers) after `limit` seconds; its rows (one saying why where it gave none) and its wall
+    time."""
+    command = [sys.executable, *(["-S"] if sys.flags.no_site else []), "-c",
+               "import sys; from mlmclm.gpu_check import _child; _child(sys.argv[1])", json.dumps([kind, args])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)  # its own process group: stopped with whatever it starts
+    try:
+        stdout, stderr = child.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        stdout = None
+    finally:  # done, out of time or interrupted: nothing it started outlives it (a compile's workers)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+    elapsed, row = time.perf_counter() - started, describe(kind, args)
+    if stdout is None:
+        child.communicate()
+        return [{**row, "note": f"stopped at the budget after {elapsed:.0f} s"}], elapsed
+    with contextlib.suppress(ValueError, IndexError):
+        if child.returncode == 0:
+            return json.loads(stdout.strip().splitlines()[-1]), elapsed
+    last = (stderr.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+    return [{**row, "note": f"failed: {last[:200]}"}], elapsed
+
+
+def _child(spec: str) -> None:
+    """In the fresh process of `in_child`: run the measurement `spec` names (JSON of [kind, args]), print its rows."""
+    kind, args = json.loads(spec)
+    print(json.dumps(MEASURES[kind](**args)))
 
 
 def small_step(device: str, peak: float, steps: int) -> list[dict]:
@@ -256,6 +331,10 @@ def small_step(device: str, peak: float, steps: int) -> list[dict]:
     rows = bench.bench_mfu(recipe["model"]["size"], recipe["data"]["seq_len"], recipe["batch_size"],
                            backends=["sdpa"], objectives=["MLM40"], steps=steps, device=device, peak=peak)
     return [{**r, "check": "small step", "mfu": r.pop("ratio", "")} for r in rows]
+
+
+MEASURES = {"parity": parity, "step": measure_step, "max micro-batch": largest_micro_batch, "fsdp": fsdp_step,
+            "small step": small_step}  # what `plan` names, by name (run in a fresh process: `in_child`)
 
 
 def _positive(option: str, value, kind=int):
@@ -282,16 +361,16 @@ def _options(args) -> dict:
     peak = None if args.peak_tflops is None else _positive("--peak-tflops", args.peak_tflops, float)
     options = dict(out=Path(args.out), device=args.device, size=args.size, batches=batches, fsdp_sizes=sizes,
                    seq_len=_positive("--seq-len", args.seq_len), steps=_positive("--steps", args.steps),
-                   budget=_positive("--budget", args.budget, float), peak=peak, small=not args.no_small)
+                   budget=_positive("--budget", args.budget, float), peak=peak, small=not args.no_small,
+                   compiled=not args.no_compile)
     check_writable(options["out"])
     return options
 
 
 def _cli(args) -> int:
-    started = time.perf_counter()
-    path = run(**_options(args))
-    for row in csv.DictReader(path.open()):
-        print(f"  {row['check']:<10} {row['size']:<6} {row['variant']:<44} mfu {row['mfu'] or '-':<8} "
-              f"peak {row['peak_mib'] or '-':>6} MiB  {row['value'] or ''} {row['note']}")
-    print(f"written: {path} ({time.perf_counter() - started:.0f} s)")
+    options = _options(args)
+    print(f"{'at_s':>8} {'elapsed':>8}  check, size, variant, batch, MFU, peak memory, value, note "
+          f"(budget {options['budget']:.0f} s)", flush=True)
+    path = run(**options, echo=lambda text: print(text, flush=True))
+    print(f"written: {path}")
     return 0

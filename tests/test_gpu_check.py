@@ -1,6 +1,7 @@
-"""The prepared GPU check (`mlmclm bench gpu`) where no GPU is: the largest micro-batch's search, and that the check
-needs nothing but what the GPU machine's image has (python 3.12, torch, transformers, accelerate, pyyaml), so that no
-wheel has to travel there for it. Its rows on CPU: tests/test_bench.py."""
+"""The prepared GPU check (`mlmclm bench gpu`) where no GPU is: the order of its measurements, each measurement's rows
+on CPU, a measurement stopped when its time is up, the whole check in its CPU mode ending within its budget with every
+row written as it goes, and that it needs nothing but what the GPU machine's image has (python 3.12, torch,
+transformers, accelerate, pyyaml), so that no wheel has to travel there for it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from mlmclm import gpu_check
 from mlmclm.models.modeling import MlmClmForMaskedLM
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_IMAGE = ("torch", "transformers", "accelerate", "pyyaml")  # what the GPU machine has, with their dependencies
+GPU_IMAGE = ("torch", "transformers", "accelerate", "pyyaml", "pandas")  # of what the GPU machine has (and their needs)
 
 
 def test_the_largest_micro_batch_is_doubled_until_memory_runs_out(monkeypatch):
@@ -54,9 +56,57 @@ def _closure(names) -> list[metadata.Distribution]:
     return list(seen.values())
 
 
-def test_the_gpu_check_needs_only_what_the_gpu_image_has(tmp_path):
-    """The check's code (parity, a step, the largest micro-batch) in a python that sees only the GPU image's packages
-    and their dependencies (`python -S`, a folder of links to them) and the repository, as `make bench-gpu` runs."""
+def test_the_check_measures_the_cheap_things_first_and_the_compiled_steps_last():
+    """In the order that answers the most questions within one command: parity, the eager 210M step at micro-batch 8,
+    the largest micro-batch, FSDP 610M and 1B, the small step, the kernels backend, micro-batch 16, the loss chunks;
+    then compiled: micro-batch 8, the loss chunks, micro-batch 16."""
+    names = [" ".join(str(d[k]) for k in ("check", "size", "variant", "batch") if d.get(k, "") != "")
+             for d in (gpu_check.describe(kind, args) for kind, args in gpu_check.plan("cuda", 989.4))]
+    eager = ["MLM40 [sdpa] 8", "CLM [sdpa] 8"]
+    assert names == [
+        "parity 210m", *[f"step 210m {v}" for v in eager], "max micro-batch 210m", "fsdp 610m 4", "fsdp 1b 4",
+        "small step", "step 210m MLM40 [kernels] 8", "step 210m CLM [kernels] 8", "step 210m MLM40 [sdpa] 16",
+        "step 210m CLM [sdpa] 16", "step 210m CLM [sdpa], loss chunk 8,388,608 8",
+        "step 210m CLM [sdpa], loss chunk 134,217,728 8",
+        "step 210m MLM40 [sdpa] compiled 8", "step 210m CLM [sdpa] compiled 8",
+        "step 210m CLM [sdpa] compiled, loss chunk 8,388,608 8",
+        "step 210m CLM [sdpa] compiled, loss chunk 134,217,728 8",
+        "step 210m MLM40 [sdpa] compiled 16", "step 210m CLM [sdpa] compiled 16"]
+    assert all(args["variant"][2] is False for kind, args in gpu_check.plan("cuda", 989.4, compiled=False)
+               if kind == "step")
+    assert "kernels" not in str(gpu_check.plan("cpu", 1.0))  # a GPU-only backend
+
+
+def test_each_measurement_gives_its_rows_on_cpu():
+    """What each measurement of the check writes, on CPU (fp32, tiny): parity at float precision, a step with its MFU
+    (through the chunked loss where a chunk size is given), FSDP said to need a GPU."""
+    parity = gpu_check.parity("tiny", 16, "cpu")
+    assert [r["variant"] for r in parity] == ["EuroBertForMaskedLM vs mlmclm (fp32)",
+                                              "LlamaForCausalLM vs mlmclm (fp32)"]
+    assert all(float(r["value"]) < 1e-5 for r in parity)
+    for variant, name in ((["MLM40", "sdpa", False, 2, None], "MLM40 [sdpa]"),
+                          (["CLM", "sdpa", False, 2, 1 << 10], "CLM [sdpa], loss chunk 1,024")):
+        [row] = gpu_check.measure_step(variant, "tiny", 16, "cpu", peak=0.15, steps=1)
+        assert row["check"] == "step" and row["variant"] == name and float(row["mfu"]) > 0
+        assert gpu_check.describe("step", {"variant": variant})["variant"] == name  # a row not measured says the same
+    assert gpu_check.fsdp_step("610m", 16, 1, "cpu", peak=0.15) == [
+        {"check": "fsdp", "size": "610m", "variant": "MLM40 FSDP2 one process", "seq_len": 16, "batch": 1,
+         "note": "needs a GPU (accelerate runs FSDP on GPUs only)"}]
+
+
+def test_a_measurement_still_running_when_its_time_is_up_is_stopped():
+    """A measurement runs in a fresh process stopped when the time left is spent (a compile can no longer run past
+    the budget): its row says so, and the check goes on at once."""
+    started = time.perf_counter()
+    rows, elapsed = gpu_check.in_child("parity", {"size": "tiny", "seq_len": 16, "device": "cpu"}, limit=1.0)
+    assert rows == [{"check": "parity", "size": "tiny", "seq_len": 16, "batch": "",
+                     "note": "stopped at the budget after 1 s"}]  # torch alone takes longer to import
+    assert 1.0 <= elapsed < 5 and time.perf_counter() - started < 5
+
+
+def _image_python(tmp_path: Path) -> tuple[list[str], dict]:
+    """A python that sees only the GPU image's packages and their dependencies (`python -S`, a folder of links to
+    them) and the repository, as `make bench-gpu` runs: its command and environment."""
     site = tmp_path / "site"
     site.mkdir()
     for dist in _closure(GPU_IMAGE):
@@ -64,16 +114,42 @@ def test_the_gpu_check_needs_only_what_the_gpu_image_has(tmp_path):
             source = Path(dist.locate_file(top))
             if source.exists() and not (site / top).exists():
                 (site / top).symlink_to(source)
-    code = ("from pathlib import Path; from mlmclm import gpu_check; "
-            f"gpu_check.run(Path({str(tmp_path / 'out')!r}), device='cpu', size='tiny', seq_len=16, batches=[2], "
-            "chunks=[], fsdp_sizes=[], small=False, steps=1, peak=0.15, compiled=(False,), max_micro=2)")
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{site}"}
-    done = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = list(csv.DictReader((tmp_path / "out" / "gpu.csv").open()))
-    assert [r["check"] for r in rows] == ["parity", "parity", "step", "step", "max micro-batch"]
-    assert all(not r["note"].startswith("failed") for r in rows)
+    return [sys.executable, "-S"], {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{site}"}
+
+
+def test_the_check_on_cpu_ends_within_its_budget_with_every_row_written_as_it_goes(tmp_path):
+    """`mlmclm bench gpu` in its CPU mode (tiny, fp32), compiled variants included, in the GPU image's python, with a
+    budget shorter than the whole: the rows in the planned order, cheap first, each printed when it is written with
+    its own time; the measurement running at the budget stopped, the later ones said not measured; no row past the
+    budget, and every planned row in OUT/gpu.csv."""
+    budget, out = 40, tmp_path / "out"
+    python, env = _image_python(tmp_path)
+    options = dict(size="tiny", seq_len=16, batches=[2], fsdp_sizes=[], small=False, steps=1)
+    command = [*python, "-m", "mlmclm.cli", "bench", "gpu", str(out), "--device", "cpu", "--size", "tiny", "--seq-len",
+               "16", "--batches", "2", "--fsdp-sizes", "", "--no-small", "--steps", "1", "--peak-tflops", "0.15",
+               "--budget", str(budget)]
+    child = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    printed = []  # (when it came, the line) of each row's line
+    for text in child.stdout:
+        if re.match(r"\s*[\d.]+ s ", text):
+            printed.append((time.perf_counter(), text))
+    assert child.wait(timeout=300) == 0, child.stderr.read()[-3000:]
+    rows = list(csv.DictReader((out / "gpu.csv").open()))
+    planned = [gpu_check.describe(kind, args) for kind, args in gpu_check.plan("cpu", 0.15, **options)]
+    step = lambda r: (r["check"], r.get("variant") if r["check"] == "step" else "")  # noqa: E731
+    assert rows[0]["check"] == "parity" and [step(r) for r in rows if r["check"] != "parity"] == [
+        step(d) for d in planned[1:]]
+    at = [float(r["at_s"]) for r in rows]
+    assert at == sorted(at) and at[-1] <= budget + 3, at
+    assert all(float(r["elapsed_s"]) <= a for r, a in zip(rows, at))
+    for r in rows:
+        measured = r["mfu"] or r["value"] or r["batch"] and r["check"] == "max micro-batch"
+        assert measured or r["note"].startswith(("stopped at the budget after ", f"not measured: the {budget} s")), r
+    assert any(r["note"].startswith(("stopped", "not measured")) for r in rows)  # the budget was shorter
+    assert len(printed) == len(rows) and all(r["at_s"] in text for r, (_, text) in zip(rows, printed))
+    # printed as written, not at the end: the lines came as far apart as the rows were measured
+    assert printed[-1][0] - printed[0][0] >= at[-1] - at[0] - 2
+    assert rows[0]["device"] and rows[0]["commit"] and rows[0]["torch"]
 
 
 def test_each_option_of_the_check_is_refused_in_one_line_naming_it_before_any_work(tmp_path, capsys, monkeypatch):
@@ -83,7 +159,7 @@ def test_each_option_of_the_check_is_refused_in_one_line_naming_it_before_any_wo
 
     from mlmclm.cli import main
 
-    monkeypatch.setattr(gpu_check, "parity", lambda *a: pytest.fail("the check started"))
+    monkeypatch.setattr(gpu_check, "in_child", lambda *a: pytest.fail("the check started"))
     (tmp_path / "file").write_text("")
     out, ro = str(tmp_path / "out"), read_only_folder(tmp_path)
     for argv, says in (([out, "--peak-tflops", "-989"], "--peak-tflops -989.0: must be a positive number"),
