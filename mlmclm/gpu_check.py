@@ -297,14 +297,16 @@ def in_child(kind: str, args: dict, limit: float) -> tuple[list[dict], float]:
                "import sys; from mlmclm.gpu_check import _child; _child(sys.argv[1])", json.dumps([kind, args])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True)  # its own process group: stopped with whatever it starts
+    # its own process group, to be stopped with whatever it starts, in this session (whatever ends the session's
+    # processes, as a lent machine's command limit does, ends it too); python 3.10 has no `process_group`
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **group)
     try:
         stdout, stderr = child.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         stdout = None
     finally:  # done, out of time or interrupted: nothing it started outlives it (a compile's workers)
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
     elapsed, row = time.perf_counter() - started, describe(kind, args)
     if stdout is None:

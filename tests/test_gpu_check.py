@@ -104,6 +104,15 @@ def test_a_measurement_still_running_when_its_time_is_up_is_stopped():
     assert 1.0 <= elapsed < 5 and time.perf_counter() - started < 5
 
 
+def test_a_measurement_that_fails_says_how_in_its_row():
+    """A measurement's error (here: a step asked for without its arguments) is its row's note, the last line of its
+    traceback; the check goes on."""
+    rows, _ = gpu_check.in_child("step", {"variant": ["CLM", "sdpa", False, 2, None], "size": "nope"}, limit=300)
+    assert rows == [{"check": "step", "size": "nope", "seq_len": "", "batch": 2, "variant": "CLM [sdpa]",
+                     "note": "failed: TypeError: measure_step() missing 4 required positional arguments: 'seq_len', "
+                             "'device', 'peak', and 'steps'"}]
+
+
 def _image_python(tmp_path: Path) -> tuple[list[str], dict]:
     """A python that sees only the GPU image's packages and their dependencies (`python -S`, a folder of links to
     them) and the repository, as `make bench-gpu` runs: its command and environment."""
