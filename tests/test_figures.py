@@ -241,7 +241,7 @@ def test_controls_in_figures_and_tables(tmp_path, monkeypatch):
     drawn = _capture(monkeypatch)
     figures.fig4(scores, tmp_path / "figs", _controls(scores))
     legend = [t.get_text() for t in drawn[0].legends[0].get_texts()]
-    assert "random init" in legend and "majority class" in legend
+    assert "random init (band: its 95% CI)" in legend and "majority class" in legend
     sc = {ax.get_title(): ax for ax in drawn[0].axes}["SC"]
     assert sorted(line.get_ydata()[0] for line in sc.get_lines() if line.get_linestyle() != "-") == [31.0, 55.0]
     figures.fig4(scores, tmp_path / "figs")
@@ -464,7 +464,7 @@ def test_a_point_without_an_interval_is_hollow_and_the_note_says_so(tmp_path, mo
     ax = drawn[0].axes[0]
     hollow = [line for line in ax.get_lines() if line.get_marker() == "o" and line.get_mfc() == "white"]
     assert [list(line.get_xdata()) for line in hollow] == [[25.0]]
-    assert " ".join(drawn[0]._suptitle.get_text().splitlines()).endswith("; hollow: a single run, no interval")
+    assert "; hollow: a single run, no interval" in " ".join(drawn[0]._suptitle.get_text().splitlines())
 
 
 def _inside(fig) -> bool:
@@ -499,3 +499,43 @@ def test_title_lines_break_after_a_clause_or_before_whose_numbers():
                          60) == ["bars: ±1 sd over 3 learning rates x 4 seeds;",
                                  "the paper's: 1e-05 to 1e-04; dots: runs"]
     assert drawing.wrap("short title", 60) == ["short title"]
+
+
+def test_controls_off_the_axis_name_their_panel_and_the_band_is_said(tmp_path, monkeypatch):
+    """A majority class far below every model is not drawn (it would squash the panel): its legend entry says whose
+    panel it is and where it lies; the random-init line's entry says what its band is (issue 46)."""
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    scores = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
+    controls = _controls(scores).assign(majority=lambda c: c["majority"].where(c["task_group"] != "SC", 1.0))
+    drawn = _capture(monkeypatch)
+    figures.fig4(scores, tmp_path / "figs", controls)
+    legend = [t.get_text() for t in drawn[0].legends[0].get_texts()]
+    assert "majority class, SC: 1.0 (off the axis, below)" in legend
+    assert "random init (band: its 95% CI)" in legend
+
+
+def test_a_split_not_run_is_crossed_by_a_faint_line_and_bars_show_over_their_squares(tmp_path, monkeypatch):
+    """Fig. 6 of a scale that runs 0, 25 and 100% CLM: the 100% point is joined to the 25% one by a faint line, the
+    note says which splits it crosses, and the error bars lie over the squares of the pooled points (a bar shorter
+    than a square showed nothing: issue 46)."""
+    drawn = _capture(monkeypatch)
+    figures.fig6(_long(), tmp_path)
+    ax = {ax.get_title(): ax for ax in drawn[0].axes}["TC"]
+    faint = [line for line in ax.get_lines() if line.get_alpha() is not None and line.get_alpha() < 1]
+    assert [list(line.get_xdata()) for line in faint] == [[25.0, 100.0]]
+    assert drawn[0]._suptitle.get_text().splitlines()[-1].endswith("faint lines: across splits not run (50%, 75% CLM)")
+    square = max(line.get_zorder() for line in ax.get_lines() if line.get_marker() == "s")
+    bars = [bar for c in ax.containers for bar in (*c[1], *c[2])]
+    assert bars and all(bar.get_zorder() > square and bar.get_path_effects() for bar in bars)
+
+
+def test_panels_have_one_size_and_four_stand_in_two_rows(tmp_path):
+    """A row of four panels shown in a notebook's width had unreadable ticks and one panel was shown huge: four
+    panels stand in two rows of two, one panel is not stretched, and every figure is shown at one scale."""
+    sizes = {n: drawing.panels(n)[0].get_size_inches() for n in (1, 3, 4)}
+    assert [x for n in (4, 3, 1) for x in sizes[n]] == pytest.approx([6.4, 5.8, 9.6, 2.9, 6.0, 2.9])
+    assert len(drawing.panels(4)[1]) == 4
+    fig, _ = drawing.panels(1)
+    png = drawing.save(fig, tmp_path, "one")
+    assert figures.display_width(png) == 600  # 6 inches at the notebooks' 100 pixels an inch

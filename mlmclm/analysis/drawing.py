@@ -9,6 +9,7 @@ pyplot, so nothing is left open. No torch import here.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
@@ -31,6 +33,9 @@ SOURCE_LABELS = {"encodeval": "EncodEval per-run results", "encodeval-sample": "
 CONTROL_STYLE = {"majority": dict(color="0.25", ls=":", lw=1.2), "random": dict(color="0.5", ls="--", lw=1.2)}
 CONTROL_LABELS = {"majority": "majority class", "random": "random init"}
 MARKER_LABELS = ("decayed final model", "mean over pretraining seeds")  # legend entries for a kind of point
+DPI = 150  # of the PNG files; notebooks show them at `DISPLAY_DPI`, so that a panel has one size in every figure
+DISPLAY_DPI = 100
+OVER_MARKER = [patheffects.withStroke(linewidth=3, foreground="white")]  # an error bar drawn over its square
 
 
 def source_label(source: str, scale: str, paper_tables: str = "") -> str:
@@ -81,15 +86,19 @@ def save(fig: Figure, out_dir: str | Path, name: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     png = out / f"{name}.png"
     with matplotlib.rc_context(STYLE), atomic_path(png) as tmp_png, atomic_path(out / f"{name}.pdf") as tmp_pdf:
-        fig.savefig(tmp_png, format="png", dpi=150, metadata=PNG_METADATA)  # a kill leaves the old files whole
+        fig.savefig(tmp_png, format="png", dpi=DPI, metadata=PNG_METADATA)  # a kill leaves the old files whole
         fig.savefig(tmp_pdf, format="pdf", metadata=PDF_METADATA)
     return png
 
 
 def panels(n: int, width: float = 3.2, height: float = 2.9) -> tuple[Figure, list]:
+    """A figure of ``n`` panels of one size: in a row, four in two rows of two (a row of four shown in a notebook's
+    width has unreadable ticks); one panel is not stretched to a wide figure."""
+    cols = 2 if n == 4 else n
+    rows = math.ceil(n / cols)
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(max(width * n, 6.4), height), layout="constrained")
-        axes = fig.subplots(1, n, squeeze=False)[0]
+        fig = Figure(figsize=(max(width * cols, 6.4 if n > 1 else 6.0), height * rows), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
     return fig, list(axes)
 
 
@@ -107,7 +116,7 @@ def finish(fig: Figure, axes: list, title: str, legend_title: str | None, note: 
         rows = -(-len(labels) // ncol)
         fig.legend([handles[lab] for lab in labels], labels, title=legend_title, loc="outside lower center",
                    ncol=ncol)
-    width = int(fig.get_figwidth() * 13)  # characters of a title line at this size
+    width = int(fig.get_figwidth() * 12.5)  # characters of a title line at this size
     lines = [part for line in [title, note] if line for part in wrap(line, width)]
     fig.set_figheight(fig.get_figheight() + 0.2 * (rows - 1) + 0.2 * (len(lines) - 1))  # the panels keep their height
     fig.suptitle("\n".join(lines), fontsize="medium")
@@ -170,14 +179,17 @@ def control_lines(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None
         lo, hi = drawn.min(), drawn.max()
         if drawn.empty or m >= lo - 2 * max(hi - lo, 1.0):
             ax.axhline(m, **CONTROL_STYLE["majority"], label=CONTROL_LABELS["majority"], zorder=1)
-        else:  # far below every model: a line would squash the differences the panel is about
-            ax.plot([], [], **CONTROL_STYLE["majority"], label=f"{CONTROL_LABELS['majority']} ({m:.1f}, below)")
+        else:  # far below every model: a line would squash the differences the panel is about; the entry says whose
+            panel = "/".join(dict.fromkeys(rows["task_group"])) if "task_group" in rows else ""
+            ax.plot([], [], **CONTROL_STYLE["majority"],
+                    label=f"{CONTROL_LABELS['majority']}, {panel}: {m:.1f} (off the axis, below)")
     sizes = ids.ordered_sizes(random["size"])
     for size in sizes:
         r = random[random["size"] == size].iloc[0]
         style = dict(CONTROL_STYLE["random"], color=(colors or {}).get(size, CONTROL_STYLE["random"]["color"]))
-        label = CONTROL_LABELS["random"] + (f", {size}" if colors and len(sizes) > 1 else "")
         ci = 0.0 if pd.isna(r.get("random_ci")) else float(r["random_ci"])
+        label = (CONTROL_LABELS["random"] + (f", {size}" if colors and len(sizes) > 1 else "")
+                 + (" (band: its 95% CI)" if ci else ""))
         if xpos:
             x = xpos[size]
             ax.hlines(r["random"], x - 0.3, x + 0.3, **style, label=label, zorder=1)
@@ -191,9 +203,9 @@ def control_lines(ax, ctl: pd.DataFrame, rows: pd.DataFrame, colors: dict | None
 def plot_lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool = False, xpos: dict | None = None,
                dodge: float = 0.0, grid=None) -> None:
     """score +- ci against ``x``, one series per ``hue`` level (in ``colors``' order), error bars or a band. A line
-    joins two neighbouring points only where no value of ``grid`` (the x values the design has, run or not) lies
-    between them: elsewhere the points stand alone, with error bars. Points that are the mean of several pretraining
-    seeds (``pretrain_seeds`` > 1) are squares."""
+    joins two neighbouring points where no value of ``grid`` (the x values the design has, run or not) lies between
+    them; across such values (`skipped`) a faint thin line joins them. Points that are the mean of several pretraining
+    seeds (``pretrain_seeds`` > 1) are squares, their error bars drawn over them."""
     levels = [h for h in colors if h in set(df[hue])]
     grid = np.sort(np.asarray(list(grid if grid is not None else []), dtype=float))
     for i, level in enumerate(levels):
@@ -201,16 +213,21 @@ def plot_lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool 
         xs = (d[x].map(xpos) if xpos else d[x]).astype(float)
         d = d.assign(_x=xs + dodge * (i - (len(levels) - 1) / 2), _raw=xs)
         d = d.sort_values("_x").assign(_none=lambda t: t["ci"].isna(), ci=lambda t: t["ci"].astype(float).fillna(0))
-        cut = [((grid > a) & (grid < b)).any() for a, b in zip(d["_raw"], d["_raw"].iloc[1:])]
+        cut = [bool(skipped([a, b], grid)) for a, b in zip(d["_raw"], d["_raw"].iloc[1:])]
         for j, part in enumerate(np.split(np.arange(len(d)), np.flatnonzero(cut) + 1)):
             p, label = d.iloc[part], str(level) if j == 0 else "_nolegend_"
+            if j:  # across values of the design that were not run: a faint line, so the series reads as one
+                ax.plot(d["_x"].iloc[part[0] - 1:part[0] + 1], d["score"].iloc[part[0] - 1:part[0] + 1],
+                        color=colors[level], lw=0.8, alpha=0.45, zorder=1)
             if band and len(p) > 1:
                 ax.plot(p["_x"], p["score"], marker="o", ms=3.5, color=colors[level], label=label)
                 ax.fill_between(p["_x"], p["score"] - p["ci"], p["score"] + p["ci"], color=colors[level], alpha=0.2,
                                 lw=0)
             else:
-                ax.errorbar(p["_x"], p["score"], yerr=p["ci"], marker="o", ms=4, capsize=2.5, color=colors[level],
-                            ls="-" if len(p) > 1 else "none", label=label)
+                _, caps, bars = ax.errorbar(p["_x"], p["score"], yerr=p["ci"], marker="o", ms=4, capsize=3,
+                                            color=colors[level], ls="-" if len(p) > 1 else "none", label=label)
+                for artist in (*caps, *bars):  # over the squares: a bar shorter than a square still shows
+                    artist.set(zorder=4, path_effects=OVER_MARKER)
         squares(ax, d, colors[level])
         bare = d[d["_none"]]  # no interval to draw (one pretraining seed, one fine-tuning seed): hollow
         if len(bare):
@@ -219,6 +236,12 @@ def plot_lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool 
     if xpos:
         ax.set_xticks(list(xpos.values()), list(xpos))
         ax.set_xlim(min(xpos.values()) - 0.4, max(xpos.values()) + 0.4)
+
+
+def skipped(xs, grid) -> list:
+    """The values of ``grid`` (a design's x values) that lie between neighbouring values of ``xs`` (those drawn)."""
+    xs, grid = np.sort(np.asarray(list(xs), dtype=float)), np.asarray(list(grid), dtype=float)
+    return [g for a, b in zip(xs, xs[1:]) for g in grid if a < g < b]
 
 
 def squares(ax, d: pd.DataFrame, color, x: str = "_x", y: str = "score", **style) -> None:

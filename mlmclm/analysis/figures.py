@@ -8,9 +8,10 @@ source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, nev
 left open and notebooks show only what ``show`` displays. No torch import here.
 
 The figures of sources other than the paper follow a few rules: a figure whose x axis would hold one value is not
-drawn; a line joins only neighbouring points of the design (`drawing.plot_lines`); a model run with several
-pretraining seeds is drawn as their mean (`points.pool`, a square); every point's interval comes from one function,
-`points.interval`; and a line under the title says what the bars are (`drawing.bars_note`).
+drawn; a line joins neighbouring points of the design, a faint one points across values not run
+(`drawing.plot_lines`); a model run with several pretraining seeds is drawn as their mean (`points.pool`, a square);
+every point's interval comes from one function, `points.interval`; and a line under the title says what the bars are
+(`drawing.bars_note`).
 
 Each figure function's docstring names the notebook that calls it and the files under results/ it reads;
 docs/results.md tables every file in figures/ with its notebook, function and inputs.
@@ -30,9 +31,9 @@ from ..io import lr_text
 from . import ids
 from . import views
 from .compute import AXES, tokens_per_axis, with_flops
-from .drawing import (MARKER_LABELS, STYLE, Drawn, bars_note, by_size, control_lines, draw_per_source, finish,
-                      palette, palettes, panels, plot_lines, plot_spread, positions, save, save_source, source_key,
-                      source_label, squares, steps_axis)
+from .drawing import (DISPLAY_DPI, DPI, MARKER_LABELS, STYLE, Drawn, bars_note, by_size, control_lines,
+                      draw_per_source, finish, palette, palettes, panels, plot_lines, plot_spread, positions, save,
+                      save_source, skipped, source_key, source_label, squares, steps_axis)
 from .points import mlm_lead, pool
 
 OBJECTIVE_COLORS = {"MLM": "#4C72B0", "CLM": "#C44E52", "CLM+MLM": "#8172B3"}
@@ -139,8 +140,8 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> Drawn:
 
 def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 6: CLM-then-MLM under fixed budgets: task-group averages against the % of steps given to CLM (lines
-    only between neighbouring splits of the design, ``SHARES``). Notebook 04_biphasic; reads
-    results/paper/table10.csv ... table13.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``,
+    between neighbouring splits of the design, ``SHARES``; faint ones across splits not run). Notebook 04_biphasic;
+    reads results/paper/table10.csv ... table13.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``,
     ``controls``)."""
     v = ids.group_averages(views.biphasic_view(pool(scores)))
     v = v[_main_size(v)].assign(Budget=lambda d: d["budget"].map(ids.step_label))
@@ -148,7 +149,14 @@ def fig6(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
     return draw_per_source(
         v, out_dir, "fig06_biphasic", "Fig. 6: CLM-then-MLM splits of fixed budgets",
         lambda ax, d: plot_lines(ax, d, "clm_share", "Budget", colors[source_key(d)], grid=SHARES),
-        "% of steps with CLM", "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls, x="clm_share")
+        "% of steps with CLM", "budget (steps)", tables="Tables 10-13", per_size=True, controls=controls, x="clm_share",
+        note=lambda d: bars_note(d) + _not_run(d))
+
+
+def _not_run(rows: pd.DataFrame) -> str:
+    """The line under Fig. 6's title on the splits of the design its budgets skip (joined by a faint line)."""
+    gaps = sorted({g for _, b in rows.groupby("budget") for g in skipped(b["clm_share"], SHARES)})
+    return f"; faint lines: across splits not run ({', '.join(f'{g:g}%' for g in gaps)} CLM)" if gaps else ""
 
 
 def _main_size(view: pd.DataFrame) -> np.ndarray:
@@ -334,8 +342,9 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
 
 
 def show(paths: list[Path], absent: str = "No source has the data this figure needs.") -> None:
-    """Display the PNGs in a notebook; first say which figures of ours were not drawn and why (`Drawn.skipped`), and
-    print ``absent`` when nothing was drawn or skipped."""
+    """Display the PNGs in a notebook, each at `drawing.DISPLAY_DPI` (`display_width`: a panel is as large in every
+    figure); first say which figures of ours were not drawn and why (`Drawn.skipped`), and print ``absent`` when
+    nothing was drawn or skipped."""
     from IPython.display import Image, display
 
     skipped = getattr(paths, "skipped", [])
@@ -344,4 +353,12 @@ def show(paths: list[Path], absent: str = "No source has the data this figure ne
     for line in skipped:
         print(line)
     for path in paths:
-        display(Image(filename=str(path)))
+        display(Image(filename=str(path), width=display_width(path)))
+
+
+def display_width(png: Path) -> int:
+    """The width, in pixels, a notebook shows ``png`` at: its width in inches (written at `drawing.DPI`) at
+    `drawing.DISPLAY_DPI`."""
+    with open(png, "rb") as f:
+        width = int.from_bytes(f.read(24)[16:20], "big")  # the IHDR chunk's width
+    return round(width * DISPLAY_DPI / DPI)
