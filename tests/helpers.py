@@ -216,3 +216,14 @@ def scores_frame(cells, source: str = "x", scale: str = "x") -> pd.DataFrame:
     df = results.with_attributes(df)
     df["n"] = df["n"].astype("Int64")
     return df[results.SCORE_COLUMNS]
+
+
+def verbs(parser, prefix=()):
+    """(path of names, parser) of every verb and sub-verb of an argparse command line."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield (*prefix, name), child
+                yield from verbs(child, (*prefix, name))

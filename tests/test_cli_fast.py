@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import verbs as _verbs
 from mlmclm import cli
 from mlmclm.commands import recipe_names
 from mlmclm.config import RECIPES_DIR, scale_names
@@ -34,15 +35,6 @@ def _parser() -> argparse.ArgumentParser:
     for name in cli.VERB_MODULES:
         importlib.import_module(name).add_cli(sub)
     return parser
-
-
-def _verbs(parser, prefix=()):
-    """(path of names, parser) of every verb and sub-verb."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                yield (*prefix, name), child
-                yield from _verbs(child, (*prefix, name))
 
 
 def test_no_help_imports_torch():

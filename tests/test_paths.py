@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import offline_suite
+from helpers import offline_suite, verbs
 from mlmclm import cli, locks
 from mlmclm.bench import random_checkpoint
 from mlmclm.commands import PATH_DESTS, PATHS
@@ -34,22 +34,12 @@ def inside(tmp_path, monkeypatch):
     return root, here
 
 
-def _verbs(parser, prefix=()):
-    import argparse
-
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                yield (*prefix, name), child
-                yield from _verbs(child, (*prefix, name))
-
-
 def test_every_verb_that_takes_a_path_says_in_its_help_how_it_is_read(capsys):
-    takes = {" ".join(path) for path, p in _verbs(cli.build_parser())
+    takes = {" ".join(path) for path, p in verbs(cli.build_parser())
              if any(a.dest in PATH_DESTS for a in p._actions)}
     assert {"reproduce", "study plan", "study run", "finetune", "pretrain", "data", "tasks build", "tasks list",
             "export", "init", "coverage", "bench finetune", "bench gpu"} <= takes
-    said = {" ".join(path) for path, p in _verbs(cli.build_parser()) if p.epilog == PATHS}
+    said = {" ".join(path) for path, p in verbs(cli.build_parser()) if p.epilog == PATHS}
     assert said == takes
     with pytest.raises(SystemExit):
         cli.main(["finetune", "--help"])
