@@ -95,7 +95,7 @@ class Check:
 def line(row: dict) -> str:
     """A row as the command prints it."""
     return (f"{row['at_s']:>6} s {row['elapsed_s']:>6} s  {row['check']:<15} {row.get('size') or '':<6} "
-            f"{row.get('variant') or '':<36} {row.get('batch') or '':>3}  mfu {row.get('mfu') or '-':<8} "
+            f"{row.get('variant') or '':<46} {row.get('batch') or '':>3}  mfu {row.get('mfu') or '-':<8} "
             f"peak {row.get('peak_mib') or '-':>6} MiB  {row.get('value') or ''} {row.get('note') or ''}")
 
 
