@@ -213,6 +213,7 @@ def plot_lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool 
         xs = (d[x].map(xpos) if xpos else d[x]).astype(float)
         d = d.assign(_x=xs + dodge * (i - (len(levels) - 1) / 2), _raw=xs)
         d = d.sort_values("_x").assign(_none=lambda t: t["ci"].isna(), ci=lambda t: t["ci"].astype(float).fillna(0))
+        pooled = "pretrain_seeds" in d and bool((d["pretrain_seeds"] > 1).any())  # squares (`squares`) to draw over
         cut = [bool(skipped([a, b], grid)) for a, b in zip(d["_raw"], d["_raw"].iloc[1:])]
         for j, part in enumerate(np.split(np.arange(len(d)), np.flatnonzero(cut) + 1)):
             p, label = d.iloc[part], str(level) if j == 0 else "_nolegend_"
@@ -226,7 +227,7 @@ def plot_lines(ax, df: pd.DataFrame, x: str, hue: str, colors: dict, band: bool 
             else:
                 _, caps, bars = ax.errorbar(p["_x"], p["score"], yerr=p["ci"], marker="o", ms=4, capsize=3,
                                             color=colors[level], ls="-" if len(p) > 1 else "none", label=label)
-                for artist in (*caps, *bars):  # over the squares: a bar shorter than a square still shows
+                for artist in (*caps, *bars) if pooled else ():  # over the squares: a bar shorter than one shows
                     artist.set(zorder=4, path_effects=OVER_MARKER)
         squares(ax, d, colors[level])
         bare = d[d["_none"]]  # no interval to draw (one pretraining seed, one fine-tuning seed): hollow
