@@ -739,3 +739,23 @@ def test_a_shipped_recipe_never_trains_a_study_run_of_its_name_with_another_conf
             if shape(planned) != shape(cfg):
                 clashes.append(f"{name}: {cfg.run_id}")
     assert clashes == []
+
+
+@pytest.mark.slow  # two tiny pretraining runs and a grid of one group
+def test_the_readmes_grid_rerun_runs_as_written_after_a_tiny_reproduction(tmp_path, monkeypatch):
+    """The README's grid re-run, typed after `make reproduce SCALE=tiny` has trained the model's run in the default
+    folders: a fresh runs folder is another identity of the run, which the default checkpoints folder refused as a
+    clash; the command names its own checkpoints folder (issue 46)."""
+    import re
+
+    command = re.search(r"after `make reproduce SCALE=tiny`, `mlmclm (study run [^`]+)`",
+                        (ROOT / "README.md").read_text())[1].split()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "paper").symlink_to(ROOT / "results" / "paper")
+    (tmp_path / "data").symlink_to(ROOT / "data")  # the corpus, shards and task suite other tests built
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLMCLM_ROOT", raising=False)
+    model = command[command.index("--model") + 1]
+    assert cli.main(["study", "run", "scaling", "--scale", "tiny", "--model", model, "--pretrain-only"]) == 0
+    assert cli.main(command) == 0
+    assert len(list((tmp_path / "results" / "local" / "runs" / "tiny" / model).rglob("results.json"))) == 2
