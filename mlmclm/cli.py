@@ -210,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
     term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
     previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
+    done = False
     try:
-        return _main(argv)
+        status, done = _main(argv), True
+        return status
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
@@ -237,10 +239,23 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         raise
     finally:
+        if program and done:
+            _end_process_group()
         if ours:
             signal.signal(signal.SIGINT, previous)
         if term:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _end_process_group() -> None:
+    """Destroy the process group of a multi-process launch (`accelerate launch`) before the interpreter ends, once the
+    command has done its work (a failed one may leave other processes inside a collective). Left to the interpreter's
+    end, gloo's worker threads may still hold finished collectives whose tensors they release while Python shuts
+    down, which aborts the process (SIGABRT; torch issue 190489): the likely cause of the rank-1 abort of a launch
+    whose every step succeeded (issue 48)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _interrupted(what: str, signals: list[int]) -> int:

@@ -99,7 +99,9 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
     report_to(p, "loss, lr, objective and tokens/s at every logged step")
     p.set_defaults(run="mlmclm.training.pretrain:_run_cli")
-    d = sub.add_parser("data", help="build a run's pretraining data (corpus, tokenizer, shards); cached")
+    d = sub.add_parser("data", help="prepare and verify a run's pretraining data (corpus, tokenizer, shards) once; "
+                                    "cached. A multi-process launch builds none: run this first (CONFIG: a scale's "
+                                    "recipe, e.g. paper)")
     _run_config(d)
     d.set_defaults(run="mlmclm.training.pretrain:_data_cli")
 

@@ -283,6 +283,11 @@ def versions() -> dict:
     return out
 
 
+def launched() -> bool:
+    """Whether this process is one of several of a launch (`accelerate launch`, torchrun: each process's WORLD_SIZE)."""
+    return int(os.environ.get("WORLD_SIZE") or 1) > 1
+
+
 def provenance(**extra) -> dict:
     """Commit, package versions and hardware, plus whatever the caller adds (attention backend, wall time...)."""
     return {"commit": git_commit(), "versions": versions(), "hardware": hardware(), **extra}

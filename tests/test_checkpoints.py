@@ -115,9 +115,10 @@ def test_publish_replaces_and_names_intermediate_checkpoints(tmp_path):
     _weights(tmp / "hf" / "model.safetensors")
     ck.write_state(tmp, {"step": 9, "again": True})
     ck.publish(root, 9)
-    digest = sha256(ck.step_dir(root, 9) / "hf" / "model.safetensors")  # recorded at save time
-    assert ck.read_state(ck.step_dir(root, 9)) == {"step": 9, "again": True,
-                                                   "weights": {"hf/model.safetensors": digest}}
+    new = ck.step_dir(root, 9)
+    digest, config = (sha256(new / "hf" / name) for name in ("model.safetensors", "config.json"))  # at save time
+    assert ck.read_state(new) == {"step": 9, "again": True, "weights": {"hf/model.safetensors": digest},
+                                  "files": {"hf/config.json": config}}
     assert not ck.tmp_dir(root, 9).exists()
     assert ck.find_checkpoint(ck.step_dir(root, 3)) == ck.step_dir(root, 3)
     assert ck.pretrained_model(ck.step_dir(root, 3) / "hf") == (ck.step_dir(root, 3) / "hf", "r-3", 3)

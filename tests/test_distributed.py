@@ -1,8 +1,9 @@
-"""A run's meta.json names its distributed setup; FSDP where it cannot run is refused in one line, not run as DDP
-with exit 0 (issue 25, item 7)."""
+"""A run's meta.json names its distributed setup (issue 25, item 7); FSDP2 trains on CPU processes over gloo as one
+process does, and resumes from its sharded checkpoints (issue 48)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,14 +11,20 @@ from pathlib import Path
 import pytest
 import torch
 
+from safetensors.torch import load_file
+
 from mlmclm.config import PretrainConfig, load_config, to_yaml
+from mlmclm.errors import ConfigError
 from helpers import sentence
+from mlmclm.training import checkpoints
+from mlmclm.training.build import shard_on_cpu
 from mlmclm.training.pretrain import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
+FSDP_CONFIG = ROOT / "mlmclm" / "shipped" / "accelerate" / "fsdp.yaml"
 
 
-def _config(tmp_path, run_id):
+def _config(tmp_path, run_id, **over):
     corpus = tmp_path / "corpus.txt"
     if not corpus.exists():
         corpus.write_text("\n".join(sentence(i, 12) + " " + sentence(i * 5 + 1, 9) for i in range(4000)) + "\n")
@@ -26,7 +33,7 @@ def _config(tmp_path, run_id):
         "log_every": 2, "results_dir": str(tmp_path / "runs"), "checkpoints_dir": str(tmp_path / "ckpt"),
         "model": {"size": "tiny"}, "data": {"corpus": str(corpus), "vocab_size": 512, "seq_len": 32,
                                             "root": str(tmp_path / "data")},
-        "optim": {"lr": 3e-3, "warmup_steps": 1, "decay_steps": 1}, "checkpoint": {"every": 4}})
+        "optim": {"lr": 3e-3, "warmup_steps": 1, "decay_steps": 1}, "checkpoint": {"every": 4}, **over})
 
 
 def test_meta_names_the_distributed_setup(tmp_path):
@@ -35,23 +42,131 @@ def test_meta_names_the_distributed_setup(tmp_path):
     assert meta["distributed"]["type"] == "NO" and meta["distributed"]["processes"] == meta["processes"] == 1
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="on GPUs FSDP runs")
-@pytest.mark.parametrize("how", ["option", "config file"])
-def test_fsdp_without_gpus_is_refused_in_one_line_however_it_is_asked_for(tmp_path, free_port, how):
-    """`--use_fsdp` or an FSDP config file: the main process says it once, before any work; nothing is written."""
-    path = tmp_path / "two.yaml"
-    path.write_text(to_yaml(_config(tmp_path, "two")))
-    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nnum_processes: 2\nnum_machines: 1\n"
-                                        "mixed_precision: 'no'\nfsdp_config:\n  fsdp_version: 2\n")
-    asked = (["--use_fsdp", "--fsdp_version", "2", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
-              "no"] if how == "option" else ["--config_file", str(tmp_path / "fsdp.yaml")])
-    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", *asked, "--dynamo_backend", "no",
-                           "--main_process_port", str(free_port), "-m", "mlmclm.cli", "pretrain", str(path)],
+def _launch(tmp_path, port, config_path, *asked):
+    return subprocess.run([sys.executable, "-m", "accelerate.commands.launch", *asked, "--dynamo_backend", "no",
+                           "--main_process_port", str(port), "-m", "mlmclm.cli", "pretrain", str(config_path)],
                           cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
                           timeout=600)
-    assert proc.returncode != 0
-    lines = [ln for ln in proc.stderr.splitlines() if "mlmclm: error:" in ln]
-    assert len(lines) == 1 and lines[0].startswith("mlmclm: error: accelerate launch --use_fsdp: FSDP shards"), \
-        proc.stderr[-2000:]
-    assert "mlmclm/" not in proc.stderr  # no traceback of ours: accelerate reports its failed processes its way
-    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists() and not (tmp_path / "data").exists()
+
+
+def _hf_weights(cfg, step):
+    step_dir = checkpoints.step_dir(Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id, step)
+    return load_file(checkpoints.hf_dir(step_dir) / "model.safetensors")
+
+
+def _losses(cfg):
+    rows = (Path(cfg.results_dir) / cfg.scale / cfg.run_id / "pretrain.csv").read_text().splitlines()[1:]
+    return [(int(r.split(",")[0]), float(r.split(",")[4])) for r in rows]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of FSDP (gloo); on GPUs the GPU check runs it")
+def test_fsdp_on_two_cpu_processes_trains_as_one_and_resumes_from_its_shards(tmp_path, free_port):
+    """The shipped accelerate config (FSDP2, sharded state) in two CPU processes: the losses and weights of one
+    process; every file of a checkpoint (each process's shard) in its sha256 record, a changed shard named; a resume
+    from the sharded step-3 checkpoint ends with the weights of the uninterrupted launch, bit for bit."""
+    schedule = {"phases": [["clm", 3], ["mlm40", 3]], "log_every": 1, "checkpoint": {"every": 3, "keep_last": 2}}
+    one = _config(tmp_path, "one", **schedule)
+    pretrain(one)
+    two = _config(tmp_path, "two", **schedule)
+    path = tmp_path / "two.yaml"
+    path.write_text(to_yaml(two))
+    fsdp = ["--config_file", str(FSDP_CONFIG), "--num_processes", "2", "--mixed_precision", "no"]
+    proc = _launch(tmp_path, free_port, path, *fsdp)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads((Path(two.results_dir) / "test" / "two" / "meta.json").read_text())
+    assert meta["distributed"]["type"] == "FSDP" and meta["distributed"]["processes"] == 2
+    assert meta["distributed"]["fsdp"]["version"] == 2
+    assert [s for s, _ in _losses(one)] == [s for s, _ in _losses(two)] == list(range(1, 7))
+    assert [l for _, l in _losses(two)] == pytest.approx([l for _, l in _losses(one)], rel=1e-5)
+    a, b = _hf_weights(one, 6), _hf_weights(two, 6)
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+    step3 = checkpoints.step_dir(Path(two.checkpoints_dir) / "test" / "two", 3)
+    state = checkpoints.read_state(step3)
+    on_disk = {str(p.relative_to(step3)) for p in step3.rglob("*") if p.is_file() and p.name != checkpoints.STATE}
+    assert on_disk == state["weights"].keys() | state["files"].keys()
+    shards = sorted(n for n in state["files"] if n.startswith("pytorch_model_fsdp_0/") and n.endswith(".distcp"))
+    assert len(shards) == 2, state["files"]  # one a process: the model is sharded on disk
+    changed = tmp_path / "changed"
+    shutil.copytree(step3, changed)
+    with open(changed / shards[1], "r+b") as f:
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 1]))
+    assert checkpoints.damage(changed) is None  # present: complete, as a reader without hashes sees it
+    assert checkpoints.damage(changed, verify=True) == f"{shards[1]}: its sha256 is not the one recorded when it " \
+                                                      "was saved"
+
+    straight = _losses(two)
+    checkpoints.remove(checkpoints.step_dir(step3.parent, 6))  # the run resumes from its sharded step-3 checkpoint
+    proc = _launch(tmp_path, free_port, path, *fsdp)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = _hf_weights(two, 6)
+    assert all(torch.equal(resumed[k], b[k]) for k in b)
+    assert _losses(two) == straight
+
+
+def test_fsdp1_on_cpu_processes_is_refused_in_one_line(monkeypatch):
+    """On CPU processes only FSDP2 runs (and is tested); FSDP1 is refused, saying how to ask for FSDP2."""
+    monkeypatch.setenv("FSDP_VERSION", "1")
+    with pytest.raises(ConfigError, match=r"^FSDP version 1 is not run on CPU processes here \(FSDP2 is\); launch "
+                                          r"FSDP2: --fsdp_version 2"):
+        shard_on_cpu(None)
+
+
+def _as_ranks(ranks, port: int, *args) -> list[tuple[int, list[str]]]:
+    """`mlmclm ARGS` as processes `ranks` of a two-process launch, each started alone with no launcher (so one whose
+    peer never comes): what each does before any barrier (after one, it would wait for its peer until the timeout).
+    Each one's exit status and the lines of its stderr."""
+    procs = [subprocess.Popen([sys.executable, "-m", "mlmclm.cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "RANK": str(rank),
+                                   "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                   "MASTER_PORT": str(port)}) for rank in ranks]
+    return [(p.wait(timeout=600), [ln for ln in p.stderr.read().splitlines() if ln.strip()]) for p in procs]
+
+
+def test_a_launch_without_prepared_data_is_refused_by_every_process_before_any_barrier(tmp_path, free_port):
+    """No shards: each process says so in one line, naming `mlmclm data`, and builds nothing; after `mlmclm data`,
+    shards cut short (a partial copy) are refused likewise, naming the file."""
+    cfg = _config(tmp_path, "two")
+    path = tmp_path / "two.yaml"
+    path.write_text(to_yaml(cfg))
+    for status, lines in _as_ranks((0, 1), free_port, "pretrain", str(path)):
+        assert status == 2 and len(lines) == 1, lines
+        assert lines[0].startswith("mlmclm: error: data not prepared for this multi-process launch: its tokenizer "), \
+            lines[0]
+        assert "mlmclm data CONFIG" in lines[0]  # a config of no shipped recipe: the launch's own file
+    assert not (tmp_path / "data" / "shards").exists() and not (tmp_path / "runs" / "test" / "two").exists()
+
+    from mlmclm.cli import main
+    assert main(["data", str(path)]) == 0
+    train = next((tmp_path / "data" / "shards").glob("*/train.bin"))
+    with open(train, "r+b") as f:
+        f.truncate(train.stat().st_size - 4)
+    for status, lines in _as_ranks((0, 1), free_port, "pretrain", str(path)):
+        assert status == 2 and len(lines) == 1, lines
+        assert f"shards {train.parent}: partial: train.bin holds" in lines[0] and "remove that folder" in lines[0]
+
+
+def test_data_names_the_scale_recipe_and_a_seeds_own_shards():
+    """The command a refusal gives: the scale's recipe, with the data fields in which the run differs from it."""
+    from mlmclm.config import recipe_path
+    from mlmclm.training.corpus import prepare_command
+
+    assert prepare_command(load_config(PretrainConfig, recipe_path("paper"))) == "mlmclm data paper"
+    seeded = load_config(PretrainConfig, recipe_path("tiny"), ["data.seed=2"])
+    assert prepare_command(seeded) == "mlmclm data tiny data.seed=2"
+
+
+def test_study_run_under_a_launch_fine_tunes_nowhere_and_says_how(tmp_path, free_port):
+    """Every process of a launch would run every fine-tuning grid: refused in one line before any work, naming
+    --pretrain-only and the command that fine-tunes in one process."""
+    [(status, lines)] = _as_ranks([1], free_port, "study", "run", "scaling", "--scale", "tiny", "--runs-dir",
+                                  str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt"))
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0] == ("mlmclm: error: study run under a multi-process launch pretrains only (every process trains "
+                        "each run together): add --pretrain-only; then fine-tune in one process, without accelerate "
+                        "launch: mlmclm study run scaling --scale tiny (it finds the runs trained)")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()

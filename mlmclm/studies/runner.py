@@ -5,13 +5,15 @@ results.json already written, and every writer holds the lock of the folder it w
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import locks
 from ..config import PretrainConfig
-from ..io import check_writable, shown, working_root
+from ..errors import ConfigError
+from ..io import check_writable, launched, shown, working_root
 from ..runs import Paths
 from ..evaluation.grid import plan_grid
 from ..evaluation.offline_suite import build_offline
@@ -55,10 +57,15 @@ def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, pr
     fine-tuning skips every results.json already written. `paths`: the study's folders (default: those of the working
     root, `io.working_root()`); the configs it trains and fine-tunes with name them relative to `paths.root`, against
     which pretraining and fine-tuning resolve them."""
+    if launched() and not pretrain_only:  # every process would run every fine-tuning grid
+        raise ConfigError("study run under a multi-process launch pretrains only (every process trains each run "
+                          "together): add --pretrain-only; then fine-tune in one process, without accelerate launch: "
+                          f"mlmclm study run {plan.studies[0] if len(plan.studies) == 1 else 'all'} --scale "
+                          f"{plan.scale.scale} (it finds the runs trained)")
     paths = paths or Paths(working_root())
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
-    aside = [] if narrowed else set_aside(plan, grids, paths.root)
+    aside = [] if narrowed or launched() else set_aside(plan, grids, paths.root)  # launched: fine-tunes nothing
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{shown(aside[0])}", flush=True)
@@ -105,7 +112,8 @@ class _Runner:
                   + (f" from {r.parent} step {r.parent_step}" if r.parent else "") + f" ({state.status[r.run_id]})",
                   flush=True)
             cfg = run_config(self.plan, r, self.paths)
-            _rewind(self.plan, self.paths, r, state.wanted[r.run_id], cfg)
+            if os.environ.get("RANK", "0") == "0":  # under a launch, the main process alone (as it holds the locks)
+                _rewind(self.plan, self.paths, r, state.wanted[r.run_id], cfg)
             pretrain(cfg, root=self.paths.root)
             self.finetune([e for e in self.evals if e.run_id == r.run_id])
 

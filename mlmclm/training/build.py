@@ -3,7 +3,8 @@
 1. `start_accelerator`: the accelerator (bf16 on a GPU unless `precision` says fp32), its processes checked against
    the launch and the batch, the tracker started;
 2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
-   `corpus.prepare_shards`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
+   `corpus.prepare_shards`; built by a run of one process, found prepared by a launch of several:
+   `check_data_prepared`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
    `load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate;
 3. `micro_batch_from_memory` (with `micro_batch_size: auto`, once the run's state is loaded): the largest
    micro-batch whose forward and backward fit the GPU beside the optimizer's state.
@@ -25,6 +26,7 @@ import torch
 from . import checkpoints, corpus, trackers
 from ..config import InitSpec, OptimSpec, PretrainConfig, to_yaml
 from ..errors import ConfigError
+from ..io import launched
 from ..models.configuration import MlmClmConfig
 from ..models.convert import from_hf
 from ..models.modeling import MlmClmForMaskedLM
@@ -41,11 +43,12 @@ def start_accelerator(cfg: PretrainConfig, run_dir: Path, report_to: str):
     precision = {"auto": "bf16" if on_gpu else "no", "bf16": "bf16", "fp32": "no"}[cfg.precision]
     accelerator = Accelerator(mixed_precision=precision, cpu=not on_gpu,
                               **trackers.accelerator_kwargs(report_to, run_dir))
+    if fsdp_asked() and not on_gpu and accelerator.num_processes > 1:
+        shard_on_cpu(accelerator)
     kind = distributed_setup(accelerator)["type"]
-    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != "FSDP":
-        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {kind}, not FSDP (FSDP shards "
-                          f"over GPUs; {'none is used' if not on_gpu else 'it was not enabled'}); launch with "
-                          "--multi_gpu for data parallelism over CPU processes, or on GPUs for FSDP")
+    if fsdp_asked() and kind != "FSDP":
+        raise ConfigError(f"accelerate launch --use_fsdp: accelerate runs this as {kind}, not FSDP; launch FSDP "
+                          "with two processes or more (one process has nothing to shard: drop --use_fsdp)")
     trackers.start(accelerator, report_to, cfg.run_id, to_yaml(cfg))
     world = accelerator.num_processes
     if cfg.micro_batch_size == "auto":
@@ -58,6 +61,29 @@ def start_accelerator(cfg: PretrainConfig, run_dir: Path, report_to: str):
         raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of processes x micro_batch_size "
                           f"({world} x {cfg.micro_batch_size})")
     return accelerator
+
+
+def fsdp_asked() -> bool:
+    """Whether the launch asks for FSDP (`accelerate launch --use_fsdp`, or an FSDP config file)."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("true", "1")
+
+
+def shard_on_cpu(accelerator) -> None:
+    """FSDP2 over CPU processes (gloo). accelerate turns an FSDP launch on CPUs into DDP (its FSDP switch is for GPU
+    process types), while torch's FSDP2 (`fully_shard`) shards on CPU as on GPUs: the process state and the
+    accelerator's state are set to FSDP, with the plugin of the launch's FSDP settings, before anything is prepared,
+    so `prepare`, `save_state` and `load_state` take their FSDP paths. FSDP1 is refused there (untried on CPU)."""
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    plugin = FullyShardedDataParallelPlugin()  # from the launch's FSDP_* settings
+    if plugin.fsdp_version != 2:
+        raise ConfigError(f"FSDP version {plugin.fsdp_version} is not run on CPU processes here (FSDP2 is); launch "
+                          "FSDP2: --fsdp_version 2, or fsdp_version: 2 in the config file, as mlmclm/shipped/"
+                          "accelerate/fsdp.yaml has")
+    PartialState().distributed_type = DistributedType.FSDP
+    accelerator.state.distributed_type = DistributedType.FSDP
+    accelerator.state.fsdp_plugin = plugin
 
 
 def distributed_setup(accelerator) -> dict:
@@ -92,13 +118,13 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator) -> Built:
     hf_model = hf_tok = None
     if cfg.init.kind == "hf":
         hf_model, hf_tok = load_hf_decoder(cfg.init)
-    with accelerator.main_process_first():
-        tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
-        if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
-            raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
-                              f"phase; set data.mask_token to an existing token (e.g. "
-                              f"'<|reserved_special_token_0|>' for Llama-3)")
-        shards = corpus.prepare_shards(cfg, tokenizer)
+    # one process builds what is missing; a multi-process launch finds it prepared (`check_data_prepared`)
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched())
+    if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
+        raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
+                          f"phase; set data.mask_token to an existing token (e.g. "
+                          f"'<|reserved_special_token_0|>' for Llama-3)")
+    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched())
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     if blocks.n < cfg.batch_size:
         raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
@@ -113,13 +139,24 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator) -> Built:
     return Built(tokenizer, shards, blocks, model, accelerator.unwrap_model(model), optimizer)
 
 
-def load_hf_decoder(init: InitSpec):
-    """A Llama-family causal LM and its tokenizer from a transformers folder or a GGUF file, fp32."""
+def check_data_prepared(cfg: PretrainConfig) -> None:
+    """Under a multi-process launch, on every process before the accelerator starts (so before any barrier): the
+    run's tokenizer and shards are there and whole, else one line saying how to prepare them (`mlmclm data`). A
+    launch never builds data: its other processes would wait at a barrier while the main one tokenises."""
+    hf_tok = load_hf_decoder(cfg.init, model=False)[1] if cfg.init.kind == "hf" else None
+    corpus.prepare_shards(cfg, corpus.prepare_tokenizer(cfg, hf_tok, build=False), build=False)
+
+
+def load_hf_decoder(init: InitSpec, model: bool = True):
+    """A Llama-family causal LM (None without `model`) and its tokenizer from a transformers folder or a GGUF file,
+    fp32."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = {"gguf_file": init.gguf_file} if init.gguf_file else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(init.path, **kwargs)
+        if not model:
+            return None, tokenizer
         model = AutoModelForCausalLM.from_pretrained(init.path, dtype=torch.float32, **kwargs)
     except OSError as e:
         raise ConfigError(f"init.path={init.path!r}: cannot load a transformers causal LM there "

@@ -4,10 +4,12 @@ read, publish and prune them.
     <checkpoints_dir>/<scale>/<run_id>/          a run's checkpoints (`run_root`)
         run.json                                 the run they belong to: identity, run id, results folder (`claim`)
         step_NNNNNN/                             the checkpoint after step N (six digits, zero-padded: `step_dir`)
-            model.safetensors, optimizer.bin,    accelerate state (model, optimizer, RNG): what a resume loads
-            random_states_*.pkl
+            model.safetensors, optimizer.bin,    accelerate state (model, optimizer, RNG): what a resume loads;
+            random_states_*.pkl                  under FSDP (SHARDED_STATE_DICT) pytorch_model_fsdp_0/ and
+                                                 optimizer_0/, each process's shard (*.distcp) and a .metadata
             trainer_state.json                   step, objective, lr, tokens_seen, wall_time_s, named, the run's
-                                                 identity, and the sha256 of every *.safetensors (`read_state`)
+                                                 identity, the sha256 of every *.safetensors ("weights") and of
+                                                 every other file of the folder ("files"; `read_state`)
             hf/                                  the model and tokenizer in transformers format (`hf_dir`)
         .tmp-step_NNNNNN/                        a checkpoint being written (`tmp_dir`)
         .removed-step_NNNNNN.<pid>/              a checkpoint being deleted (`remove`)
@@ -17,8 +19,10 @@ A checkpoint is written whole under its temporary name, the accelerate state fir
 damaged afterwards. A checkpoint is *complete* (`complete`) when its folder holds a `trainer_state.json` that parses
 with its step, an `hf/config.json` and `hf/model.safetensors` (or its shards' index), and every weights file it
 records (or, in a checkpoint written before weights were recorded, every one present) is a whole safetensors file:
-its header parses and the file has the size the header gives. With `verify=True` the files' sha256 must also be the
-ones recorded at save time: what loading a checkpoint (resume, `init.kind=run`, the studies' fine-tuning) asks. Every
+its header parses and the file has the size the header gives, and every other file it records is there. With
+`verify=True` every recorded file's sha256 must also be the one recorded at save time: what loading a checkpoint
+(resume, `init.kind=run`, the studies' fine-tuning) asks; so every file a resume reads (the model, optimizer and RNG
+states, under FSDP each process's shard) is checked before it is loaded. Every
 reader counts complete checkpoints only: resuming a run, `init.kind=run`, fine-tuning a run's checkpoint, the
 studies' bookkeeping of what is on disk, pruning and rewinding. Anything else in a run's folder (a temporary folder, a
 damaged step folder) is no checkpoint: the run's writer removes it (`clear_temporary`, `last_verified`), naming a
@@ -103,7 +107,7 @@ def complete(path: str | Path, verify: bool = False) -> bool:
 
 
 def damage(path: str | Path, verify: bool = False) -> str | None:
-    """What makes `path` no complete checkpoint (None when it is one); `verify`: the weights' sha256 too."""
+    """What makes `path` no complete checkpoint (None when it is one); `verify`: every recorded file's sha256 too."""
     path = Path(path)
     if not (hf_dir(path) / "config.json").is_file():
         return f"no {HF}/config.json"
@@ -124,6 +128,14 @@ def damage(path: str | Path, verify: bool = False) -> str | None:
         if fault := safetensors_fault(path / name):
             return f"{name}: {fault}"
         if verify and digest is not None and sha256(path / name) != digest:
+            return f"{name}: its sha256 is not the one recorded when it was saved"
+    others = state.get("files", {})  # absent in checkpoints written before every file was recorded
+    if not isinstance(others, dict):
+        return f"{STATE}: 'files' is not a mapping of files to hashes"
+    for name, digest in others.items():
+        if not (path / name).is_file():
+            return f"{name}: missing"
+        if verify and sha256(path / name) != digest:
             return f"{name}: its sha256 is not the one recorded when it was saved"
     return None
 
@@ -294,10 +306,13 @@ def begin(root: Path, step: int) -> Path:
 
 
 def write_state(path: Path, state: dict) -> None:
-    """Write a checkpoint's trainer state, with the sha256 of each of its *.safetensors files (written before it)."""
+    """Write a checkpoint's trainer state, with the sha256 of every file written before it: its *.safetensors files
+    ("weights", which readers before "files" was recorded check) and every other one ("files")."""
     path = Path(path)
-    weights = {str(p.relative_to(path)): sha256(p) for p in sorted(path.rglob("*.safetensors"))}
-    write_json(path / STATE, {**state, "weights": weights})
+    written = sorted(p for p in path.rglob("*") if p.is_file() and p != path / STATE)
+    weights = {str(p.relative_to(path)): sha256(p) for p in written if p.suffix == ".safetensors"}
+    files = {str(p.relative_to(path)): sha256(p) for p in written if p.suffix != ".safetensors"}
+    write_json(path / STATE, {**state, "weights": weights, "files": files})
 
 
 # ---- whose checkpoints ----

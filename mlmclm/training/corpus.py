@@ -9,7 +9,9 @@
   into one uint32 stream per split (memory-mapped when read); blocks of any length are cut at read time.
 Every step is cached: a second build with the same inputs does nothing.
 - `prepare_tokenizer`, `prepare_shards`: a pretraining run's tokenizer and shards, built once under a lock in folders
-  named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them.
+  named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them;
+  shards are checked whole (`shards_fault`) every time they are found. With `build=False` (a multi-process launch,
+  which never builds data: `mlmclm data` prepares it beforehand) what is missing or partial is refused in one line.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import locks
-from ..config import DataSpec, PretrainConfig
+from ..config import RECIPES_DIR, DataSpec, PretrainConfig, load_config
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
-from ..io import atomic_path, write_json
+from ..io import atomic_path, working_root, write_json
 from .sources import SOURCES
 
 SPECIAL_TOKENS = {"pad_token": "<|pad|>", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
@@ -229,7 +231,12 @@ def load_tokenizer(name_or_path: str, mask_token: str | None = None):
     `<|reserved_special_token_0|>`, id 128002, as the paper) when the tokenizer has none."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(name_or_path)
+    try:
+        tok = AutoTokenizer.from_pretrained(name_or_path)
+    except OSError as e:  # not on disk, and not in the hub cache where no hub is reachable
+        raise ConfigError(f"tokenizer {name_or_path!r} cannot be loaded ({str(e).splitlines()[0]}); without "
+                          "internet, download it once where there is some into HF_HOME (docs/cluster.md, Data "
+                          "before launch)") from None
     if mask_token is not None and tok.mask_token is None:
         if mask_token not in tok.get_vocab():
             raise ConfigError(f"data.mask_token={mask_token!r} is not in the vocabulary of {name_or_path}")
@@ -333,9 +340,10 @@ def tokenizer_key(tokenizer) -> str:
     return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
 
 
-def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
+def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True):
     """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
-    with a mask (and pad) token added when missing."""
+    with a mask (and pad) token added when missing. `build=False`: a tokenizer to train that is not trained yet is
+    refused (`not_prepared`)."""
     data, root = cfg.data, Path(cfg.data.root)
     if hf_tokenizer is not None:
         tok = hf_tokenizer
@@ -348,6 +356,8 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
     if data.tokenizer == "train":
         chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
         path = root / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
+        if not build and not (path / "tokenizer.json").exists():
+            raise not_prepared(cfg, f"its tokenizer {path} is not trained")
         with locks.hold(path.parent):  # one builder at a time; the second finds it built
             if not (path / "tokenizer.json").exists():
                 texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
@@ -361,18 +371,65 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None):
     return load_tokenizer(data.tokenizer, data.mask_token)
 
 
-def prepare_shards(cfg: PretrainConfig, tokenizer) -> Path:
+def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True) -> Path:
     """The run's token shards (`build_shards`) in a folder named by its corpus, its tokenizer, its data seed and its
-    token cap; a hub corpus keeps its own order."""
+    token cap; a hub corpus keeps its own order. Shards found are checked whole (`shards_fault`): partial ones are
+    refused, naming the folder to remove. `build=False`: shards not built yet are refused too (`not_prepared`)."""
     data, root = cfg.data, Path(cfg.data.root)
     out = root / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
         f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
-    with locks.hold(out.parent):  # one builder at a time; the second finds them built
-        if not (out / "meta.json").exists():
-            texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
-            build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
-                         shuffle=not data.corpus.startswith("hf:"))
+    if build and not (out / "meta.json").exists():
+        with locks.hold(out.parent):  # one builder at a time; the second finds them built
+            if not (out / "meta.json").exists():
+                texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+                build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
+                             shuffle=not data.corpus.startswith("hf:"))
+    if fault := shards_fault(out):
+        if not build and not out.exists():
+            raise not_prepared(cfg, f"its shards {out} are {fault}")
+        raise ConfigError(f"shards {out}: {fault}; remove that folder and prepare them again: "
+                          f"{prepare_command(cfg)}")
     return out
+
+
+def shards_fault(out: Path) -> str | None:
+    """What makes the shards folder `out` unusable (None when it is whole): not built, no meta.json (not finished or
+    cut short), or a token stream whose size is not the token count meta.json records (a copy cut short)."""
+    if not out.exists():
+        return "not built"
+    try:
+        tokens = json.loads((out / "meta.json").read_text())["tokens"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "partial: no readable meta.json"
+    for split, count in tokens.items():
+        path = out / f"{split}.bin"
+        size = path.stat().st_size if path.is_file() else None
+        if size != 4 * count:
+            return (f"partial: {split}.bin is missing" if size is None else
+                    f"partial: {split}.bin holds {size:,} bytes, meta.json says {4 * count:,} ({count:,} tokens)")
+    return None
+
+
+def prepare_command(cfg: PretrainConfig) -> str:
+    """The command that prepares a run's data (`mlmclm data`): its scale's recipe with the data fields in which the
+    run differs from it (a pretraining seed's own order: data.seed), else the launch's own config file."""
+    recipe = RECIPES_DIR / f"{cfg.scale}.yaml"
+    if not recipe.is_file():
+        return "mlmclm data CONFIG [key=value ...] with the launch's config file and overrides"
+    data = load_config(PretrainConfig, recipe).data
+    keys = ("corpus", "sources", "max_chars", "tokenizer", "vocab_size", "seed", "max_tokens")
+    fields = [f"data.{k}={getattr(cfg.data, k)}" for k in keys if getattr(cfg.data, k) != getattr(data, k)]
+    if Path(cfg.data.root).absolute() != working_root() / data.root:
+        fields.append(f"data.root={cfg.data.root}")
+    return " ".join(["mlmclm data", cfg.scale, *fields])
+
+
+def not_prepared(cfg: PretrainConfig, what: str) -> ConfigError:
+    """The refusal of a launch whose data is not prepared: a multi-process launch never builds data (its other
+    processes would wait at a barrier for as long as the main one tokenises)."""
+    return ConfigError(f"data not prepared for this multi-process launch: {what}; prepare it once beforehand, in "
+                       f"one process where data.root ({cfg.data.root}) is the launch's shared folder: "
+                       f"{prepare_command(cfg)}")
 
 
 class TokenBlocks:

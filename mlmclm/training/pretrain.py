@@ -43,13 +43,14 @@ import torch
 from .. import locks
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, provenance, read_json, shown, working_root, write_json, write_text
+from ..io import HUB_ID, check_writable, launched, provenance, read_json, shown, working_root, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..runs import ModelId, config_identity, id_of, run_folder
 from . import checkpoints, corpus, trackers
-from .build import Built, build, distributed_setup, load_hf_decoder, micro_batch_from_memory, start_accelerator
+from .build import (Built, build, check_data_prepared, distributed_setup, load_hf_decoder, micro_batch_from_memory,
+                    start_accelerator)
 from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
 from .runlog import CSV_FIELDS, finished, log_end, truncate
 
@@ -101,7 +102,6 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
         raise ConfigError("micro_batch_size: auto finds the largest micro-batch that fits a GPU's memory and this "
                           "machine has none; set micro_batch_size to a number (batch_size / processes: the whole "
                           "batch in one pass)")
-    _check_fsdp()
     _check_run_id(cfg)
     if cfg.init.kind == "scratch":
         context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
@@ -125,18 +125,8 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
                                   f"{schedule.total} steps")
     if cfg.init.kind == "hf" and not Path(at.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
-
-
-def _check_fsdp() -> None:
-    """FSDP asked for (`accelerate launch --use_fsdp`, or an FSDP config file) where no GPU is: one line from the main
-    process, before any work; the other processes end quietly with the same status (accelerate's launcher then
-    reports that its processes failed, in its own words)."""
-    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() not in ("true", "1") or torch.cuda.is_available():
-        return
-    if os.environ.get("RANK", "0") != "0":
-        raise SystemExit(2)
-    raise ConfigError("accelerate launch --use_fsdp: FSDP shards a model over GPUs and this machine has none; "
-                      "launch with --multi_gpu for data parallelism over CPU processes, or run on GPUs")
+    if launched():
+        check_data_prepared(at)
 
 
 def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = None) -> Path:
@@ -546,10 +536,11 @@ def _run_cli(args) -> int:
 
 def _data_cli(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(working_root())
-    hf_tok = load_hf_decoder(cfg.init)[1] if cfg.init.kind == "hf" else None
+    hf_tok = load_hf_decoder(cfg.init, model=False)[1] if cfg.init.kind == "hf" else None
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
-    shards = corpus.prepare_shards(cfg, tokenizer)
+    shards = corpus.prepare_shards(cfg, tokenizer)  # built when missing, then checked whole (`corpus.shards_fault`)
     meta = json.loads((shards / "meta.json").read_text())
-    print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens {meta['tokens']['valid']:,}  "
-          f"vocabulary {meta['vocab_size']:,}")
+    print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens "
+          f"{meta['tokens']['valid']:,}  vocabulary {meta['vocab_size']:,}; verified whole (each token stream holds "
+          "the count meta.json records): ready for a multi-process launch")
     return 0
