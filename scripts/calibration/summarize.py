@@ -2,7 +2,7 @@
 the repository root:  .venv/bin/python scripts/calibration/summarize.py long   (or longer); it writes into
 results/calibration/<scale>/:
 
-Every model of a protocol x dataset is read on the grid they all have (the (lr, seed) runs every model has).
+Every model of a protocol x dataset is read on the learning rates they all have, each with its seeds complete on them.
 
 - summary.csv: per protocol x model x dataset x learning rate, the mean validation and test score over seeds, the
   validation spread, and the validation gain over the last epoch;
@@ -32,9 +32,11 @@ frames = [R.load_run_tree(d / SCALE, "calibration", SCALE).assign(protocol=d.nam
           for d in sorted(HERE.iterdir()) if (d / SCALE).is_dir()]
 runs = pd.concat(frames, ignore_index=True)
 KEY = ["protocol", "dataset"]
-# every model of a protocol x dataset on the same grid: the (lr, seed) runs all its models have
-pairs = runs.groupby([*KEY, "lr", "seed"])["model"].transform("nunique")
-runs = runs[pairs == runs.groupby(KEY)["model"].transform("nunique")].reset_index(drop=True)
+# every model of a protocol x dataset on the same rates (those all its models have), each with its seeds that have
+# every one of them (a model may have more seeds than another)
+runs = runs[runs.groupby([*KEY, "lr"])["model"].transform("nunique") == runs.groupby(KEY)["model"].transform("nunique")]
+rates = runs.groupby([*KEY, "model", "seed"])["lr"].transform("nunique")
+runs = runs[rates == runs.groupby(KEY)["lr"].transform("nunique")].reset_index(drop=True)
 
 summary = (runs.groupby([*KEY, "model", "lr"])
            .agg(seeds=("seed", "nunique"), validation=("validation", "mean"), test=("test", "mean"),
