@@ -170,3 +170,26 @@ def test_study_run_under_a_launch_fine_tunes_nowhere_and_says_how(tmp_path, free
                         "each run together): add --pretrain-only; then fine-tune in one process, without accelerate "
                         "launch: mlmclm study run scaling --scale tiny (it finds the runs trained)")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU processes (gloo)")
+def test_study_run_pretrain_only_under_a_launch_trains_each_run_on_every_process(tmp_path, free_port):
+    """`study run --pretrain-only` under a two-process launch: each missing run is trained by both processes together
+    (its meta.json: two processes), once its data is prepared (`mlmclm data`)."""
+    from mlmclm.cli import main
+
+    recipe = tmp_path / "tiny2.yaml"  # the tiny template, its batch split over two processes
+    recipe.write_text((ROOT / "mlmclm" / "recipes" / "tiny.yaml").read_text().replace("micro_batch_size: 8",
+                                                                                        "micro_batch_size: 4"))
+    assert main(["data", str(recipe), f"data.root={tmp_path / 'data'}"]) == 0
+    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                           "--main_process_port", str(free_port), "-m", "mlmclm.cli", "study", "run", "scaling",
+                           "--scale", "tiny", "--set", f"run_config={recipe}", "--model", "tiny-s-clm-42",
+                           "--runs-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt"),
+                           "--data-dir", str(tmp_path / "data"), "--pretrain-only"],
+                          cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads((tmp_path / "runs" / "tiny" / "tiny-s-clm-42" / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["processes"] == 2
