@@ -250,9 +250,9 @@ def main(argv: list[str] | None = None) -> int:
 def _end_process_group() -> None:
     """Destroy the process group of a multi-process launch (`accelerate launch`) before the interpreter ends, once the
     command has done its work (a failed one may leave other processes inside a collective). Left to the interpreter's
-    end, gloo's worker threads may still hold finished collectives whose tensors they release while Python shuts
-    down, which aborts the process (SIGABRT; torch issue 190489): the likely cause of the rank-1 abort of a launch
-    whose every step succeeded (issue 48)."""
+    end, gloo's worker threads may still hold finished collectives whose tensors they release while Python shuts down,
+    which aborts the process (SIGABRT; pytorch PR 179291, issue 190489): the likely cause of the rank-1 abort of a
+    launch whose every step succeeded (issue 48)."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
