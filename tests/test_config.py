@@ -96,7 +96,7 @@ def test_a_recipe_is_named_or_a_file(tmp_path):
     own = tmp_path / "mini"  # a file of the user's wins over the recipe of that name
     own.write_text("run_id: mine\n")
     assert recipe_path(own) == own
-    with pytest.raises(ConfigError, match="'nosuch' is neither a YAML file nor a recipe; .* mini, paper, small, tiny"):
+    with pytest.raises(ConfigError, match="'nosuch' is neither a YAML file nor a recipe; .* mini, paper, paper-1b, small, tiny"):
         recipe_path("nosuch")
 
 
