@@ -170,8 +170,8 @@ def _export_cli(args) -> int:
     return 0
 
 
-def add_cli(sub) -> None:
-    p = sub.add_parser("export", help="a checkpoint in transformers' own EuroBert or Llama format, with a model card")
+def add_options(p) -> None:
+    """`mlmclm export`."""
     p.add_argument("checkpoint", help="a run's checkpoint folder (its last step), a step_NNNNNN folder, or its hf/")
     p.add_argument("out", help="the folder to write (new or empty)")
     p.add_argument("--format", choices=sorted(FORMATS), default=None,
