@@ -280,3 +280,12 @@ def test_one_working_root_passed_down():
         bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports chdir" for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and any(a.name == "chdir" for a in node.names)]
     assert not bad, "\n".join(bad)
+
+
+def test_the_schedule_is_built_in_one_place():
+    """A run's `Schedule` is built by its config (`PretrainConfig.schedule`) only: every reader gets the same one,
+    its final learning-rate ratio included."""
+    built = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in _sources()
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "Schedule"]
+    assert len(built) == 1 and built[0].startswith("mlmclm/config.py:"), built

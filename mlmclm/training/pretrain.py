@@ -135,8 +135,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = N
     working root the config's relative folders and files resolve against (default `io.working_root()`). The main
     process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
     the same run waits for it, then finds the run complete."""
-    schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
-                        cfg.optim.final_lr_ratio)
+    schedule = cfg.schedule()
     root = root or working_root()
     _check_before_work(cfg, schedule, root)
     work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
@@ -524,8 +523,7 @@ def _recorded_identity(meta_path: Path) -> str | None:
 def _run_cli(args) -> int:
     cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), working_root()
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
-        _check_before_work(cfg, Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
-                                         cfg.optim.final_lr_ratio), root, create=False)
+        _check_before_work(cfg, cfg.schedule(), root, create=False)
         print(to_yaml(cfg), end="")
         return 0
     run_dir = pretrain(cfg, args.report_to, root)
