@@ -420,9 +420,9 @@ class Trainer:
             checkpoints.prune(self.ckpt_root, self.named, self.cfg.checkpoint.keep_last)
 
     def save(self, step: int, causal: bool, state: dict) -> None:
-        """`_save_checkpoint`, its trainer state stamped with the run's identity."""
+        """`_save_checkpoint`, its trainer state stamped with the run's identity, its config.yaml the run's."""
         _save_checkpoint(self.accelerator, self.ckpt_root, step, self.built.model, self.built.tokenizer, causal,
-                         {**state, "identity": identity(self.cfg)})
+                         {**state, "identity": identity(self.cfg)}, to_yaml(self.cfg))
 
     # ---- the end ----
     def end(self) -> None:
@@ -459,7 +459,8 @@ def _within(parts, first: int, end: int) -> list:
 FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is taken for a full disk
 
 
-def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict) -> None:
+def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict,
+                     config: str) -> None:
     tmp = checkpoints.tmp_dir(root, step)
     if accelerator.is_main_process:
         checkpoints.begin(root, step)
@@ -474,6 +475,7 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     accelerator.wait_for_everyone()  # every process's own files (its RNG state) written before the folder is renamed
     if accelerator.is_main_process:
         export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
+        checkpoints.write_config(tmp, config)
         checkpoints.write_state(tmp, state)
         checkpoints.publish(root, step)
     accelerator.wait_for_everyone()
