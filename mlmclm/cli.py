@@ -5,9 +5,10 @@
     mlmclm notebooks             execute the five notebooks: every figure and table from results/
     mlmclm reproduce             the main job (see `reproduce --help`)
 
-Modules that own a job add their own verbs: each module in `VERB_MODULES` has `add_cli(subparsers)`, which adds its
-sub-parsers with `set_defaults(run=function_of_args)`, or run="module:function" where the job's module imports torch
-(`mlmclm.commands`): no `--help` imports torch.
+Every verb is listed once, in the command table (`_verbs`): its name, its one-line help and the function that adds its
+options and its job (`set_defaults(run=function_of_args)`), defined by the module that owns the job. The modules the
+table imports are torch-free; a verb whose job imports torch has its options in `mlmclm.commands`, whose job functions
+import their module only when the verb runs: no `--help` imports torch.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import sys  # first, and little before `main`: Ctrl-C in any later moment is caught there
 
 import argparse
-import importlib
-from pathlib import Path
 
 from . import commands
 from .errors import MlmClmError
@@ -32,12 +31,6 @@ pretrain, fine-tune, compare with the paper. `mlmclm VERB --help` says more of e
   mlmclm finetune CHECKPOINT --scale tiny  the fine-tuning grid on one checkpoint (any transformers model)
   mlmclm export CHECKPOINT OUT             a checkpoint as transformers' own EuroBert or Llama model
   mlmclm notebooks                         re-execute the five notebooks from the stored results"""
-
-# modules whose add_cli(subparsers) adds verbs
-# (torch-free: `mlmclm.commands` holds the parsers of the verbs whose modules import torch)
-VERB_MODULES: list[str] = ["mlmclm.commands", "mlmclm.evaluation.offline_suite", "mlmclm.studies", "mlmclm.workspace",
-                            "mlmclm.export", "mlmclm.analysis.coverage"]
-
 
 def _millions(n: int) -> str:
     return f"{n:,} ({n / 1e6:,.1f}M)"
@@ -102,82 +95,6 @@ def attention_check(device: str = "cpu") -> list[tuple[str, str, float, float]]:
             rows.append((backend, "causal" if causal else "bidirectional", float((out - ref).abs().max()),
                          max(float((a - r).abs().max()) for a, r in zip(grads, ref_grads))))
     return rows
-
-
-def reproduce(args) -> int:
-    """The main job: the five studies at a scale, then the five notebooks, so that every figure and table is
-    regenerated with this scale's results beside the paper's: in place, beside every other committed scale, when this
-    scale's runs are committed (the committed notebooks are what `make reproduce SCALE=...` of a committed scale
-    writes); else (tiny, a user's own scale), or with --output-dir or --results-dir, this scale's alone, in its own
-    folder (`results/local/<scale>/`, which git ignores, unless --output-dir names another), so the checkout stays
-    clean."""
-    import time
-
-    from .analysis import notebooks
-    from . import studies, workspace
-    from .config import scale_config
-    from .io import check_writable, repo_relative, shown, working_root
-
-    start, root = time.perf_counter(), working_root()
-    results = Path(args.results_dir).resolve() if args.results_dir else root / "results"
-    out = Path(args.output_dir).resolve() if args.output_dir else None
-    for folder in (results, out):  # before the studies, not after them
-        if folder is not None:
-            check_writable(folder)
-    print(f"mlmclm reproduce --scale {args.scale}: the five studies (train and fine-tune what is missing under "
-          f"{shown(results / 'runs' / args.scale)}), then the five notebooks.\n", flush=True)
-    if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
-        workspace.init(root)
-        if results != root / "results":
-            results.mkdir(parents=True, exist_ok=True)
-            (results / "paper").symlink_to(root / "results" / "paper", target_is_directory=True)
-    paths = studies.Paths(root, results / "runs", *(Path(d).resolve() if d else None
-                                                    for d in (args.checkpoints_dir, args.data_dir)))
-    plan = studies.build_plan(scale_config(args.scale))  # the scale resolved once, here; the plan carries it
-    studies.run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None)
-    if out is None and not args.results_dir:  # not committed: its own notebooks, figures and tables
-        out = notebooks.local_folder(results, [args.scale])
-    figures = out / "figures" if out else root / "figures"
-    tables = out / "tables" if out else results / "tables"
-    sub = "" if args.scale == "paper" else f"ours-{args.scale}"
-    parameters = {"scales": [args.scale], **{name: repo_relative(path, root) for name, path in (  # no machine path
-        ("results_dir", results), ("figures_dir", figures), ("tables_dir", tables))}} if out or args.results_dir else {}
-    printed = {name: shown(path) for name, path in (
-        ("notebooks", out / "notebooks" if out else root / "notebooks"), ("figures", figures), ("tables", tables),
-        ("figures_sub", figures / sub), ("tables_sub", tables / sub), ("runs", paths.results / args.scale))}
-    print(f"\nnotebooks (papermill), into {printed['notebooks']}/:", flush=True)
-    done = notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None,
-                             progress=lambda text: print(text, flush=True), root=root)
-    for name, seconds in done.items():
-        print(f"  {name:<20} {seconds:5.1f} s", flush=True)
-    print_verdicts(results, args.scale)
-    print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
-          f"  notebooks: {printed['notebooks']}/ (executed)\n"
-          f"  figures:   {printed['figures']}/ (the paper's) and {printed['figures_sub']}/ (this scale's)\n"
-          f"  tables:    {printed['tables']}/ (the paper's) and {printed['tables_sub']}/ (this scale's)\n"
-          f"  runs:      {printed['runs']}/ (pretraining logs, fine-tuning results)\n"
-          f"  verdicts:  the last section of each notebook")
-    return 0
-
-
-def print_verdicts(results_dir: Path, scale: str) -> None:
-    """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
-    from .analysis import claims
-    from .analysis import results
-
-    data = results.load(results_dir, sources=["paper", "ours"], scale=scale)
-    v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)
-    print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
-    for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):
-        cells = []
-        for source in ("paper", "ours"):
-            row = part[part["source"] == source]
-            if row.empty or row["value"].isna().iloc[0]:
-                cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
-                continue
-            r = row.iloc[0]
-            cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")
-        print(f"  {claim[:72]:<72} {'' if scope == 'all' else scope:<3} " + "; ".join(cells))
 
 
 def _print_attention_check(device: str = "cpu") -> None:
@@ -285,33 +202,91 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: every verb, each verb's --help ending in how its paths are read where it takes one."""
-    from .config import scale_names
-
+    """The whole command line: every verb of the command table, each verb's --help ending in how its paths are read
+    where it takes one."""
     parser = argparse.ArgumentParser(prog="mlmclm", description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
-    model = sub.add_parser("model", help="model introspection").add_subparsers(dest="action", required=True)
-    info = model.add_parser("info", help="architecture, parameter counts, FLOPs a token")
+    for verb, help_, add_options in _verbs():  # notebooks: its --help and the rest of its line are its own
+        add_options(sub.add_parser(verb, help=help_, add_help=verb != "notebooks"))
+    commands.state_paths(parser)
+    return parser
+
+
+def _verbs() -> tuple:
+    """The command table: (verb, its help in `mlmclm --help`, the function that adds its options and job) of every
+    verb, in the order `mlmclm --help` lists them."""
+    from . import export, studies, workspace
+    from .analysis import coverage
+    from .evaluation import offline_suite
+
+    return (
+        ("model", "model introspection", _model_options),
+        ("attention", "attention backends", _attention_options),
+        ("notebooks", "execute the five notebooks (figures/ and results/tables/)", _notebooks_options),
+        ("reproduce", "the main job: the five studies at a scale, then every figure and table", _reproduce_options),
+        ("pretrain", "pretrain one model (MLM, CLM or a phase schedule)", commands.pretrain_options),
+        ("data", "prepare and verify a run's pretraining data (corpus, tokenizer, shards) once; cached. A "
+                 "multi-process launch builds none: run this first (CONFIG: a scale's recipe, e.g. paper)",
+         commands.data_options),
+        ("finetune", "the paper's fine-tuning grid on one checkpoint", commands.finetune_options),
+        ("bench", "benchmarks (side by side, medians and ratios)", commands.bench_options),
+        ("tasks", "downstream task suites", offline_suite.add_options),
+        ("study", "the paper's five studies at a scale: print the plan, or run what is missing", studies.add_options),
+        ("init", "write the five notebooks and the paper's tables into a working folder", workspace.add_options),
+        ("export", "a checkpoint in transformers' own EuroBert or Llama format, with a model card",
+         export.add_options),
+        ("coverage", "how often the verdicts' 95%% intervals cover a known difference, simulated from a scale's own "
+                     "variance components", coverage.add_options),
+    )
+
+
+def _model_options(p) -> None:
+    info = p.add_subparsers(dest="action", required=True).add_parser(
+        "info", help="architecture, parameter counts, FLOPs a token")
     info.add_argument("size", help="210m, 610m, 1b or a scale size (tiny, mini-s, ...)")
     info.add_argument("--seq-len", type=_positive_int, default=None,
                       help="context for the attention FLOPs (default: max)")
-    att = sub.add_parser("attention", help="attention backends").add_subparsers(dest="action", required=True)
-    chk = att.add_parser("check", help="every backend against the eager reference")
+    info.set_defaults(run=lambda args: print(model_info(args.size, args.seq_len)))
+
+
+def _attention_options(p) -> None:
+    chk = p.add_subparsers(dest="action", required=True).add_parser(
+        "check", help="every backend against the eager reference")
     chk.add_argument("--device", default="cpu", help="a torch device (default: cpu)")
-    sub.add_parser("notebooks", help="execute the five notebooks (figures/ and results/tables/)",
-                   add_help=False)
-    rep = sub.add_parser("reproduce", help="the main job: the five studies at a scale, then every figure and table")
-    rep.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
-    commands.results_dir(rep)
-    rep.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
-    rep.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
-                                                     "(default: data)")
-    rep.add_argument("--output-dir", default=None,
-                     help="write executed notebooks, figures and tables here instead of in place")
-    for name in VERB_MODULES:
-        importlib.import_module(name).add_cli(sub)
-    commands.state_paths(parser)
-    return parser
+    chk.set_defaults(run=lambda args: _print_attention_check(args.device))
+
+
+def _notebooks_options(p) -> None:
+    p.set_defaults(run=_notebooks)
+
+
+def _notebooks(argv: list[str]) -> int:
+    """`mlmclm notebooks`: the rest of the line is the notebooks' own command line."""
+    from .analysis import notebooks
+
+    return notebooks.main(argv)
+
+
+def _reproduce_options(p) -> None:
+    from .config import scale_names
+
+    p.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
+    commands.results_dir(p)
+    p.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
+    p.add_argument("--data-dir", default=None, help="corpora, tokenizers, shards and the task suite (tasks/) "
+                                                   "(default: data)")
+    p.add_argument("--output-dir", default=None,
+                   help="write executed notebooks, figures and tables here instead of in place")
+    p.set_defaults(run=_reproduce)
+
+
+def _reproduce(args) -> int:
+    from . import studies
+    from .io import working_root
+
+    studies.reproduce(args.scale, working_root(), results_dir=args.results_dir, output_dir=args.output_dir,
+                      checkpoints_dir=args.checkpoints_dir, data_dir=args.data_dir)
+    return 0
 
 
 def _main(argv: list[str] | None) -> int:
@@ -324,24 +299,11 @@ def _main(argv: list[str] | None) -> int:
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option
         args.overrides, rest = [*args.overrides, *rest], []
-    if rest and args.verb != "notebooks":
+    if args.verb == "notebooks":
+        return args.run(rest)
+    if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.verb == "model":
-        print(model_info(args.size, args.seq_len))
-    elif args.verb == "attention":
-        _print_attention_check(args.device)
-    elif args.verb == "notebooks":
-        from .analysis import notebooks
-        return notebooks.main(rest)
-    elif args.verb == "reproduce":
-        return reproduce(args)
-    else:
-        run = args.run
-        if isinstance(run, str):  # "module:function": imported only now (commands.py)
-            module, _, name = run.partition(":")
-            run = getattr(importlib.import_module(module), name)
-        return run(args) or 0
-    return 0
+    return args.run(args) or 0
 
 
 if __name__ == "__main__":

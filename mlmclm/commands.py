@@ -1,7 +1,6 @@
-"""The command-line parsers of the verbs whose modules import torch (`pretrain`, `data`, `finetune`, `bench`), kept
+"""The command-line options of the verbs whose modules import torch (`pretrain`, `data`, `finetune`, `bench`), kept
 apart from them so that `mlmclm --help`, every verb's `--help` and the torch-free verbs never import torch: each
-parser names its job as "module:function" (`set_defaults(run=...)`), imported only when the verb runs
-(`cli.main`). The options these verbs share are defined once here (`report_to`, `scale`, the folders: `--runs-dir`
+verb's job (`set_defaults(run=...)`) is a function here that imports its module only when the verb runs. The options these verbs share are defined once here (`report_to`, `scale`, the folders: `--runs-dir`
 of the verbs that write run folders, `--results-dir` of `reproduce`), and the scale and recipe lists come from the
 shipped files.
 """
@@ -93,19 +92,19 @@ def _run_config(parser) -> None:
     parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. optim.lr=3e-4")
 
 
-def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench: five), one option a line
-    p = sub.add_parser("pretrain", help="pretrain one model (MLM, CLM or a phase schedule)")
+def pretrain_options(p) -> None:
     _run_config(p)
     p.add_argument("--dry-run", action="store_true", help="print the resolved config and stop")
     report_to(p, "loss, lr, objective and tokens/s at every logged step")
-    p.set_defaults(run="mlmclm.training.pretrain:_run_cli")
-    d = sub.add_parser("data", help="prepare and verify a run's pretraining data (corpus, tokenizer, shards) once; "
-                                    "cached. A multi-process launch builds none: run this first (CONFIG: a scale's "
-                                    "recipe, e.g. paper)")
-    _run_config(d)
-    d.set_defaults(run="mlmclm.training.pretrain:_data_cli")
+    p.set_defaults(run=_pretrain)
 
-    f = sub.add_parser("finetune", help="the paper's fine-tuning grid on one checkpoint")
+
+def data_options(d) -> None:
+    _run_config(d)
+    d.set_defaults(run=_data)
+
+
+def finetune_options(f) -> None:
     f.add_argument("model_dir", help="a checkpoint folder (any transformers model with a fast tokenizer: mlmclm, "
                                      "a Llama-family decoder, EuroBert or another encoder), a GGUF file of a "
                                      "Llama-family decoder, or a hub id")
@@ -122,24 +121,24 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     f.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
     report_to(f, "each run (config, validation curve, scores, train loss)")
-    f.set_defaults(run="mlmclm.evaluation.finetune:_cli_finetune")
+    f.set_defaults(run=_finetune)
 
-    b = sub.add_parser("bench", help="benchmarks (side by side, medians and ratios)").add_subparsers(
-        dest="bench", required=True)
-    run = "mlmclm.bench:_cli"
+
+def bench_options(p) -> None:  # long: the argparse table of the five benchmarks and the GPU check, one option a line
+    b = p.add_subparsers(dest="bench", required=True)
     pre = b.add_parser("pretrain", help="pretraining step throughput vs transformers' own models")
     pre.add_argument("--sizes", nargs="+", default=["tiny", "mini-m"], help="model sizes (default: tiny mini-m)")
     pre.add_argument("--seq-len", type=int, default=128, help="tokens a sequence (default: 128)")
     pre.add_argument("--batch", type=int, default=16, help="sequences a step (default: 16)")
     pre.add_argument("--reps", type=int, default=10, help="rounds of 1 untimed + 3 timed steps per variant")
     pre.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    pre.set_defaults(run=run)
+    pre.set_defaults(run=_bench)
     mem = b.add_parser("memory", help="peak memory of a CLM training step at a large vocabulary")
     mem.add_argument("--size", default="mini-m", help="model size (default: mini-m)")
     mem.add_argument("--vocab", type=int, default=128_256, help="vocabulary (default: Llama 3's 128,256)")
     mem.add_argument("--seq-len", type=int, default=128, help="tokens a sequence (default: 128)")
     mem.add_argument("--batch", type=int, default=16, help="sequences a step (default: 16)")
-    mem.set_defaults(run=run)
+    mem.set_defaults(run=_bench)
     ft = b.add_parser("finetune", help="a fine-tuning grid: separate processes vs one process vs worker processes")
     ft.add_argument("--dataset", default="multiemo_sentiment", help="an offline-suite dataset (built if missing)")
     ft.add_argument("--n-lrs", dest="lrs", type=int, default=6,
@@ -148,7 +147,7 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     ft.add_argument("--size", default="mini-m", help="model size of the random checkpoint")
     ft.add_argument("--data-dir", default=None, help="where the offline suite is (default: data/tasks)")
     ft.add_argument("--reps", type=int, default=1, help="repetitions of every way (rotating order)")
-    ft.set_defaults(run=run)
+    ft.set_defaults(run=_bench)
     mfu = b.add_parser("mfu", help="GPU: model FLOPs utilisation of training steps, every attention backend")
     mfu.add_argument("--size", default="210m", help="model size (default: 210m)")
     mfu.add_argument("--seq-len", type=int, default=2048, help="tokens a sequence (default: 2048)")
@@ -159,7 +158,7 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
     mfu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
     mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
     mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
-    mfu.set_defaults(run=run)
+    mfu.set_defaults(run=_bench)
     gpu = b.add_parser("gpu", help="the prepared GPU check, cheap rows first: parity, the 210M step, the largest "
                                    "micro-batch, FSDP 610M/1B, a small step, backends, micro-batches, loss chunks, "
                                    "then compiled -> OUT/gpu.csv")
@@ -176,7 +175,40 @@ def add_cli(sub) -> None:  # long: the argparse table of the torch verbs (bench:
                                                                 "480, for a 10-minute command)")
     gpu.add_argument("--no-compile", action="store_true", help="leave out the compiled variants")
     gpu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
-    gpu.set_defaults(run="mlmclm.gpu_check:_cli")
+    gpu.set_defaults(run=_gpu_check)
     nb = b.add_parser("notebooks", help="time to regenerate every figure and table (the five notebooks)")
     nb.add_argument("--reps", type=int, default=1, help="repetitions (default: 1)")
-    nb.set_defaults(run=run)
+    nb.set_defaults(run=_bench)
+
+
+# the verbs' jobs: each imports its module, and torch with it, only when its verb runs
+
+
+def _pretrain(args) -> int:
+    from .training.pretrain import _run_cli
+
+    return _run_cli(args)
+
+
+def _data(args) -> int:
+    from .training.pretrain import _data_cli
+
+    return _data_cli(args)
+
+
+def _finetune(args) -> int:
+    from .evaluation.finetune import _cli_finetune
+
+    return _cli_finetune(args)
+
+
+def _bench(args) -> int:
+    from .bench import _cli
+
+    return _cli(args)
+
+
+def _gpu_check(args) -> int:
+    from .gpu_check import _cli
+
+    return _cli(args)

@@ -216,7 +216,7 @@ class PretrainConfig:
         if self.micro_batch_size != "auto" and self.batch_size % self.micro_batch_size:
             raise ConfigError(f"batch_size ({self.batch_size}) must be a multiple of micro_batch_size "
                               f"({self.micro_batch_size})")
-        schedule = Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps)
+        schedule = self.schedule()
         schedule.check_batch(self.batch_size)
         if self.steps is not None and schedule.total != self.steps:
             raise ConfigError(f"phases sum to {schedule.total} steps but steps (the budget) is {self.steps}")
@@ -225,6 +225,12 @@ class PretrainConfig:
             raise ConfigError(f"checkpoint.steps {bad} fall outside the run's 0..{schedule.total} steps")
         if self.checkpoint.every <= 0 or self.checkpoint.keep_last <= 0:
             raise ConfigError("checkpoint.every and checkpoint.keep_last must be positive")
+
+    def schedule(self) -> Schedule:
+        """The run's phases under its one warmup-stable-decay learning rate: the only place a `Schedule` is built
+        (the config gives it; not part of the config's fields, so not of its record or identity)."""
+        return Schedule(self.phases, self.optim.lr, self.optim.warmup_steps, self.optim.decay_steps,
+                        self.optim.final_lr_ratio)
 
     def resolved(self, root: Path) -> PretrainConfig:
         """This config with its folders and files resolved against the working root `root` (`io.working_root`), not

@@ -5,9 +5,9 @@ export verifies the checkpoint as fine-tuning does (its weights' sha256 against 
 converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `EuroBertForMaskedLM` (bidirectional
 use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default after CLM),
 copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens seen, the
-run's phase schedule and data from the checkpoint's own record (the results folder its `run.json` names, checked to be
-its run's: `runs.read_record`), and the paper. `AutoModelForMaskedLM` / `AutoModelForCausalLM` then load OUT with no
-mlmclm import, as the card's snippet does. Its files are readable by all, as the user's umask allows.
+run's phase schedule and data from the checkpoint's own record (`checkpoints.run_record`: the results folder its
+`run.json` names, else the config.yaml its step folder holds; checked to be its run's), and the paper.
+`AutoModelForMaskedLM` / `AutoModelForCausalLM` then load OUT with no mlmclm import, as the card's snippet does. Its files are readable by all, as the user's umask allows.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 
 from .errors import ConfigError, ResultFileError
-from .io import atomic_path, check_writable, read_json, shown, umask, working_root
-from .runs import CONFIG, RESTORE, Record, read_record
+from .io import atomic_path, check_writable, read_json, shown, umask
+from .runs import CONFIG, RESTORE, Record
 from .training import checkpoints
 
 FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
@@ -37,7 +37,7 @@ def _source(checkpoint: Path) -> tuple[Path, str, dict, Record | None]:
     if found:
         hf, model_id, _ = found
         state = checkpoints.read_state(hf.parent)
-        return hf, model_id, state, _record(hf.parent.parent, state)
+        return hf, model_id, state, _record(hf.parent, state)
     config = checkpoint / "config.json"
     if config.is_file() and read_json(config).get("model_type") == "mlmclm":
         return checkpoint, checkpoint.name, {}, None
@@ -45,11 +45,13 @@ def _source(checkpoint: Path) -> tuple[Path, str, dict, Record | None]:
                       "a transformers folder with model_type mlmclm)")
 
 
-def _record(root: Path, state: dict) -> Record | None:
-    """The record of the run whose checkpoint folder is `root`: the results folder its `run.json` names (a relative
-    one under the working root), read by `runs.read_record` and checked to be the run of these checkpoints (its
-    config's identity is the one run.json and the checkpoint's trainer state record). None for a folder without
-    run.json (written before identities): the card then shows no recipe rather than another run's."""
+def _record(step: Path, state: dict) -> Record | None:
+    """The record of the run of the checkpoint step folder `step` (`checkpoints.run_record`): the results folder its
+    run's `run.json` names (a relative one under the working root), else the config.yaml the step folder holds,
+    checked to be the run of these checkpoints (its config's identity is the one run.json and the checkpoint's trainer
+    state record). None for a folder without run.json (written before identities): the card then shows no recipe
+    rather than another run's."""
+    root = step.parent
     where = root / checkpoints.OWNER
     try:
         run = checkpoints.owner(root)
@@ -58,7 +60,7 @@ def _record(root: Path, state: dict) -> Record | None:
     if run is None:
         return None
     results = run.get("results") if isinstance(run, dict) else None
-    record = read_record(working_root() / results) if isinstance(results, str) else None
+    record = checkpoints.run_record(root, step)
     if record is None:
         raise ResultFileError(f"{where}: names no run record with a {CONFIG} (results: {results!r}); restore that "
                               "folder, or train the run again")
@@ -170,8 +172,8 @@ def _export_cli(args) -> int:
     return 0
 
 
-def add_cli(sub) -> None:
-    p = sub.add_parser("export", help="a checkpoint in transformers' own EuroBert or Llama format, with a model card")
+def add_options(p) -> None:
+    """`mlmclm export`."""
     p.add_argument("checkpoint", help="a run's checkpoint folder (its last step), a step_NNNNNN folder, or its hf/")
     p.add_argument("out", help="the folder to write (new or empty)")
     p.add_argument("--format", choices=sorted(FORMATS), default=None,

@@ -213,9 +213,19 @@ class Record:
     meta: dict
     identity: str
 
+    @property
+    def final_step(self) -> int | None:
+        """The run's last step: the total of its config's phases (None where they are not (objective, steps) pairs)."""
+        try:
+            return sum(int(n) for _, n in self.config["phases"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
 
 def read_record(folder: str | Path) -> Record | None:
-    """The run record in `folder`, None where it holds no config.yaml. A record is believed only when whole and
+    """The run record in `folder`, None where it holds no config.yaml: the one reader of a run's config, meta,
+    identity and final step. `folder`: a run folder (config.yaml, meta.json), or a checkpoint step folder, which holds
+    the config.yaml that trained it (and no meta.json: {}). A record is believed only when whole and
     agreeing with itself, else a one-line `ResultFileError` names the file and what to do: a config.yaml that does
     not read as a YAML mapping, a meta.json that does not read as a JSON object, or a meta.json whose identity is not
     the config.yaml's (the config edited after training). A meta.json without an identity (written before identities)

@@ -51,8 +51,8 @@ def _init_cli(args) -> int:
     return 0
 
 
-def add_cli(sub) -> None:
-    p = sub.add_parser("init", help="write the five notebooks and the paper's tables into a working folder")
+def add_options(p) -> None:
+    """`mlmclm init`."""
     p.add_argument("folder", nargs="?", default=None,
                    help="where (default: the working root: $MLMCLM_ROOT, else the working directory)")
     p.set_defaults(run=_init_cli)

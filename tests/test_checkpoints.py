@@ -14,6 +14,7 @@ from mlmclm import studies
 from mlmclm.config import scale_config
 from mlmclm.errors import ConfigError
 from mlmclm.fetch import sha256
+from mlmclm.runs import config_identity
 from mlmclm.training import checkpoints as ck
 
 
@@ -322,6 +323,23 @@ def test_without_a_record_the_highest_step_folder_is_the_final_one(tmp_path):
     assert ck.final_step(root) == 8 and ck.pretrained_model(root)[1:] == ("r", 8)
     assert ck.repair_command(root) == "mlmclm pretrain <the run's config.yaml>"
     assert ck.requested(tmp_path / "elsewhere") is None and ck.pretrained_model(tmp_path) is None
+
+
+def test_a_checkpoint_copied_without_its_results_folder_describes_itself(tmp_path):
+    """Each step folder holds the config.yaml that trained it (`write_config`): copied elsewhere, without the results
+    folder its run.json names, the run's record (config, identity, final step) is read from it."""
+    root, results = _recorded_run(tmp_path)
+    config = (results / "config.yaml").read_text()
+    for step in (4, 8):
+        ck.write_config(ck.step_dir(root, step), config)
+    copy = tmp_path / "elsewhere" / "r"
+    shutil.copytree(root, copy)
+    shutil.rmtree(results)
+    for folder in (root, copy):
+        record = ck.run_record(folder)
+        assert record.folder == ck.step_dir(folder, 8) and record.config["run_id"] == "r" and record.meta == {}
+        assert record.identity == config_identity(config) and record.final_step == 12 == ck.final_step(folder)
+    assert ck.run_record(copy, ck.step_dir(copy, 4)).folder == ck.step_dir(copy, 4)
 
 
 def test_a_checkpoint_is_renamed_aside_before_any_of_it_is_deleted(tmp_path, monkeypatch):

@@ -22,8 +22,8 @@ ALLOWED = {
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
                    "runs"},
     "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
-    "studies": {"evaluation", "training", "commands", "config", "errors", "flops", "sizes", "schedule", "io", "fetch",
-                "locks", "runs"},
+    "studies": {"evaluation", "training", "analysis", "commands", "config", "errors", "flops", "sizes", "schedule",
+                "io", "fetch", "locks", "runs", "workspace"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -43,7 +43,7 @@ HELPERS = {
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {
-    "commands": {"training"},
+    "commands": {"training", "evaluation", "bench", "gpu_check"},
     "export": {"models", "training"},
     "bench": {"models", "training", "evaluation"},
     "gpu_check": {"models", "training", "bench"},
@@ -57,9 +57,14 @@ ENTRY_POINTS = {
 # (transformers, datasets, pandas, ...: heavy or optional) are not listed. {importer: {imported module: why}}
 FUNCTION_LEVEL = {
     "mlmclm.cli": {m: "as little as possible before `main` catches Ctrl-C; `mlmclm --help` without torch or pandas"
-                   for m in ("mlmclm.analysis.claims", "mlmclm.analysis.notebooks", "mlmclm.analysis.results",
-                             "mlmclm.config", "mlmclm.io", "mlmclm.models.attention", "mlmclm.models.configuration",
-                             "mlmclm.studies", "mlmclm.workspace")},
+                   for m in ("mlmclm.analysis.coverage", "mlmclm.analysis.notebooks", "mlmclm.config",
+                             "mlmclm.evaluation.offline_suite", "mlmclm.export", "mlmclm.io", "mlmclm.models.attention",
+                             "mlmclm.models.configuration", "mlmclm.studies", "mlmclm.workspace")},
+    "mlmclm.commands": {m: "torch only when a verb that trains, fine-tunes or benchmarks runs: no --help imports it"
+                        for m in ("mlmclm.bench", "mlmclm.evaluation.finetune", "mlmclm.gpu_check",
+                                  "mlmclm.training.pretrain")},
+    "mlmclm.studies": {m: "pandas only when `reproduce` prints the verdicts: `mlmclm study plan` stays light"
+                       for m in ("mlmclm.analysis.claims", "mlmclm.analysis.results")},
     "mlmclm.studies.runner": {m: "torch only to run a study: `mlmclm study plan` stays torch-free"
                               for m in ("mlmclm.evaluation.finetune", "mlmclm.training.pretrain")},
     "mlmclm.export": {m: "torch only when exporting: the module is read for `mlmclm export --help`"
@@ -275,3 +280,12 @@ def test_one_working_root_passed_down():
         bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports chdir" for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and any(a.name == "chdir" for a in node.names)]
     assert not bad, "\n".join(bad)
+
+
+def test_the_schedule_is_built_in_one_place():
+    """A run's `Schedule` is built by its config (`PretrainConfig.schedule`) only: every reader gets the same one,
+    its final learning-rate ratio included."""
+    built = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in _sources()
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "Schedule"]
+    assert len(built) == 1 and built[0].startswith("mlmclm/config.py:"), built

@@ -314,7 +314,7 @@ def test_scales_without_committed_results_show_in_their_own_folder_not_in_the_co
     calls = {}
     monkeypatch.setattr(studies, "run", lambda *a, **k: None)
     monkeypatch.setattr(notebooks, "execute", lambda **k: calls.update(k) or {})
-    monkeypatch.setattr(cli, "print_verdicts", lambda *a: None)
+    monkeypatch.setattr(studies, "print_verdicts", lambda *a: None)
     monkeypatch.setenv("MLMCLM_ROOT", str(tmp_path))  # the working root, read once by the command and passed down
     assert cli.main(["reproduce", "--scale", "tiny"]) == 0
     assert calls["root"] == tmp_path

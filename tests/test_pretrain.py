@@ -96,6 +96,12 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
                                                                  "results": str(run_dir)}
     assert {json.loads(p.read_text())["identity"] for p in ckpt_root.glob("step_*/trainer_state.json")} == {
         identity(cfg)}
+    # each step folder holds the config that trained it (recorded in its trainer state's files): copied elsewhere,
+    # without the results folder, the checkpoint is still its run's record
+    assert {p.read_text() for p in ckpt_root.glob("step_*/config.yaml")} == {to_yaml(cfg)}
+    assert all("config.yaml" in json.loads(p.read_text())["files"] for p in ckpt_root.glob("step_*/trainer_state.json"))
+    from mlmclm.runs import read_record
+    assert read_record(ckpt_root / "step_000006").identity == identity(cfg)
     log = read_log(cfg)
     assert [int(r["step"]) for r in log] == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]
     assert {r["objective"] for r in log[:6]} == {"clm"} and {r["objective"] for r in log[6:]} == {"mlm40"}

@@ -169,9 +169,8 @@ def _coverage_cli(args) -> int:
     return 0
 
 
-def add_cli(sub) -> None:
-    p = sub.add_parser("coverage", help="how often the verdicts' 95%% intervals cover a known difference, simulated "
-                                        "from a scale's own variance components")
+def add_options(p) -> None:
+    """`mlmclm coverage`."""
     p.add_argument("--scale", required=True, help="the scale whose runs (results/runs/SCALE) give the components")
     p.add_argument("--replicas", type=int, default=1000, help="simulated replicas of the scale (default 1000)")
     p.add_argument("--n-boot", type=int, default=2000, help="interval replicas per simulated replica (default 2000)")

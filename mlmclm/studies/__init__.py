@@ -24,20 +24,23 @@ folder it writes (`mlmclm.locks`): two study runs on one checkout wait for each 
 
 The package, one job a module: `plan` (what a plan holds), `design` (the studies in the paper's units -> a plan),
 `configs` (each run's and grid's config), `state` (what is complete, what is to do), `runner` (train and fine-tune
-what is missing), `estimate` (FLOPs and wall time), `report` (the plan printed); here, the public names and the
-`mlmclm study` verb (`add_cli`), which calls them as this package's names (a test that replaces `studies.run`
-replaces what `study run` calls).
+what is missing), `estimate` (FLOPs and wall time), `report` (the plan printed); here, the public names and the jobs
+of the `mlmclm study` verb (`add_options`) and of `mlmclm reproduce` (`reproduce`), which call them as this package's
+names (a test that replaces `studies.run` replaces what `study run` and `reproduce` call).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from .. import workspace
+from ..analysis import notebooks
 from ..commands import runs_dir
 from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
 from ..errors import ConfigError
 from ..evaluation.tasks import group_datasets
-from ..io import working_root
+from ..io import check_writable, repo_relative, shown, working_root
 from ..runs import Paths
 from .configs import decoder_path, grid_config, grid_configs, run_config, run_dir
 from .design import PAPER_ACCOUNTING, build_plan, resolve_names, run_template, scale_studies
@@ -49,15 +52,16 @@ from .state import (ASIDE, COMPLETE, Work, checkpoint_dir, checkpoint_fault, gri
                     missing_results, result_faults, run_fault, set_aside, work)
 
 __all__ = ["ASIDE", "BEYOND", "COMPLETE", "NOTEBOOK_STUDY", "PAPER_ACCOUNTING", "STUDIES", "Evaluation", "Paths",
-           "Plan", "Run", "Work", "add_cli", "build_plan", "check_overrides", "checkpoint_dir", "checkpoint_fault",
+           "Plan", "Run", "Work", "add_options", "build_plan", "check_overrides", "checkpoint_dir", "checkpoint_fault",
            "compute", "decoder_path", "estimate", "format_plan", "grid_config", "grid_configs", "grid_results",
            "group_overrides", "has_checkpoint", "machine_rate", "measured_finetune_rate", "measured_rate",
-           "missing_results", "part_totals", "paths_from", "resolve_names", "result_faults", "run", "run_config",
+           "missing_results", "part_totals", "paths_from", "print_verdicts", "reproduce", "resolve_names", "result_faults",
+           "run", "run_config",
            "run_dir", "run_fault", "run_template", "scale_studies", "set_aside", "task_names", "work"]
 
 
-def add_cli(sub) -> None:
-    p = sub.add_parser("study", help="the paper's five studies at a scale: print the plan, or run what is missing")
+def add_options(p) -> None:
+    """`mlmclm study plan|run`."""
     sp = p.add_subparsers(dest="action", required=True)
     for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),
                           ("run", "train and fine-tune what is missing (safe to interrupt and re-run)")):
@@ -129,3 +133,72 @@ def _cli(args) -> int:
     run(plan, paths, data_dir=paths.data / "tasks" if args.data_dir else None,  # all data under --data-dir
         pretrain_only=args.pretrain_only, narrowed=bool(args.groups))
     return 0
+
+
+def reproduce(scale: str, root: Path, *, results_dir: str | None = None, output_dir: str | None = None,
+              checkpoints_dir: str | None = None, data_dir: str | None = None) -> None:
+    """The main job (`mlmclm reproduce`): the five studies at a scale, then the five notebooks, so that every figure
+    and table is regenerated with this scale's results beside the paper's: in place, beside every other committed
+    scale, when this scale's runs are committed (the committed notebooks are what `make reproduce SCALE=...` of a
+    committed scale writes); else (tiny, a user's own scale), or with `output_dir` or `results_dir`, this scale's
+    alone, in its own folder (`results/local/<scale>/`, which git ignores, unless `output_dir` names another), so the
+    checkout stays clean. The folders are as typed on the command line (read from the working directory), None for
+    their default in the working root `root`."""
+    start = time.perf_counter()
+    results = Path(results_dir).resolve() if results_dir else root / "results"
+    out = Path(output_dir).resolve() if output_dir else None
+    for folder in (results, out):  # before the studies, not after them
+        if folder is not None:
+            check_writable(folder)
+    print(f"mlmclm reproduce --scale {scale}: the five studies (train and fine-tune what is missing under "
+          f"{shown(results / 'runs' / scale)}), then the five notebooks.\n", flush=True)
+    if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
+        workspace.init(root)
+        if results != root / "results":
+            results.mkdir(parents=True, exist_ok=True)
+            (results / "paper").symlink_to(root / "results" / "paper", target_is_directory=True)
+    paths = Paths(root, results / "runs", *(Path(d).resolve() if d else None for d in (checkpoints_dir, data_dir)))
+    plan = build_plan(scale_config(scale))  # the scale resolved once, here; the plan carries it
+    run(plan, paths, data_dir=paths.data / "tasks" if data_dir else None)
+    if out is None and not results_dir:  # not committed: its own notebooks, figures and tables
+        out = notebooks.local_folder(results, [scale])
+    figures = out / "figures" if out else root / "figures"
+    tables = out / "tables" if out else results / "tables"
+    sub = "" if scale == "paper" else f"ours-{scale}"
+    parameters = {"scales": [scale], **{name: repo_relative(path, root) for name, path in (  # no machine path
+        ("results_dir", results), ("figures_dir", figures), ("tables_dir", tables))}} if out or results_dir else {}
+    printed = {name: shown(path) for name, path in (
+        ("notebooks", out / "notebooks" if out else root / "notebooks"), ("figures", figures), ("tables", tables),
+        ("figures_sub", figures / sub), ("tables_sub", tables / sub), ("runs", paths.results / scale))}
+    print(f"\nnotebooks (papermill), into {printed['notebooks']}/:", flush=True)
+    done = notebooks.execute(parameters=parameters, output_dir=out / "notebooks" if out else None,
+                             progress=lambda text: print(text, flush=True), root=root)
+    for name, seconds in done.items():
+        print(f"  {name:<20} {seconds:5.1f} s", flush=True)
+    print_verdicts(results, scale)
+    print(f"\ndone in {(time.perf_counter() - start) / 60:.1f} min.\n"
+          f"  notebooks: {printed['notebooks']}/ (executed)\n"
+          f"  figures:   {printed['figures']}/ (the paper's) and {printed['figures_sub']}/ (this scale's)\n"
+          f"  tables:    {printed['tables']}/ (the paper's) and {printed['tables_sub']}/ (this scale's)\n"
+          f"  runs:      {printed['runs']}/ (pretraining logs, fine-tuning results)\n"
+          f"  verdicts:  the last section of each notebook")
+
+
+def print_verdicts(results_dir: Path, scale: str) -> None:
+    """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
+    from ..analysis import claims
+    from ..analysis import results
+
+    data = results.load(results_dir, sources=["paper", "ours"], scale=scale)
+    v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)
+    print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
+    for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):
+        cells = []
+        for source in ("paper", "ours"):
+            row = part[part["source"] == source]
+            if row.empty or row["value"].isna().iloc[0]:
+                cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
+                continue
+            r = row.iloc[0]
+            cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")
+        print(f"  {claim[:72]:<72} {'' if scope == 'all' else scope:<3} " + "; ".join(cells))

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..config import REFERENCE, PretrainConfig, finetune_config, load_config
 from ..fetch import fetch
 from ..io import repo_relative
-from ..runs import Paths, grid_root
+from ..runs import Paths, grid_root, read_record
 from ..training import checkpoints
 from .plan import Plan, Run
 
@@ -57,13 +57,10 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
 
 
 def _recorded_named(folder: Path) -> set[int]:
-    """The named checkpoint steps in the config.yaml of the run recorded in `folder` (none without one)."""
-    import yaml
-
-    record = folder / "config.yaml"
-    if not record.is_file():
-        return set()
-    return set((yaml.safe_load(record.read_text()) or {}).get("checkpoint", {}).get("steps") or [])
+    """The named checkpoint steps in the config of the run recorded in `folder` (`runs.read_record`; none without
+    one)."""
+    record = read_record(folder)
+    return set((record.config.get("checkpoint") or {}).get("steps") or []) if record is not None else set()
 
 
 def decoder_path(spec: dict) -> str:

@@ -37,8 +37,8 @@ under the folder's lock, when it is damaged or when the run is rewound to write 
 study reads what is lost under that lock, so it never rewinds a run another study run has just trained).
 
 Which checkpoint a path asks for (`requested`): a step folder (or its `hf/`), that step; a run's checkpoint folder,
-its *final* checkpoint (`final_step`: the total of the phases in the config.yaml of the results folder its `run.json`
-names, else its highest step folder). A reader gets that checkpoint or a refusal in one line (`unreadable`: damaged,
+its *final* checkpoint (`final_step`: the total of the phases in its run's record, `run_record`: the config.yaml of
+the results folder its `run.json` names, else the one its step folders hold, else its highest step folder). A reader gets that checkpoint or a refusal in one line (`unreadable`: damaged,
 being trained, or not on disk, with the command that writes it again), never an earlier one in its place.
 
 A run is its resolved config, named by a hash of it (its *identity*, `pretrain.identity`). The folder's `run.json`
@@ -57,13 +57,11 @@ import re
 import shutil
 from pathlib import Path
 
-import yaml
-
 from .. import locks
 from ..errors import ConfigError, ResultFileError
 from ..fetch import sha256
-from ..io import read_json, working_root, write_json
-from ..runs import run_folder
+from ..io import read_json, working_root, write_json, write_text
+from ..runs import CONFIG, Record, read_record, run_folder
 
 STATE = "trainer_state.json"
 HF = "hf"
@@ -227,24 +225,29 @@ def requested(path: str | Path) -> tuple[Path, int] | None:
 
 def final_step(root: str | Path) -> int | None:
     """The step of the final checkpoint of the run whose checkpoint folder is `root`: the total of the phases in its
-    recorded config (`recorded_config`); without one, its highest step folder, complete or not. None: neither."""
-    config = recorded_config(root)
+    record (`run_record`); without one that reads, its highest step folder, complete or not. None: neither."""
     try:
-        return sum(int(n) for _, n in config["phases"])
-    except (KeyError, TypeError, ValueError):  # no record: what is on disk
-        steps = [step_of(p) for p in Path(root).glob("step_*")]
-        return max((s for s in steps if s is not None), default=None)
+        record = run_record(root)
+    except ResultFileError:  # a damaged or edited record: what is on disk
+        record = None
+    if record is not None and record.final_step is not None:
+        return record.final_step
+    steps = [step_of(p) for p in Path(root).glob("step_*")]
+    return max((s for s in steps if s is not None), default=None)
 
 
-def recorded_config(root: str | Path) -> dict | None:
-    """The config.yaml of the run whose checkpoint folder is `root`, in the results folder its `run.json` names
-    (`recorded_results`: a relative one under the working root, `io.working_root()`); None where either is missing or
-    does not parse."""
+def run_record(root: str | Path, step: Path | None = None) -> Record | None:
+    """The record of the run whose checkpoint folder is `root` (`runs.read_record`): in the results folder its
+    `run.json` names (`recorded_results`: a relative one under the working root, `io.working_root()`); where that is
+    absent (a checkpoint copied elsewhere), in the step folder `step`, else the newest step folder that holds one
+    (each checkpoint holds the config.yaml that trained it). None: neither (checkpoints saved before they held their
+    config, and no results folder). A record that does not read whole is a one-line `ResultFileError`."""
     results = recorded_results(root)
-    try:
-        return yaml.safe_load((working_root() / results / "config.yaml").read_text()) if results else None
-    except (OSError, yaml.YAMLError):
-        return None
+    record = read_record(working_root() / results) if results else None
+    if record is None:
+        folders = [step] if step is not None else sorted(Path(root).glob("step_*"), reverse=True)
+        record = next((r for r in map(read_record, folders) if r is not None), None)
+    return record
 
 
 def recorded_results(root: str | Path) -> str | None:
@@ -303,6 +306,13 @@ def begin(root: Path, step: int) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
+
+
+def write_config(path: Path, config: str) -> None:
+    """Write into the checkpoint folder `path` the config that trained it (the run's config.yaml, whose text is its
+    identity), so that a checkpoint copied elsewhere still describes itself (`run_record`). Before `write_state`,
+    which records its sha256."""
+    write_text(Path(path) / CONFIG, config)
 
 
 def write_state(path: Path, state: dict) -> None:

@@ -135,8 +135,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = N
     working root the config's relative folders and files resolve against (default `io.working_root()`). The main
     process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
     the same run waits for it, then finds the run complete."""
-    schedule = Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
-                        cfg.optim.final_lr_ratio)
+    schedule = cfg.schedule()
     root = root or working_root()
     _check_before_work(cfg, schedule, root)
     work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
@@ -421,9 +420,9 @@ class Trainer:
             checkpoints.prune(self.ckpt_root, self.named, self.cfg.checkpoint.keep_last)
 
     def save(self, step: int, causal: bool, state: dict) -> None:
-        """`_save_checkpoint`, its trainer state stamped with the run's identity."""
+        """`_save_checkpoint`, its trainer state stamped with the run's identity, its config.yaml the run's."""
         _save_checkpoint(self.accelerator, self.ckpt_root, step, self.built.model, self.built.tokenizer, causal,
-                         {**state, "identity": identity(self.cfg)})
+                         {**state, "identity": identity(self.cfg)}, to_yaml(self.cfg))
 
     # ---- the end ----
     def end(self) -> None:
@@ -460,7 +459,8 @@ def _within(parts, first: int, end: int) -> list:
 FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is taken for a full disk
 
 
-def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict) -> None:
+def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict,
+                     config: str) -> None:
     tmp = checkpoints.tmp_dir(root, step)
     if accelerator.is_main_process:
         checkpoints.begin(root, step)
@@ -475,6 +475,7 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     accelerator.wait_for_everyone()  # every process's own files (its RNG state) written before the folder is renamed
     if accelerator.is_main_process:
         export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
+        checkpoints.write_config(tmp, config)
         checkpoints.write_state(tmp, state)
         checkpoints.publish(root, step)
     accelerator.wait_for_everyone()
@@ -524,8 +525,7 @@ def _recorded_identity(meta_path: Path) -> str | None:
 def _run_cli(args) -> int:
     cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), working_root()
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
-        _check_before_work(cfg, Schedule(cfg.phases, cfg.optim.lr, cfg.optim.warmup_steps, cfg.optim.decay_steps,
-                                         cfg.optim.final_lr_ratio), root, create=False)
+        _check_before_work(cfg, cfg.schedule(), root, create=False)
         print(to_yaml(cfg), end="")
         return 0
     run_dir = pretrain(cfg, args.report_to, root)
