@@ -25,7 +25,8 @@ test: $(STAMP)
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then $(PY) -m pytest -q --nbval notebooks --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider; fi
 
 # While working: every test but those marked slow (end to end: the tiny reproduction, a study trained from a notebook,
-# SmolLM2's CPT, two-process training, the installed wheel), and no nbval. CI runs `make test`.
+# SmolLM2's conversion and CPT, two-process training, FSDP and cluster launches, two study runs at once, the GPU
+# check's CPU run, the installed wheel), and no nbval. CI runs `make test`.
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 

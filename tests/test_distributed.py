@@ -59,6 +59,7 @@ def _losses(cfg):
     return [(int(r.split(",")[0]), float(r.split(",")[4])) for r in rows]
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of FSDP (gloo); on GPUs the GPU check runs it")
 def test_fsdp_on_two_cpu_processes_trains_as_one_and_resumes_from_its_shards(tmp_path, free_port):
     """The shipped accelerate config (FSDP2, sharded state) in two CPU processes: the losses and weights of one
@@ -127,6 +128,7 @@ def _as_ranks(ranks, port: int, *args) -> list[tuple[int, list[str]]]:
     return [(p.wait(timeout=600), [ln for ln in p.stderr.read().splitlines() if ln.strip()]) for p in procs]
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 def test_a_launch_without_prepared_data_is_refused_by_every_process_before_any_barrier(tmp_path, free_port):
     """No shards: each process says so in one line, naming `mlmclm data`, and builds nothing; after `mlmclm data`,
     shards cut short (a partial copy) are refused likewise, naming the file."""
@@ -172,6 +174,7 @@ def test_study_run_under_a_launch_fine_tunes_nowhere_and_says_how(tmp_path, free
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU processes (gloo)")
 def test_study_run_pretrain_only_under_a_launch_trains_each_run_on_every_process(tmp_path, free_port):
     """`study run --pretrain-only` under a two-process launch: each missing run is trained by both processes together

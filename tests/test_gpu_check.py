@@ -126,6 +126,7 @@ def _image_python(tmp_path: Path) -> tuple[list[str], dict]:
     return [sys.executable, "-S"], {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{site}"}
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 def test_the_check_on_cpu_ends_within_its_budget_with_every_row_written_as_it_goes(tmp_path):
     """`mlmclm bench gpu` in its CPU mode (tiny, fp32), compiled variants included, in the GPU image's python, with a
     budget shorter than the whole: the rows in the planned order, cheap first, each printed when it is written with

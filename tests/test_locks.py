@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mlmclm import locks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +94,7 @@ def _outcome(results):
     return logs, scores
 
 
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
 def test_two_study_runs_on_one_checkout_end_as_one_run(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
     one = subprocess.run(_study(tmp_path / "one" / "runs", tmp_path / "one" / "ckpt"), cwd=ROOT, env=env,
