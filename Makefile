@@ -26,7 +26,7 @@ test: $(STAMP)
 
 # While working: every test but those marked slow (end to end: the tiny reproduction, a study trained from a notebook,
 # SmolLM2's conversion and CPT, two-process training, FSDP and cluster launches, two study runs at once, the GPU
-# check's CPU run, the installed wheel), and no nbval. CI runs `make test`.
+# check's CPU run, the benchmarks' whole measurements, the installed wheel), and no nbval. CI runs `make test`.
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 

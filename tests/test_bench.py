@@ -9,6 +9,7 @@ from mlmclm import bench
 from mlmclm.evaluation.offline_suite import build_offline
 
 
+@pytest.mark.slow  # a benchmark's whole measurement (several variants, compiles): `make test`, not test-quick
 def test_pretrain_bench_measures_every_variant_and_ratio():
     rows = bench.bench_pretrain(sizes=["tiny"], seq_len=32, batch=2, reps=1)
     steps = {r["variant"] for r in rows if r["bench"] == "pretrain_step"}
@@ -19,6 +20,7 @@ def test_pretrain_bench_measures_every_variant_and_ratio():
     assert all(np.isfinite(r) and r > 0 for r in ratios.values()), ratios  # speeds: no bounds (a loaded machine)
 
 
+@pytest.mark.slow  # a benchmark's whole measurement (several variants, compiles): `make test`, not test-quick
 def test_finetune_bench_runs_one_grid_three_ways_with_the_same_results(tmp_path):
     build_offline(["multiemo_sentiment"], tmp_path / "tasks", roots=write_offline_sources(tmp_path / "src"),
                   progress=False)
@@ -103,6 +105,7 @@ def test_the_loss_chunk_loop_stays_out_of_the_compiled_graph(monkeypatch):
     assert nodes[chunked] == nodes[chunked // 10], nodes
 
 
+@pytest.mark.slow  # a benchmark's whole measurement (several variants, compiles): `make test`, not test-quick
 @pytest.mark.skipif(not _compiler(), reason="torch.compile on CPU needs a C compiler")
 def test_the_compiled_model_equals_the_eager_one(monkeypatch):
     """`torch.compile` of a training step (the GPU check's compiled variants): the same loss and gradients as eager
