@@ -290,7 +290,7 @@ def _reproduce(args) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from .io import check_encodable
+    from .io import check_encodable, git_commit
 
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
@@ -299,6 +299,8 @@ def _main(argv: list[str] | None) -> int:
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option
         args.overrides, rest = [*args.overrides, *rest], []
+    if argv is None:  # the commit of the code this process loaded, which its records name however long it runs
+        git_commit()
     if args.verb == "notebooks":
         return args.run(rest)
     if rest:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import glob
 import json
 import os
@@ -244,9 +245,12 @@ def write_json(path: str | Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+@functools.cache
 def git_commit(root: Path = PACKAGE_ROOT) -> str | None:
     """The commit of the code's working tree, with `-dirty` when its code has uncommitted changes (what runs write under
-    results/ and figures/ does not count); None outside a checkout (an installed package has no commit)."""
+    results/ and figures/ does not count); None outside a checkout (an installed package has no commit). Read once a
+    process (the command line reads it as it starts): a long run records the code it loaded, not where the checkout
+    has moved since."""
     if not (Path(root) / "pyproject.toml").is_file():
         return None
     try:

@@ -570,3 +570,26 @@ def test_a_full_disk_while_torch_writes_a_checkpoint_is_named_as_such(tmp_path, 
     monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(1 << 40, 0, 1 << 40))
     with pytest.raises(RuntimeError, match="unexpected pos"):
         pretrain(cfg)
+
+
+def test_a_process_records_the_commit_it_started_with(tmp_path):
+    """The commit is read once a process: a checkout that moves on (a new commit, an edit) while a long run trains or
+    fine-tunes does not change what the run's records name (they named three commits before)."""
+    from mlmclm.io import git_commit
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    git("init", "-q")
+    git("add", "pyproject.toml")
+    git("commit", "-q", "-m", "first")
+    first = git_commit(tmp_path)
+    assert first and not first.endswith("-dirty")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'y'\n")
+    git("commit", "-q", "-am", "second")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'z'\n")
+    assert git_commit(tmp_path) == first
+    git_commit.cache_clear()
+    assert git_commit(tmp_path).endswith("-dirty") and git_commit(tmp_path) != first
