@@ -30,11 +30,11 @@ __version__ = "0.1.0"
 _MODELS = ("MlmClmConfig", "MlmClmModel", "MlmClmForMaskedLM", "MlmClmForCausalLM", "MlmClmForSequenceClassification",
            "MlmClmForTokenClassification", "MlmClmForQuestionAnswering", "from_hf", "to_hf", "mean_pool")
 # modules users and notebooks import as `from mlmclm import results`: where each one lives
-_MODULES = {"results": "analysis", "tables": "analysis", "figures": "analysis", "claims": "analysis",
-            "evidence": "analysis", "notebooks": "analysis", "configuration": "models", "modeling": "models", "attention": "models",
-            "convert": "models", "objectives": "training", "corpus": "training", "pretrain": "training",
-            "checkpoints": "training", "tasks": "evaluation", "offline_suite": "evaluation",
-            "finetune": "evaluation", "metrics": "evaluation"}
+_MODULES = {"results": "analysis.loading", "tables": "analysis.drawing", "figures": "analysis.drawing",
+            "claims": "analysis.judging", "evidence": "analysis.judging", "notebooks": "analysis.drawing",
+            "configuration": "models", "modeling": "models", "attention": "models", "convert": "models",
+            "objectives": "training", "corpus": "training", "pretrain": "training", "checkpoints": "training",
+            "tasks": "evaluation", "offline_suite": "evaluation", "finetune": "evaluation", "metrics": "evaluation"}
 
 __all__ = list(_MODELS)
 
