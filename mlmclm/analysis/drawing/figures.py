@@ -1,8 +1,8 @@
-"""The paper's figures: one function per figure, drawn with one kit (`drawing`), PNG and PDF written
+"""The paper's figures: one function per figure, drawn with one kit (`kit`), PNG and PDF written
 deterministically.
 
-Every function takes the tidy results of mlmclm.analysis.loading.results (``scores`` or ``runs``, any mix of sources) and an
-output folder, draws one file per source that has the data (the paper's figures at the top of the folder, another
+Every function takes the tidy results of mlmclm.analysis.loading.results (``scores`` or ``runs``, any mix of sources)
+and an output folder, draws one file per source that has the data (the paper's figures at the top of the folder, another
 source's in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no
 source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
 left open and notebooks show only what ``show`` displays. No torch import here.

@@ -1,7 +1,8 @@
 """The paper's Tables 1-17 in their printed layout, from any source's scores, written as CSV and LaTeX.
 
-A table is a study view (mlmclm.analysis.loading.results) of one task group, one row per model in the paper's order, with the
-paper's row labels and "91.10 (±0.39)" cells. From ``source="paper"`` they reproduce the printed tables exactly.
+A table is a study view (mlmclm.analysis.loading.results) of one task group, one row per model in the paper's order,
+with the paper's row labels and "91.10 (±0.39)" cells. From ``source="paper"`` they reproduce the printed tables
+exactly.
 """
 
 from __future__ import annotations

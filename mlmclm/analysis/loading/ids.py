@@ -49,12 +49,11 @@ def parse_model_id(model: str) -> dict:
     """Size, objective, masking ratio and step counts from a model id (`runs.ModelId`; results/README.md, "Model
     ids"). ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps == steps``;
     ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent) and
-    ``family`` the id without it;
-    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the paper ``mixed``, ``alternating``
-    (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`); or ``random`` for a run's step-0
-    checkpoint (its initial weights: the random-init control of its size, which stands for every objective since
-    fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an id that does not follow the
-    naming.
+    ``family`` the id without it; ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the
+    paper ``mixed``, ``alternating`` (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`);
+    or ``random`` for a run's step-0 checkpoint (its initial weights: the random-init control of its size, which
+    stands for every objective since fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an
+    id that does not follow the naming.
     """
     m = ModelId.parse(model)
     if m.step == 0 and not m.cpt:
