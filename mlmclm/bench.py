@@ -304,7 +304,8 @@ def bench_notebooks(reps: int = 1, root: Path | None = None) -> list[dict]:
     root, times = root or working_root(), []
     for _ in range(reps):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mlmclm.analysis.notebooks"], cwd=root, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "mlmclm.analysis.drawing.notebooks"], cwd=root, check=True,
+                       capture_output=True)
         times.append(time.perf_counter() - t)
     return [{"bench": "notebooks_wall_s", "size": "", "variant": "mlmclm notebooks (5 notebooks)",
              "median_s": f"{statistics.median(times):.1f}", "reps": reps}]

@@ -216,7 +216,7 @@ def _verbs() -> tuple:
     """The command table: (verb, its help in `mlmclm --help`, the function that adds its options and job) of every
     verb, in the order `mlmclm --help` lists them."""
     from . import export, studies, workspace
-    from .analysis import coverage
+    from .analysis.judging import coverage
     from .evaluation import offline_suite
 
     return (
@@ -262,7 +262,7 @@ def _notebooks_options(p) -> None:
 
 def _notebooks(argv: list[str]) -> int:
     """`mlmclm notebooks`: the rest of the line is the notebooks' own command line."""
-    from .analysis import notebooks
+    from .analysis.drawing import notebooks
 
     return notebooks.main(argv)
 

@@ -253,7 +253,7 @@ class PretrainConfig:
 # The studies, the one list: the paper's five (its Section 3 (a)-(e)) in its order, then "beyond" (issue 27: mixed
 # objectives and the CLM detour, not the paper's). `mlmclm study` takes these names, a scale's `studies:` lists some
 # of them, and each of the paper's has its notebook, `NN_<study>` in this order (`NOTEBOOK_STUDY`,
-# `mlmclm.analysis.notebooks.NOTEBOOKS`).
+# `mlmclm.analysis.drawing.notebooks.NOTEBOOKS`).
 STUDIES = ("scaling", "data_efficiency", "stability", "biphasic", "cpt", "beyond")
 BEYOND = "beyond"
 NOTEBOOK_STUDY = {f"{i:02d}_{name}": name for i, name in enumerate(STUDIES, 1) if name != BEYOND}

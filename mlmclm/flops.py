@@ -33,7 +33,7 @@ The rules (`RULES`: the terms each counts) and their callers:
   `MlmClmConfig.flops_per_token` (`mlmclm model info`) and `mlmclm.sizes.flops_per_token` (the study plan's compute
   estimate, dense output layer), `bench mfu` (`mlmclm.bench.bench_mfu`, model FLOPs utilisation: output_fraction =
   the measured fraction of labelled positions).
-- "App. F": App. F as printed, on Table 1's shapes (Fig. 10, the paper's sizes: `mlmclm.analysis.compute`): the
+- "App. F": App. F as printed, on Table 1's shapes (Fig. 10, the paper's sizes: `mlmclm.analysis.loading.compute`): the
   input embedding and the softmax counted, the norms not.
 - "6N": 6 x tokens x (V d + body + f V d) on a run folder's parameter counts (Fig. 10, our scales): the input
   embedding, the body's parameters (its count includes the norms) and the output layer; the folder records no layer

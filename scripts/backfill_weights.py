@@ -2,7 +2,7 @@
 the committed results once; nothing calls it now).
 
 Fine-tuning writes `weights_i` beside `scores_i` for a word-level accuracy since the hierarchical bootstrap needs them
-to resample the score exactly (`mlmclm.analysis.bootstrap`). Results written before hold the per-sentence accuracies
+to resample the score exactly (`mlmclm.analysis.judging.bootstrap`). Results written before hold the per-sentence accuracies
 only. The words of each evaluated sentence are a property of the dataset, not of the run: this script reads them from
 the built offline task (`mlmclm tasks build --datasets brown_upos`), capped as the run was (`meta.config.max_eval`),
 checks that the word-weighted mean of the run's own `scores_i` reproduces its stored score to 1e-9 (else it stops,

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlmclm.analysis import results
+from mlmclm.analysis.loading import results
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 from mlmclm.io import lr_text

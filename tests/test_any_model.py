@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mlmclm.analysis.results import load_run_tree
+from mlmclm.analysis.loading.results import load_run_tree
 from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config
 from mlmclm.errors import FinetuneError, ResultFileError
@@ -86,7 +86,7 @@ def test_converted_decoder_body_keeps_its_weights(suite):
 def test_arbitrary_model_ids_load_with_empty_attributes(suite):
     """Any model id loads: its scores are aggregated beside ours, its attributes missing, and the study views (which
     select on size and objective) leave it out."""
-    from mlmclm.analysis import results
+    from mlmclm.analysis.loading import results
 
     for model_id in ("bert-tiny", "all-MiniLM-L6-v2", "SmolLM2-135M"):
         with pytest.raises(ResultFileError):

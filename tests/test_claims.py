@@ -1,4 +1,4 @@
-"""mlmclm.analysis.claims and evidence: each claim's statistic as the paper means it, its interval, the controls that
+"""mlmclm.analysis.judging.claims and evidence: each claim's statistic as the paper means it, its interval, the controls that
 turn a verdict into "no signal", flagged cells, pretraining seeds and the calibration criteria."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from mlmclm.analysis import bootstrap, evidence, judge, matching
+from mlmclm.analysis.judging import bootstrap, evidence, judge, matching
 from helpers import REPO, scores_frame, write_planted, write_run, write_synthetic_study
 
 from mlmclm import claims, results
@@ -685,7 +685,7 @@ def test_the_paper_views_leave_the_beyond_models_out():
 
 
 def test_the_beyond_table_shows_each_new_schedule_beside_what_it_faces():
-    from mlmclm.analysis import tables
+    from mlmclm.analysis.drawing import tables
 
     cells = _mixed({"mix1clm15mlm40": 74}, {0: 70, 25: 72, 100: 68}, groups=("SC", "TC")) + [
         ("m-mlm40-dec400-mlm40-500", "SC", 72, 0.4), ("m-mlm40-dec400-clm-450-mlm40-500", "SC", 75, 0.4),

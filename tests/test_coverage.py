@@ -4,7 +4,8 @@ rests on."""
 import numpy as np
 import pandas as pd
 
-from mlmclm.analysis import aggregation, bootstrap, coverage, ids
+from mlmclm.analysis.judging import bootstrap, coverage
+from mlmclm.analysis.loading import aggregation, ids
 
 
 def _runs(seed: int = 0) -> pd.DataFrame:
@@ -17,9 +18,9 @@ def _runs(seed: int = 0) -> pd.DataFrame:
             for lr, bump in ((1e-3, -1.0), (3e-3, 0.0), (1e-2, -0.5)):
                 for sd in range(3):
                     u = rng.normal(0, 0.8)
-                    rows.append({"source": "ours", "scale": "x", "model": model, "objective": "clm",
-                                 "task_group": "SC", "dataset": "toy", "grid": "default", "lr": lr, "seed": sd,
-                                 "test": level + bump + a + u, "validation": level + bump + a + 0.7 * u +
+                    rows.append({"source": "ours", "scale": "x", "model": model, "family": family,
+                                 "objective": "clm", "task_group": "SC", "dataset": "toy", "grid": "default",
+                                 "lr": lr, "seed": sd, "test": level + bump + a + u, "validation": level + bump + a + 0.7 * u +
                                  rng.normal(0, 0.5)})
     return pd.DataFrame(rows)
 
@@ -65,6 +66,7 @@ def test_seed_mean_replicas_give_the_student_t_interval_centred_on_the_estimate(
     avg = pd.DataFrame({"source": "ours", "scale": "x", "task_group": "SC", "score": [1.0, 2.0, 3.0, 5.0, 5.5, 6.0, 9.0],
                         "model": ["a-clm-1", "a-clm-1-p1", "a-clm-1-p2", "a-mlm40-1", "a-mlm40-1-p1", "a-mlm40-1-p2",
                                   "a-mlm20-1"]})
+    avg["family"] = avg["model"].str.replace("-p[12]$", "", regex=True)
     fams, draws = bootstrap.seed_mean_replicas(avg, 200000, 0)
     s = np.sqrt((2.0 + 0.5) / 4)
     diff = draws[:, 1] - draws[:, 0]

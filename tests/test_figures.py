@@ -1,4 +1,4 @@
-"""mlmclm.analysis.figures: deterministic files, one per source, and the figures drawn from per-run data."""
+"""mlmclm.analysis.drawing.figures: deterministic files, one per source, and the figures drawn from per-run data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 import yaml
-from mlmclm.analysis import compute, drawing, points, run_tree
+from mlmclm.analysis.drawing import kit, points
+from mlmclm.analysis.loading import compute, run_tree
 from helpers import REPO, scores_frame, write_sample_tree, write_synthetic_study
 
 from mlmclm import figures, flops, results, tables
@@ -108,12 +109,12 @@ def test_fig12_follows_a_cpt_run_started_from_another_cpt_run(tmp_path):
 def _capture(monkeypatch) -> list:
     """The figures drawn (Figure objects), in order, as save receives them (the kit's, and figures' own name for it,
     which Fig. 4 across scales calls)."""
-    drawn, save = [], drawing.save
+    drawn, save = [], kit.save
 
     def spy(fig, out, name):
         drawn.append(fig)
         return save(fig, out, name)
-    monkeypatch.setattr(drawing, "save", spy)
+    monkeypatch.setattr(kit, "save", spy)
     monkeypatch.setattr(figures, "save", spy)
     return drawn
 
@@ -493,12 +494,12 @@ def test_no_text_falls_outside_the_figure_at_its_saved_size(tmp_path, monkeypatc
 
 
 def test_title_lines_break_after_a_clause_or_before_whose_numbers():
-    assert drawing.wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
+    assert kit.wrap("Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs (ours, scale long)", 60) == [
         "Fig. 6: CLM-then-MLM splits of fixed budgets, mini-xs", "(ours, scale long)"]
-    assert drawing.wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
+    assert kit.wrap("bars: ±1 sd over 3 learning rates x 4 seeds; the paper's: 1e-05 to 1e-04; dots: runs",
                          60) == ["bars: ±1 sd over 3 learning rates x 4 seeds;",
                                  "the paper's: 1e-05 to 1e-04; dots: runs"]
-    assert drawing.wrap("short title", 60) == ["short title"]
+    assert kit.wrap("short title", 60) == ["short title"]
 
 
 def test_controls_off_the_axis_name_their_panel_and_the_band_is_said(tmp_path, monkeypatch):
@@ -533,9 +534,9 @@ def test_a_split_not_run_is_crossed_by_a_faint_line_and_bars_show_over_their_squ
 def test_panels_have_one_size_and_four_stand_in_two_rows(tmp_path):
     """A row of four panels shown in a notebook's width had unreadable ticks and one panel was shown huge: four
     panels stand in two rows of two, one panel is not stretched, and every figure is shown at one scale."""
-    sizes = {n: drawing.panels(n)[0].get_size_inches() for n in (1, 3, 4)}
+    sizes = {n: kit.panels(n)[0].get_size_inches() for n in (1, 3, 4)}
     assert [x for n in (4, 3, 1) for x in sizes[n]] == pytest.approx([6.4, 5.8, 9.6, 2.9, 6.0, 2.9])
-    assert len(drawing.panels(4)[1]) == 4
-    fig, _ = drawing.panels(1)
-    png = drawing.save(fig, tmp_path, "one")
+    assert len(kit.panels(4)[1]) == 4
+    fig, _ = kit.panels(1)
+    png = kit.save(fig, tmp_path, "one")
     assert figures.display_width(png) == 600  # 6 inches at the notebooks' 100 pixels an inch

@@ -19,7 +19,7 @@ from mlmclm.evaluation.checkpoint import open_checkpoint
 from mlmclm.evaluation.finetune import batch_plan, run_grid
 from mlmclm.evaluation.groups import collate, qa, tc
 from mlmclm.evaluation.groups.ir import info_nce
-from mlmclm.analysis.results import load_run_tree
+from mlmclm.analysis.loading.results import load_run_tree
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 

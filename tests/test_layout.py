@@ -1,5 +1,5 @@
-"""The package's layout: imports flow one way between the rooms and the top-level modules, `analysis` never
-starts torch, no module-level import cycle, imports inside functions only where listed with their reason, and a wheel
+"""The package's layout: imports flow one way between the rooms and the top-level modules, and between analysis's
+rooms (loading <- judging <- drawing), `analysis` never starts torch, no module-level import cycle, imports inside functions only where listed with their reason, and a wheel
 ships every file of the package (configs, scale files, kernels)."""
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ ALLOWED = {
     "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
     "studies": {"evaluation", "training", "analysis", "commands", "config", "errors", "flops", "sizes", "schedule",
                 "io", "fetch", "locks", "runs", "workspace"},
+}
+# analysis's rooms by job, and which of them each may import: loading <- judging <- drawing (result files -> a tidy
+# table; claims -> verdicts; tables, figures and notebooks); every analysis module lives in one of them
+ANALYSIS_ROOMS = {
+    "loading": set(),
+    "judging": {"loading"},
+    "drawing": {"loading", "judging"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -57,21 +64,24 @@ ENTRY_POINTS = {
 # (transformers, datasets, pandas, ...: heavy or optional) are not listed. {importer: {imported module: why}}
 FUNCTION_LEVEL = {
     "mlmclm.cli": {m: "as little as possible before `main` catches Ctrl-C; `mlmclm --help` without torch or pandas"
-                   for m in ("mlmclm.analysis.coverage", "mlmclm.analysis.notebooks", "mlmclm.config",
-                             "mlmclm.evaluation.offline_suite", "mlmclm.export", "mlmclm.io", "mlmclm.models.attention",
-                             "mlmclm.models.configuration", "mlmclm.studies", "mlmclm.workspace")},
+                   for m in ("mlmclm.analysis.judging.coverage", "mlmclm.analysis.drawing.notebooks",
+                             "mlmclm.config", "mlmclm.evaluation.offline_suite", "mlmclm.export", "mlmclm.io",
+                             "mlmclm.models.attention", "mlmclm.models.configuration", "mlmclm.studies",
+                             "mlmclm.workspace")},
     "mlmclm.commands": {m: "torch only when a verb that trains, fine-tunes or benchmarks runs: no --help imports it"
                         for m in ("mlmclm.bench", "mlmclm.evaluation.finetune", "mlmclm.gpu_check",
                                   "mlmclm.training.pretrain")},
     "mlmclm.studies": {m: "pandas only when `reproduce` prints the verdicts: `mlmclm study plan` stays light"
-                       for m in ("mlmclm.analysis.claims", "mlmclm.analysis.results")},
+                       for m in ("mlmclm.analysis.judging.claims", "mlmclm.analysis.loading.results")},
     "mlmclm.studies.runner": {m: "torch only to run a study: `mlmclm study plan` stays torch-free"
                               for m in ("mlmclm.evaluation.finetune", "mlmclm.training.pretrain")},
     "mlmclm.export": {m: "torch only when exporting: the module is read for `mlmclm export --help`"
                       for m in ("mlmclm.models.convert", "mlmclm.models.modeling")},
-    "mlmclm.analysis.notebooks": {m: "pandas and matplotlib only for the verbs that read results or draw"
-                                  for m in ("mlmclm.analysis.claims", "mlmclm.analysis.evidence",
-                                            "mlmclm.analysis.figures", "mlmclm.analysis.results")},
+    "mlmclm.analysis.drawing.notebooks": {m: "pandas and matplotlib only for the verbs that read results or draw"
+                                          for m in ("mlmclm.analysis.judging.claims",
+                                                    "mlmclm.analysis.judging.evidence",
+                                                    "mlmclm.analysis.drawing.figures",
+                                                    "mlmclm.analysis.loading.results")},
 }
 # Function-level imports of light modules that have no reason to be there, in files this test's author did not edit;
 # move each to module level (and off this list) when its file is next changed
@@ -147,6 +157,23 @@ def test_rooms_import_only_downwards(room):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("room", sorted(ANALYSIS_ROOMS))
+def test_analysis_rooms_import_only_downwards(room):
+    bad = []
+    for path in sorted((PKG / "analysis" / room).rglob("*.py")):
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[:2] == ["mlmclm", "analysis"] and (len(parts) < 3 or parts[2] not in {room, *ANALYSIS_ROOMS[room]}):
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_analysis_module_has_its_room():
+    analysis = PKG / "analysis"
+    assert {p.name for p in analysis.glob("*.py")} == {"__init__.py"}, "put an analysis module in one of its rooms"
+    assert {p.name for p in analysis.iterdir() if (p / "__init__.py").is_file()} == set(ANALYSIS_ROOMS)
+
+
 @pytest.mark.parametrize("name", sorted([*HELPERS, *ENTRY_POINTS]))
 def test_top_level_modules_import_only_what_they_may(name):
     """A helper imports only the helpers below it, never a room; an entry point the rooms and modules it may use."""
@@ -182,7 +209,7 @@ def test_the_config_and_the_helpers_stay_torch_free():
 
 
 def test_analysis_never_imports_torch():
-    for path in sorted((PKG / "analysis").glob("*.py")):
+    for path in sorted((PKG / "analysis").rglob("*.py")):
         heavy = {n for n in _imports(path) if n.split(".")[0] in {"torch", "transformers", "accelerate"}}
         assert not heavy, f"{path.relative_to(ROOT)} imports {heavy}"
     code = ("import sys, mlmclm\n"

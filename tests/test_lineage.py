@@ -1,5 +1,6 @@
-"""A model's attributes come from its run's records (`analysis.lineage`): the committed runs read as their ids say,
-a run under a free name is analysed from its config alone, and a record that is damaged or disagrees with itself is
+"""A model's attributes come from its run's records (`analysis.loading.lineage`): the committed runs read as their
+ids say (their pretraining-seed families too), a run under a free name is analysed from its config alone (runs that
+differ only in their seeds one family), and a record that is damaged or disagrees with itself is
 refused in one line naming its file, never read as another model or from its name (issue 46, item 1)."""
 
 import hashlib
@@ -10,9 +11,9 @@ import pandas as pd
 import pytest
 
 from helpers import write_run
-from mlmclm.analysis import results
-from mlmclm.analysis.ids import ATTRIBUTES, parse_model_id
-from mlmclm.analysis.run_tree import load_pretrain_logs, load_run_tree, run_parameters
+from mlmclm.analysis.loading import results
+from mlmclm.analysis.loading.ids import ATTRIBUTES, parse_model_id
+from mlmclm.analysis.loading.run_tree import load_pretrain_logs, load_run_tree, run_parameters
 from mlmclm.errors import ResultFileError
 
 RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
@@ -52,6 +53,7 @@ def test_runs_under_free_names_are_analysed_from_their_configs(tmp_path):
                              ("a-detour", "a-detour", 10), ("init", "plain-mlm", 0), ("mixed", "mixed", 40)]:
         _result(tmp_path, model, run, step)
     got = load_run_tree(tmp_path, "ours", "tiny").set_index("model")[ATTRIBUTES].astype(object)
+    got = got[ATTRIBUTES[:-1]]  # the family: test_runs_under_free_names_that_differ_only_in_their_seeds_are_one_family
     want = {  # size, objective, mask_ratio, steps, clm_steps, mlm_steps, cpt_steps, intermediate, pretrain_seed
         "its-cpt": ["tiny-m", "clm+mlm", 30, 52, 30, 22, 10, False, 2],
         "early": ["tiny-m", "clm", pd.NA, 20, 20, 0, 0, True, 2],
@@ -64,6 +66,27 @@ def test_runs_under_free_names_are_analysed_from_their_configs(tmp_path):
         assert [None if pd.isna(v) else v for v in got.loc[model]] == [None if v is pd.NA else v for v in values], model
     logs = load_pretrain_logs(tmp_path)  # no pretrain.csv: an empty frame with the attribute columns
     assert set(ATTRIBUTES) <= set(logs.columns)
+
+
+def test_runs_under_free_names_that_differ_only_in_their_seeds_are_one_family(tmp_path):
+    """A pretraining-seed family is formed from the models' records, not their names: checkpoints of runs whose
+    configs differ only in their seeds (and names, folders, kept checkpoints), or CPTs of such runs, are one family,
+    named by its seed-0 model and pooled as one; another recipe or another checkpoint is a family of its own."""
+    _config(tmp_path, "first-try", "[[clm, 30], [mlm40, 10]]")
+    _config(tmp_path, "second-try", "[[clm, 30], [mlm40, 10]]", seed=1)
+    _config(tmp_path, "faster", "[[clm, 30], [mlm40, 10]]")
+    (tmp_path / "faster" / "config.yaml").write_text(
+        (tmp_path / "faster" / "config.yaml").read_text().replace("optim: {", "optim: {lr: 0.01, "))
+    for run, parent, seed in (("more-a", "first-try", 0), ("more-b", "second-try", 1)):
+        _config(tmp_path, run, "[[mlm40, 10]]", f"{{kind: run, path: checkpoints/tiny/{parent}, step: 40}}", seed)
+    for model, run, step in [("a", "first-try", 40), ("b", "second-try", 40), ("fast", "faster", 40),
+                             ("b-early", "second-try", 20), ("a-more", "more-a", 10), ("b-more", "more-b", 10)]:
+        _result(tmp_path, model, run, step)
+    runs = load_run_tree(tmp_path, "ours", "tiny")
+    family = runs.drop_duplicates("model").set_index("model")["family"].to_dict()
+    assert family == {"a": "a", "b": "a", "fast": "fast", "b-early": "b-early", "a-more": "a-more", "b-more": "a-more"}
+    pooled = results.pool_pretraining_seeds(results.aggregate(runs)).drop_duplicates("model")
+    assert pooled.set_index("model")["pretrain_seeds"].to_dict() == {"a": 2, "fast": 1, "b-early": 1, "a-more": 2}
 
 
 def test_a_model_without_records_keeps_its_ids_attributes(tmp_path):

@@ -58,7 +58,7 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path, capsys):
 def test_readers_leave_out_a_model_being_written(tmp_path, capsys):
     """A notebook reading a tree that a study writes: a model folder whose lock another process holds is left out
     (named, with its writer), never read half-done; once released it is read again. Its own writes are read."""
-    from mlmclm.analysis.results import load_run_tree
+    from mlmclm.analysis.loading.results import load_run_tree
     from helpers import write_run
 
     for model in ("mini-m-clm-400", "mini-m-mlm40-400"):

@@ -392,9 +392,9 @@ def test_flops_callers_agree_with_the_one_definition(monkeypatch):
     from pathlib import Path
 
     from mlmclm import bench, flops
-    from mlmclm.analysis import compute, results
+    from mlmclm.analysis.loading import compute, results
 
-    code = "import mlmclm.flops, mlmclm.analysis.results, sys; print('torch' in sys.modules)"
+    code = "import mlmclm.flops, mlmclm.analysis.loading.results, sys; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
     for size in ("210m", "610m", "1b", "mini-m", "tiny"):  # MlmClmConfig.flops_per_token: 6N (norms in) + attention
         c = MlmClmConfig.from_size(size)

@@ -137,7 +137,7 @@ def test_a_failed_notebook_is_named_with_its_cell_and_error_and_left_as_it_was(t
 def test_reference_models_load_apart_and_show_beside_ours(tmp_path):
     """Models pretrained elsewhere (results/runs/reference/<scale>/, their own grid) are no scale of ours, enter no
     control and no verdict, and are tabled beside the scale's best model with the rates their seeds chose."""
-    from mlmclm.analysis import tables
+    from mlmclm.analysis.drawing import tables
 
     results = tmp_path / "results"
     (results / "runs").mkdir(parents=True)

@@ -447,7 +447,7 @@ def test_show_crossover_writes_both_tables_and_says_which_interval_its_plus_minu
 def test_a_run_whose_config_trains_another_model_than_its_folder_names_is_refused(tmp_path):
     """A folder named as a model id must hold that model: a record whose config trains another model (an MLM run in
     a CLM-named folder) is refused, not read under the name it does not train."""
-    from mlmclm.analysis.run_tree import load_run_tree
+    from mlmclm.analysis.loading.run_tree import load_run_tree
     from mlmclm.errors import ResultFileError
 
     write_run(tmp_path, "tiny-m-clm-42", "TC", "toy_pos", 1e-3, 0, 0.5, 0.5)
@@ -466,7 +466,7 @@ def test_the_crossover_plus_minus_is_the_verdicts_interval_of_the_same_differenc
     from helpers import write_planted
 
     from mlmclm import claims
-    from mlmclm.analysis import points
+    from mlmclm.analysis.drawing import points
 
     rates = {"mini-m-clm-400": 0.5, "mini-m-mlm40-400": 0.6, "mini-m-mlm40-400-0": 0.2, "mini-m-clm-400-p1": 0.52,
              "mini-m-mlm40-400-p1": 0.57, "mini-m-clm-400-200": 0.45, "mini-m-mlm40-400-200": 0.5}

@@ -43,7 +43,7 @@ def test_the_studies_are_listed_once():
     each naming its study in its setup cell), the tables and the docs follow it."""
     from pathlib import Path
 
-    from mlmclm.analysis import notebooks, tables
+    from mlmclm.analysis.drawing import notebooks, tables
     from mlmclm.config import BEYOND, NOTEBOOK_STUDY, STUDIES
 
     repo = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     """`--set finetune.lrs` changes the default grid; results of other learning rates (or seeds, or datasets) of the
     evaluated models are renamed, so the notebooks aggregate the configured grid only, and put back when the grid
     holds them again."""
-    from mlmclm.analysis import results
+    from mlmclm.analysis.loading import results
     from helpers import write_run
 
     paths = studies.Paths(ROOT, results=tmp_path / "runs")
@@ -345,7 +345,7 @@ def test_the_twin_sits_at_the_papers_own_places_on_every_axis():
     three pretraining seeds of every compared family (finals, the crossover checkpoints 5K/10K/20K, the split, both
     CPTs) and a fourth, the calibration seed, that no evaluation uses; the base runs' CPT reads only text they did
     not, inside the corpus (59.1M training tokens at the twin's BPE)."""
-    from mlmclm.analysis.compute import AXES, AXIS_PARTS, parameter_counts
+    from mlmclm.analysis.loading.compute import AXES, AXIS_PARTS, parameter_counts
     from mlmclm.models.configuration import MlmClmConfig
 
     s = scale_config("twin")
@@ -418,7 +418,7 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     """`split_cpt_seeds`: the 42k budget's split and the longest MLM-CPT runs also for pretraining seeds 1.., each
     starting from that seed's base run at the same step as seed 0's, in that seed's data order (its CPT reads the
     stream after the base run's steps), named -p{seed} so the analysis pools them with seed 0."""
-    from mlmclm.analysis.results import family
+    from mlmclm.analysis.loading.results import parse_model_id
 
     paper_only = ["mixed=[]", "detour_k=[]"]  # the "beyond" study faces the seed-1 split and CPT runs too
     plan = studies.build_plan(scale_config("longer", paper_only))
@@ -427,7 +427,8 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     assert (split.parent, split.parent_step, split.optimizer, split.seed) == ("mini-xs-clm-9240-p1", 2200, True, 1)
     assert (cpt.parent, cpt.parent_step, cpt.offset, cpt.seed) == ("mini-xs-clm-9240-p1", 9240, 9240, 1)
     assert "mini-xs-mlm40-dec9240-mlm40-11440-p1" in runs and "mini-xs-clm-2200-mlm40-9240-p2" not in runs
-    assert family(cpt.run_id) == "mini-xs-clm-dec9240-mlm40-11440" and family(split.run_id) == split.run_id[:-3]
+    family = {m: parse_model_id(m)["family"] for m in (cpt.run_id, split.run_id)}
+    assert family[cpt.run_id] == "mini-xs-clm-dec9240-mlm40-11440" and family[split.run_id] == split.run_id[:-3]
     cfg = studies.run_config(plan, cpt, studies.Paths(ROOT))
     assert (cfg.data.seed, cfg.data.offset, cfg.seed) == (1, 9240 * 32, 1)
     evaluated = {e.model_id for e in plan.evaluations.values()}

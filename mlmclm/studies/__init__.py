@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from .. import workspace
-from ..analysis import notebooks
+from ..analysis.drawing import notebooks
 from ..commands import runs_dir
 from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
 from ..errors import ConfigError
@@ -186,8 +186,8 @@ def reproduce(scale: str, root: Path, *, results_dir: str | None = None, output_
 
 def print_verdicts(results_dir: Path, scale: str) -> None:
     """The paper's claims: the paper's verdict and this scale's, with the statistic and its interval."""
-    from ..analysis import claims
-    from ..analysis import results
+    from ..analysis.judging import claims
+    from ..analysis.loading import results
 
     data = results.load(results_dir, sources=["paper", "ours"], scale=scale)
     v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)

@@ -23,8 +23,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mlmclm.analysis import evidence as E  # noqa: E402
-from mlmclm.analysis import results as R  # noqa: E402
+from mlmclm.analysis.judging import evidence as E  # noqa: E402
+from mlmclm.analysis.loading import results as R  # noqa: E402
 
 SCALE = sys.argv[1] if len(sys.argv) > 1 else "long"
 HERE = Path(__file__).resolve().parents[2] / "results" / "calibration" / SCALE

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mlmclm.analysis.results import load_run_tree  # noqa: E402
+from mlmclm.analysis.loading.results import load_run_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[3] / "results" / "calibration" / "mini"
 BATCH = 16

@@ -1,7 +1,8 @@
 """The paper's Tables 1-17 in their printed layout, from any source's scores, written as CSV and LaTeX.
 
-A table is a study view (mlmclm.analysis.results) of one task group, one row per model in the paper's order, with the
-paper's row labels and "91.10 (±0.39)" cells. From ``source="paper"`` they reproduce the printed tables exactly.
+A table is a study view (mlmclm.analysis.loading.results) of one task group, one row per model in the paper's order,
+with the paper's row labels and "91.10 (±0.39)" cells. From ``source="paper"`` they reproduce the printed tables
+exactly.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import lr_text, write_text
-from . import aggregation
-from . import compute
-from . import ids
-from . import published
-from . import results
-from . import views
+from ...io import lr_text, write_text
+from ..loading import aggregation
+from ..loading import compute
+from ..loading import ids
+from ..loading import published
+from ..loading import results
+from ..loading import views
 
 STUDY_VIEWS = {  # the studies of the paper's Tables 2-17 (`mlmclm.config.STUDIES`): view, row labels
     "scaling": (views.scaling_view, ["Size", "Obj", "Mask"]),
@@ -285,10 +286,10 @@ def show_models(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> N
 
 
 def seeds_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per model with several pretraining seeds (`ids.family`), each seed's score (± over its fine-tuning seeds)
+    """Per model with several pretraining seeds (its ``family``), each seed's score (± over its fine-tuning seeds)
     and their mean (± the 95% t half-width over the pretraining seeds: `aggregation.pool_pretraining_seeds`), per task
     group and dataset. What the claims compare where a model has several pretraining seeds is that mean."""
-    s = scores[scores["objective"].notna()].assign(family=lambda d: d["model"].map(ids.family))
+    s = scores[scores["objective"].notna()]
     s = s[s.groupby(["source", "scale", "family", "dataset"])["model"].transform("nunique") > 1]
     if s.empty:
         return pd.DataFrame(columns=["Model", "Group", "Dataset"])

@@ -32,10 +32,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import aggregation
+from ..loading import aggregation
+from ..loading import ids
 from . import bootstrap
 from . import evidence
-from . import ids
 from . import matching
 
 
@@ -171,7 +171,7 @@ def _gates(c: Claim, src: _Source, models: set, groups: list, value: float) -> l
     control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
     gate), a difference smaller than its own change over the last fine-tuning epoch (`evidence.unsettled`), or the
     fine-tuning of the compared models failing the calibration criteria."""
-    every_seed = {m for m in src.seeds["model"].unique() if ids.family(m) in models}
+    every_seed = set(src.seeds.loc[src.seeds["family"].isin(ids.families(src.seeds, models)), "model"])
     return [w for w in (evidence.signal(src.seeds, models, groups),
                         evidence.unsettled(src.runs, models, groups, value, spread=c.spread),
                         _uncalibrated(src.runs, every_seed, groups)) if w]
@@ -256,7 +256,7 @@ def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]
     two-sided p of ``value`` / se. (NaN, why) where a family in the statistic has one seed."""
     if coefs.empty:
         return float("nan"), ""
-    avg = src.averages.assign(family=src.averages["model"].map(ids.family))
+    avg = src.averages
     wide = avg.pivot_table(index=["family", "model"], columns="task_group", values="score")
     terms = []
     for family, part in coefs.groupby("model", sort=False):

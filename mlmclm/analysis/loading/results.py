@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError
-from ..runs import grid_root
+from ...errors import ConfigError
+from ...runs import grid_root
 from .aggregation import (T95, Z95, aggregate, dedupe, default_grid, mean_ci, pool_pretraining_seeds,
                           required_datasets, select_lr, stability_grid, summarize, t95)
 from .compute import AXES, flops_per_step, with_flops
 from .ids import (ATTRIBUTES, AVG, BEYOND_OBJECTIVES, DATASETS, GRIDS, GROUPS, METRICS, PAPER_DATASETS, PAPER_SEEDS,
-                  REFERENCE, RUN_COLUMNS, SCORE_COLUMNS, SOURCES, dataset_order, family, group_averages,
+                  REFERENCE, RUN_COLUMNS, SCORE_COLUMNS, SOURCES, dataset_order, families, group_averages,
                   ordered_sizes, output_subdir, parse_model_id, sequential, size_key, step_label, with_attributes)
 from .published import architecture, load_architecture, load_paper, load_run_csv
 from .run_tree import load_pretrain_logs, load_run_tree, run_parameters
@@ -41,7 +41,7 @@ __all__ = [
     "select_lr", "stability_grid", "summarize", "t95",
     "AXES", "flops_per_step", "with_flops",
     "ATTRIBUTES", "AVG", "BEYOND_OBJECTIVES", "DATASETS", "GRIDS", "GROUPS", "METRICS", "PAPER_DATASETS",
-    "PAPER_SEEDS", "REFERENCE", "RUN_COLUMNS", "SCORE_COLUMNS", "SOURCES", "dataset_order", "family",
+    "PAPER_SEEDS", "REFERENCE", "RUN_COLUMNS", "SCORE_COLUMNS", "SOURCES", "dataset_order", "families",
     "group_averages", "ordered_sizes", "output_subdir", "parse_model_id", "sequential", "size_key", "step_label",
     "with_attributes",
     "architecture", "load_architecture", "load_paper", "load_run_csv",

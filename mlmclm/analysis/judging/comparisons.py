@@ -11,7 +11,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from . import ids
+from ..loading import ids
 
 CELL = ["source", "scale", "size", "task_group"]
 

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import aggregation
-from . import bootstrap
-from . import ids
-from . import views
+from ..judging import bootstrap
+from ..loading import aggregation
+from ..loading import ids
+from ..loading import views
 
 
 def interval(rows: pd.DataFrame, minus: pd.DataFrame | None = None) -> tuple[float, float]:
@@ -40,21 +40,20 @@ def interval(rows: pd.DataFrame, minus: pd.DataFrame | None = None) -> tuple[flo
 
 
 def pool(scores: pd.DataFrame) -> pd.DataFrame:
-    """Scores with the models that differ only in their pretraining seed (`ids.family`) pooled into one row under
+    """Scores with the models that differ only in their pretraining seed (``family``) pooled into one row under
     the seed-0 id, per source, scale, task group and dataset: ``score`` and ``ci`` from `interval` over the seeds'
     rows, ``pretrain_seeds`` = k, ``members`` = the index labels of those rows in ``scores`` (for a difference of two
     pooled models, `mlm_lead`). A family without its seed-0 row is left out (the views select by the seed-0 id)."""
     if not scores.index.is_unique:
         scores = scores.reset_index(drop=True)
-    df = scores.assign(_family=scores["model"].map(ids.family))
     out = []
-    for _, rows in df.groupby(["source", "scale", "_family", "task_group", "dataset"], sort=False, dropna=False):
-        seed0 = rows.index[rows["model"] == rows["_family"]]
+    for _, rows in scores.groupby(["source", "scale", "family", "task_group", "dataset"], sort=False, dropna=False):
+        seed0 = rows.index[rows["model"] == rows["family"]]
         if len(seed0):
             score, ci = interval(rows)
             out.append((seed0[0], score, ci, len(rows), tuple(rows.index)))
     index = [o[0] for o in out]
-    pooled = df.loc[index].drop(columns="_family")
+    pooled = scores.loc[index]
     return pooled.assign(score=[o[1] for o in out], ci=[o[2] for o in out],
                          pretrain_seeds=pd.Series([o[3] for o in out], index=index, dtype="int64"),
                          members=pd.Series([o[4] for o in out], index=index, dtype=object)).reset_index(drop=True)

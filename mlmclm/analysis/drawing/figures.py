@@ -1,8 +1,8 @@
-"""The paper's figures: one function per figure, drawn with one kit (`drawing`), PNG and PDF written
+"""The paper's figures: one function per figure, drawn with one kit (`kit`), PNG and PDF written
 deterministically.
 
-Every function takes the tidy results of mlmclm.analysis.results (``scores`` or ``runs``, any mix of sources) and an
-output folder, draws one file per source that has the data (the paper's figures at the top of the folder, another
+Every function takes the tidy results of mlmclm.analysis.loading.results (``scores`` or ``runs``, any mix of sources)
+and an output folder, draws one file per source that has the data (the paper's figures at the top of the folder, another
 source's in a sub-folder named after it: ``ours-<scale>/``, ``encodeval/``), and returns the PNG paths, empty when no
 source has the data. Figures are plain ``matplotlib.figure.Figure`` objects, never registered with pyplot, so nothing is
 left open and notebooks show only what ``show`` displays. No torch import here.
@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..config import PAPER_CPT_K, PAPER_TOTAL_K
-from ..io import lr_text
-from . import ids
-from . import views
-from .compute import AXES, tokens_per_axis, with_flops
-from .drawing import (DISPLAY_DPI, DPI, MARKER_LABELS, STYLE, Drawn, bars_note, by_size, control_lines,
+from ...config import PAPER_CPT_K, PAPER_TOTAL_K
+from ...io import lr_text
+from ..loading import ids
+from ..loading import views
+from ..loading.compute import AXES, tokens_per_axis, with_flops
+from .kit import (DISPLAY_DPI, DPI, MARKER_LABELS, STYLE, Drawn, bars_note, by_size, control_lines,
                       draw_per_source, finish, palette, palettes, panels, plot_lines, plot_spread, positions, save,
                       save_source, skipped, source_key, source_label, squares, steps_axis)
 from .points import mlm_lead, pool

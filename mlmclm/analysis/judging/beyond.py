@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import ids
-from . import views
+from ..loading import ids
+from ..loading import views
 from .comparisons import calls, chosen_models, compare, mean_diff, sort_rows, when_empty
 from .judge import BEYOND_PAPER, Claim
 

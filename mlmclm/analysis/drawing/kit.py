@@ -21,8 +21,8 @@ from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
-from ..io import atomic_path
-from . import ids
+from ...io import atomic_path
+from ..loading import ids
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
          "font.family": "DejaVu Sans", "axes.titleweight": "bold", "legend.frameon": False,

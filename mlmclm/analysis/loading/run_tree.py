@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, ResultFileError
-from ..io import load_result, misplaced
-from ..locks import busy
-from ..runs import ModelId, id_of
+from ...errors import ConfigError, ResultFileError
+from ...io import load_result, misplaced
+from ...locks import busy
+from ...runs import ModelId, id_of
 from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, size_label, with_attributes
-from .lineage import Records, attributes, evaluated, recorded
+from .lineage import Records, evaluated, recorded, with_family
 
 _RUN_DIR = re.compile(r"^(?:.+_)?lr(?P<lr>[0-9.]+(?:e[-+]?\d+)?)_sd(?P<seed>\d+)$")
 
@@ -174,7 +174,8 @@ def load_pretrain_logs(runs_dir: str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["model", "step", "loss", "parent", "parent_step", "resumed", *ATTRIBUTES])
     lines = {m: line for m in {f["model"].iat[0] for f in frames} if (line := records.lineage(m)) is not None}
-    return with_attributes(pd.concat(frames, ignore_index=True), {m: attributes(line) for m, line in lines.items()})
+    return with_attributes(pd.concat(frames, ignore_index=True),
+                           {m: with_family(records, m, line) for m, line in lines.items()})
 
 
 def _read_log(path: Path) -> pd.DataFrame:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..config import scale_config
-from ..errors import ConfigError
-from . import ids
+from ...config import scale_config
+from ...errors import ConfigError
+from ..loading import ids
 
 
 def placement(scale: str):

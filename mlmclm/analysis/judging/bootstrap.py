@@ -18,8 +18,8 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from . import aggregation
-from . import ids
+from ..loading import aggregation
+from ..loading import ids
 
 
 def _stream(seed: int, *names) -> np.random.Generator:
@@ -109,15 +109,14 @@ def seed_averages(runs: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
 
 def family_seed_spread(runs: pd.DataFrame, rule: str = "per_seed", averages: pd.DataFrame | None = None
                        ) -> pd.DataFrame:
-    """Per source, scale, task group and family (`ids.family`: models that differ only in their pretraining
+    """Per source, scale, task group and family (``family``: models that differ only in their pretraining
     seed), the spread of its seeds' group averages x_i (`seed_averages` of ``runs``, or ``averages`` where given):
     ``ss`` = sum_i (x_i - m)^2, ``dof`` = k - 1 and ``sd`` = sqrt(ss / dof) (missing for one seed), ``k`` seeds."""
     cols = ["source", "scale", "task_group", "family", "ss", "dof", "sd", "k"]
     avg = seed_averages(runs, rule) if averages is None else averages
     if avg.empty:
         return pd.DataFrame(columns=cols)
-    fam = avg.groupby(["source", "scale", "task_group", avg["model"].map(ids.family).rename("family")],
-                      observed=True)["score"]
+    fam = avg.groupby(["source", "scale", "task_group", "family"], observed=True)["score"]
     out = pd.DataFrame({"ss": fam.var().fillna(0) * (fam.size() - 1), "dof": fam.size() - 1, "sd": fam.std(),
                         "k": fam.size()}).reset_index()
     return out[cols]
@@ -158,9 +157,8 @@ def seed_mean_replicas(averages: pd.DataFrame, n_boot: int = SEED_MEAN_DRAWS, se
     the block's sigma, each family's Z), so a model landing moves no interval it is not in, beyond the pooled s.
     Returns the families (``source``, ``scale``, ``task_group``, ``model``: the seed-0 id, ``score``: m_f,
     ``k``, ``dof``) and their replicas, (n_boot, families): NaN where ``dof`` is 0 (no spread to draw from)."""
-    avg = averages.assign(family=averages["model"].map(ids.family))
     keys = ["source", "scale", "task_group", "family"]
-    fams = avg.groupby(keys, sort=False, observed=True)["score"].agg(["mean", "size"]).reset_index()
+    fams = averages.groupby(keys, sort=False, observed=True)["score"].agg(["mean", "size"]).reset_index()
     fams = fams.rename(columns={"family": "model", "mean": "score", "size": "k"})
     spread = pretraining_seed_spread(None, averages=averages) if spread is None else spread
     fams = fams.merge(spread[["source", "scale", "task_group", "sd", "dof"]], how="left")
@@ -193,11 +191,11 @@ def percentile_bounds(values: np.ndarray, choices: int = 1) -> tuple[np.ndarray,
     return np.quantile(values, tail, axis=0), np.quantile(values, 1 - tail, axis=0)
 
 
-def _pool_replicas(avg: np.ndarray, models: list[str]) -> tuple[np.ndarray, list[int]]:
-    """Replicas of models that differ only in their pretraining seed (`ids.family`) pooled: per replica the mean over
-    the family's seeds' replicas, the seeds themselves held fixed. Returns (n_boot, families) and, per family, the
-    column of its seed-0 model."""
-    codes, names = pd.factorize(pd.Series(models).map(ids.family))
+def _pool_replicas(avg: np.ndarray, models: list[str], families: list[str]) -> tuple[np.ndarray, list[int]]:
+    """Replicas of models that differ only in their pretraining seed (``families``: each model's) pooled: per replica
+    the mean over the family's seeds' replicas, the seeds themselves held fixed. Returns (n_boot, families) and, per
+    family, the column of its seed-0 model."""
+    codes, names = pd.factorize(pd.Series(families))
     order, k = np.argsort(codes, kind="stable"), np.bincount(codes)
     pooled = np.add.reduceat(avg[:, order], np.cumsum(k) - k, axis=1) / k  # a family's NaN stays its own
     column = {m: i for i, m in enumerate(models)}
@@ -231,11 +229,11 @@ def finetuning_replicas(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, r
     if not avgs:
         return none
     avg = np.stack([score[:, cols].mean(axis=1) for _, _, cols in avgs], axis=1)  # (n_boot, averages)
-    scale = dict(zip(sel["model"], sel["scale"]))
+    scale, family = dict(zip(sel["model"], sel["scale"])), dict(zip(sel["model"], sel["family"]))
     pooled, keep = [], []
     for key in dict.fromkeys((scale[m], g) for m, g, _ in avgs):  # one source's scales and groups
         idx = [i for i, (m, g, _) in enumerate(avgs) if (scale[m], g) == key]
-        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx])
+        cols, first = _pool_replicas(avg[:, idx], [avgs[i][0] for i in idx], [family[avgs[i][0]] for i in idx])
         pooled.append(cols)
         keep += [idx[f] for f in first]
     fams = pd.DataFrame([avgs[i][:2] for i in keep], columns=["model", "task_group"])
@@ -317,12 +315,12 @@ def hierarchical_intervals(runs: pd.DataFrame, models=None, n_boot: int = 2000, 
     ``ci`` half their distance (for symmetric bars), ``pretrain_seeds``, and ``pretrain_sd`` and ``pretrain_dof``,
     the pooled spread of pretraining seeds behind them (`pretraining_seed_spread`, from every model of the source and
     scale: ``dof`` 0 means there was none to estimate, and the interval is `finetuning_replicas`', the seeds held
-    fixed; ``instances=False`` then keeps the test sets fixed too). ``models``: the seed-0 ids (`ids.family`) to
+    fixed; ``instances=False`` then keeps the test sets fixed too). ``models``: the seed-0 ids (``family``) to
     keep; default all."""
     runs = aggregation.default_grid(runs)
     spreads = pretraining_seed_spread(runs, rule)
     if models is not None:
-        runs = runs[runs["model"].map(ids.family).isin(set(models))]
+        runs = runs[runs["family"].isin(ids.families(runs, models))]
     parts = []
     for (source, scale), part in runs.groupby(["source", "scale"], sort=False):
         spread = spreads[(spreads["source"] == source) & (spreads["scale"] == scale)]

@@ -15,11 +15,11 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from . import aggregation
+from ..loading import aggregation
+from ..loading import ids
+from ..loading import views
 from . import beyond
-from . import ids
 from . import judge
-from . import views
 from .comparisons import (CELL, base_runs, calls, chosen_models, compare, mean_diff, mean_over, min_over,
                           sd_difference, sort_rows, when_empty, widen)
 from .judge import TABLE_COLUMNS, Claim, verdict_table

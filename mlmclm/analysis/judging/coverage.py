@@ -20,12 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from ..io import working_root
-from . import aggregation
+from ...errors import ConfigError
+from ...io import working_root
+from ..loading import aggregation
+from ..loading import results
 from . import bootstrap
-from . import ids
-from . import results
 
 CELL = ["model", "task_group", "dataset", "lr"]
 
@@ -52,8 +51,7 @@ def components(runs: pd.DataFrame) -> Components:
     """`Components` of one scale's pretrained models (default grid; the random-init controls left out)."""
     runs = aggregation.default_grid(runs)
     runs = runs[runs["objective"] != "random"].dropna(subset=["validation", "test"])
-    runs = runs[["model", "task_group", "dataset", "lr", "seed", "validation", "test"]].reset_index(drop=True)
-    runs = runs.assign(family=runs["model"].map(ids.family))
+    runs = runs[["model", "family", "task_group", "dataset", "lr", "seed", "validation", "test"]].reset_index(drop=True)
     cells = runs.groupby(CELL, sort=False)
     dev = runs[["test", "validation"]] - cells[["test", "validation"]].transform("mean")
     dof = (cells["seed"].transform("size") - 1) / cells["seed"].transform("size")  # each run's share of its cell's dof
@@ -80,7 +78,8 @@ def _pretraining_sd(means: pd.DataFrame, noise: pd.DataFrame, runs: pd.DataFrame
     floored at 0."""
     best = means.loc[means.groupby(["model", "dataset"])["validation"].idxmax()]
     per = best.groupby(["task_group", "model"])["test"].mean().reset_index()
-    g = per.assign(family=per["model"].map(ids.family)).groupby(["task_group", "family"])["test"]
+    g = per.assign(family=per["model"].map(dict(zip(runs["model"], runs["family"])))).groupby(["task_group", "family"])[
+        "test"]
     pooled = pd.DataFrame({"ss": g.var().fillna(0) * (g.size() - 1), "dof": g.size() - 1}).groupby("task_group").sum()
     n = runs.groupby(["task_group", "dataset"])["seed"].nunique()
     finetune = (noise["sd_test"].reindex(n.index.get_level_values(1)).to_numpy() ** 2 / n).groupby("task_group")
@@ -115,8 +114,8 @@ def synthetic_averages(sim: pd.DataFrame, rule: str = "per_seed") -> pd.DataFram
     the mean over seeds per dataset and the mean over the group's datasets, as `aggregation.summarize` computes a
     group average (every model here has every dataset and seed of its group)."""
     sel = aggregation.select_lr(sim, rule)
-    per = sel.groupby(["source", "scale", "model", "task_group", "dataset"], sort=False)["test"].mean()
-    return per.groupby(level=[0, 1, 2, 3], sort=False).mean().rename("score").reset_index()
+    per = sel.groupby(["source", "scale", "model", "family", "task_group", "dataset"], sort=False)["test"].mean()
+    return per.groupby(level=[0, 1, 2, 3, 4], sort=False).mean().rename("score").reset_index()
 
 
 def simulate(runs: pd.DataFrame, replicas: int = 1000, n_boot: int = 2000, seed: int = 0, batch: int = 50,

@@ -10,11 +10,11 @@ import re
 
 import pandas as pd
 
-from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
-from ..config import REFERENCE
-from ..config import step_text
-from ..runs import ModelId
-from ..schedule import parse_objective
+from ...config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
+from ...config import REFERENCE
+from ...config import step_text
+from ...runs import ModelId
+from ...schedule import parse_objective
 
 METRICS = {"SC": "accuracy", "TC": "F1", "QA": "F1", "IR": "NDCG@10"}
 # EncodEval folder name -> the paper's column label, in the paper's column order.
@@ -28,8 +28,10 @@ PAPER_DATASETS = {g: frozenset(list(DATASETS.values())[3 * i:3 * i + 3]) for i, 
 AVG = "Avg"
 PAPER_SEEDS = 5  # fine-tuning seeds behind each of the paper's cells (6 learning rates x 5 seeds)
 
+# ``family``: the model's pretraining-seed family, named by its member with the lowest seed (seed 0: the id without
+# ``-pN``; `with_attributes`); the models that differ only in their pretraining seed share it
 ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "intermediate",
-              "pretrain_seed"]
+              "pretrain_seed", "family"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
                "test", "majority", "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w", "path"]
@@ -46,17 +48,18 @@ def size_label(size: str) -> str:
 def parse_model_id(model: str) -> dict:
     """Size, objective, masking ratio and step counts from a model id (`runs.ModelId`; results/README.md, "Model
     ids"). ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps == steps``;
-    ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent);
-    ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the paper ``mixed``, ``alternating``
-    (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`); or ``random`` for a run's step-0
-    checkpoint (its initial weights: the random-init control of its size, which stands for every objective since
-    fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an id that does not follow the
-    naming.
+    ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent) and
+    ``family`` the id without it; ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the
+    paper ``mixed``, ``alternating`` (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`);
+    or ``random`` for a run's step-0 checkpoint (its initial weights: the random-init control of its size, which
+    stands for every objective since fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an
+    id that does not follow the naming.
     """
     m = ModelId.parse(model)
     if m.step == 0 and not m.cpt:
         return {"size": size_label(m.size), "objective": "random", "mask_ratio": pd.NA, "steps": 0,
-                "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": m.seed}
+                "clm_steps": 0, "mlm_steps": 0, "cpt_steps": 0, "intermediate": False, "pretrain_seed": m.seed,
+                "family": str(m.family)}
     steps = m.step if m.step is not None else m.length
     clm = _clm_steps(m, steps)
     mlm = steps - clm
@@ -71,6 +74,7 @@ def parse_model_id(model: str) -> dict:
         "cpt_steps": steps - m.steps if m.cpt else 0,
         "intermediate": m.step is not None,
         "pretrain_seed": m.seed,
+        "family": str(m.family),
     }
 
 
@@ -95,25 +99,29 @@ def sequential(df: pd.DataFrame) -> pd.Series:
     return df["objective"].isin(["clm", "mlm", "clm+mlm"])
 
 
-def family(model: str) -> str:
-    """The model id without its pretraining seed (``mini-xs-clm-4620-p2`` -> ``mini-xs-clm-4620``, the id of seed 0):
-    the runs that differ only in their pretraining seed share it. Ids that do not follow the naming are their own."""
-    try:
-        return str(ModelId.parse(model).family)
-    except ValueError:
-        return model
+def families(df: pd.DataFrame, models) -> set:
+    """The families (``family``) of ``models`` (names), as ``df``'s rows give them; a name ``df`` does not hold is
+    its own."""
+    known = dict(zip(df["model"], df["family"]))
+    return {known.get(m, m) for m in models}
 
 
 def with_attributes(df: pd.DataFrame, recorded: dict | None = None) -> pd.DataFrame:
     """Add the `ATTRIBUTES` columns: a model's from ``recorded`` (model -> attributes, read from its run's records:
-    `lineage`) where it is there, else parsed from its id; ids that do not follow the naming get missing values."""
+    `lineage`) where it is there, else parsed from its id; ids that do not follow the naming get missing values and
+    are their own family. A recorded model's ``family`` (what it shares with the models that differ from it only in
+    their seeds: `lineage.recorded`) is named by the model of that family with the lowest pretraining seed, so runs
+    under free names pool as runs under ids do."""
     rows = []
     for model in df["model"].unique():
         try:
             rows.append({"model": model, **((recorded or {}).get(model) or parse_model_id(model))})
         except ValueError:
-            rows.append({"model": model})
+            rows.append({"model": model, "family": model})
     attrs = pd.DataFrame(rows, columns=["model", *ATTRIBUTES])
+    mine = attrs["model"].isin(set(recorded or ()))
+    first = attrs[mine].sort_values(["pretrain_seed", "model"]).drop_duplicates("family").set_index("family")["model"]
+    attrs.loc[mine, "family"] = attrs.loc[mine, "family"].map(first)
     for col in ("mask_ratio", "steps", "clm_steps", "mlm_steps", "cpt_steps", "pretrain_seed"):
         attrs[col] = attrs[col].astype("Int64")
     attrs["intermediate"] = attrs["intermediate"].astype("boolean")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..runs import ModelId
+from ...runs import ModelId
 from .aggregation import default_grid, select_lr, stability_grid
 from .ids import sequential
 

@@ -23,19 +23,26 @@ naming the file, never a missing or guessed attribute. No torch import here.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from ..config import PretrainConfig, load_config
-from ..errors import ConfigError, ResultFileError
-from ..runs import CONFIG, RESTORE, Record, read_record
-from ..schedule import CLM, AnyObjective, Objective, parse_objective
+from ...config import PretrainConfig, load_config
+from ...errors import ConfigError, ResultFileError
+from ...runs import CONFIG, RESTORE, Record, read_record
+from ...schedule import CLM, AnyObjective, Objective, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
 
 _STEP = re.compile(r"step_(\d+)")  # a checkpoint's folder (`training.checkpoints.step_dir`)
+# the fields of a run's config that do not make it another model: its name and folders, how often it logs, which
+# checkpoints it keeps, and its seeds (initialisation and masking, the data's order); runs that differ only in these
+# are one pretraining-seed family (`Records.family`)
+NOT_FAMILY = ("run_id", "seed", "results_dir", "checkpoints_dir", "log_every", "checkpoint", "data.seed",
+              "data.offset", "data.root")
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,22 @@ class Records:
             return load_config(PretrainConfig, record.config)
         except ConfigError as e:
             raise ResultFileError(f"{record.folder / CONFIG}: {e}; {RESTORE}") from None
+
+    def family(self, run: str) -> str:
+        """What run `run` shares with the runs that differ from it only in their seeds: its recorded config without
+        the `NOT_FAMILY` fields, the run it starts from (``init.path``) by that run's family. Call it on a run whose
+        `lineage` is known (its records whole, its parents' too)."""
+        cfg = self.config(run)
+        fields = dataclasses.asdict(cfg)
+        for name in NOT_FAMILY:
+            *parents, key = name.split(".")
+            part = fields
+            for parent in parents:
+                part = part[parent]
+            part.pop(key)
+        if cfg.init.kind == "run":
+            fields["init"]["path"] = self.family(Path(cfg.init.path).name)
+        return json.dumps(fields, sort_keys=True, default=str)
 
     def lineage(self, run: str, _chain: tuple[str, ...] = ()) -> Lineage | None:
         """Run `run`'s lineage; None where the run has no record (or one without phases) or the lineage starts from
@@ -174,9 +197,10 @@ def evaluated(path: str | Path, meta: dict) -> tuple[str, int] | None:
 
 
 def recorded(records: Records, checkpoints: dict) -> dict:
-    """model -> `attributes`, for each model (``checkpoints``: model -> (its `evaluated` checkpoint or None, a
-    results.json that names it)) whose run's lineage is in ``records``. A step past the run's last is a
-    `ResultFileError` naming the results.json and the run's config.yaml: it would be read as another schedule."""
+    """model -> its attributes and family (`with_family`), for each model (``checkpoints``: model -> (its
+    `evaluated` checkpoint or None, a results.json that names it)) whose run's lineage is in ``records``. A step past
+    the run's last is a `ResultFileError` naming the results.json and the run's config.yaml: it would be read as
+    another schedule."""
     lines, out = {}, {}
     for model, (found, path) in checkpoints.items():
         if found is None:
@@ -190,5 +214,13 @@ def recorded(records: Records, checkpoints: dict) -> dict:
             raise ResultFileError(f"{path}: evaluates run {run} at step {step}, past its last step {line.final} "
                                   f"({records.folder / run / CONFIG}): the result or that config belongs to another "
                                   "run; restore the one that was changed")
-        out[model] = attributes(line, step)
+        out[model] = with_family(records, run, line, step)
     return out
+
+
+def with_family(records: Records, run: str, line: Lineage, step: int | None = None) -> dict:
+    """The `attributes` of run `run`'s checkpoint after its own `step` (None: its final one; ``line``: the run's
+    lineage) and its ``family``: what it shares with the checkpoints of runs that differ from it only in their seeds
+    (the run's `Records.family` and the step)."""
+    step = line.final if step is None else step
+    return {**attributes(line, step), "family": f"{records.family(run)} at step {step}"}

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import aggregation
-from . import ids
-from . import views
+from ..loading import aggregation
+from ..loading import ids
+from ..loading import views
 
 CELL = ["source", "scale", "size", "task_group", "dataset"]
 MAX_HALF_WIDTH = 2.0  # calibration: the 95% half-width of each group mean, in points
@@ -70,14 +70,13 @@ def controls(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def against_control(scores: pd.DataFrame, models, groups) -> pd.DataFrame:
-    """Per model of ``scores`` in the families of ``models`` (`ids.family`: each pretraining seed of a compared
+    """Per model of ``scores`` in the families of ``models`` (``family``: each pretraining seed of a compared
     model) and task group of ``groups``: its group average (``score``, ``ci``), the random-init control of its size
     (`random_controls`: ``random``, ``random_ci``; missing where the size has none), ``beats``: whether it is above
     the control beyond the combined half-width, and ``leading``: whether its family scores highest (the mean over its
     seeds) among the compared families of its size and group."""
     avg = ids.group_averages(scores)
-    avg = avg.assign(family=avg["model"].map(ids.family))
-    compared = avg[avg["family"].isin(set(map(ids.family, models))) & avg["task_group"].isin(set(groups))]
+    compared = avg[avg["family"].isin(ids.families(avg, models)) & avg["task_group"].isin(set(groups))]
     m = compared.merge(random_controls(avg), on=CELL, how="left")
     cell = ["source", "scale", "size", "task_group"]
     mean = m.groupby([*cell, "family"], sort=False)["score"].transform("mean")
@@ -126,11 +125,10 @@ def pretraining_effect(scores: pd.DataFrame, models, groups) -> float:
 
 
 def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per source, scale, model family (`ids.family`: pretraining seeds together) and task group, how much the
+    """Per source, scale, model family (``family``: pretraining seeds together) and task group, how much the
     selected runs' validation score still rose over their last fine-tuning epoch (``last_gain``, points: the mean over
     seeds and pretraining seeds per dataset, then over the group's datasets; NaN without a validation curve)."""
     sel = aggregation.select_lr(aggregation.default_grid(runs))
-    sel = sel.assign(family=sel["model"].map(ids.family))
     keys = ["source", "scale", "family", "task_group"]
     per = sel.groupby([*keys, "dataset"], sort=False)["last_gain"].agg(lambda g: g.mean(skipna=False))
     return per.groupby(keys, sort=False).agg(lambda g: g.mean(skipna=False)).rename("last_gain").reset_index()

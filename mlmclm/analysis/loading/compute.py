@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from .. import flops
+from ... import flops
 
 # Fig. 10's FLOPs, in a caption: the paper's sizes (Table 1's shapes) and ours (each run folder's parameter counts).
 FLOPS_RULES = {  # the captions of two rules of `mlmclm.flops.RULES` (tests/test_figures.py checks the keys)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ResultFileError
+from ...errors import ResultFileError
 from .ids import DATASETS, SCORE_COLUMNS, with_attributes
 from .run_tree import runs_frame
 

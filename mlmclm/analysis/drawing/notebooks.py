@@ -1,6 +1,6 @@
 """The five notebooks: what they share at start-up, and running them all with papermill in one process.
 
-``python -m mlmclm.analysis.notebooks`` (and ``mlmclm notebooks``) executes notebooks/01_scaling ... 05_cpt in
+``python -m mlmclm.analysis.drawing.notebooks`` (and ``mlmclm notebooks``) executes notebooks/01_scaling ... 05_cpt in
 place, which rewrites every figure under figures/ and every table under results/tables/ (notebooks that show a scale
 whose runs are not committed go to results/local/<scale>/ instead: `local_folder`). Volatile metadata (timings,
 absolute paths) is stripped afterwards, so a re-run on unchanged results leaves the notebooks byte-identical. A notebook
@@ -22,14 +22,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import NOTEBOOK_STUDY, REFERENCE, check_value, scale_names
-from ..errors import ConfigError, NotebookError
-from ..io import atomic_path, read_json, repo_relative, shown, typed_path, working_root
+from ...config import NOTEBOOK_STUDY, REFERENCE, check_value, scale_names
+from ...errors import ConfigError, NotebookError
+from ...io import atomic_path, read_json, repo_relative, shown, typed_path, working_root
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .results import Results
+    from ..loading.results import Results
 
 NOTEBOOKS = tuple(NOTEBOOK_STUDY)  # one a study of the paper's (`mlmclm.config.STUDIES`)
 KINDS = {"results_dir": str, "figures_dir": str | None, "tables_dir": str | None, "encodeval_dir": str | None,
@@ -55,7 +55,7 @@ class Context:
     def architecture(self) -> dict:
         """Per size, what Fig. 10 counts FLOPs from: Table 1's shapes for the paper's sizes, else our runs' parameter
         counts (``results.run_parameters``)."""
-        from . import results
+        from ..loading import results
 
         ours = {k: v for scale in self.scales for k, v in results.run_parameters(self.results / "runs" / scale).items()}
         return {**ours, **results.architecture(self.results / "paper")}
@@ -66,7 +66,7 @@ class Context:
         theirs in its verdicts table, ``<tables>/<source>/verdicts.csv`` (`write_verdicts`)."""
         import pandas as pd
 
-        from . import claims
+        from ..judging import claims
 
         runs, parts = self.data.runs, []
         paper = self.data.scores[self.data.scores["source"] == "paper"]  # beside each scale's rows of ours
@@ -88,8 +88,8 @@ def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]
     others kept (each notebook judges its own claims), in the order of the claims, then of the groups."""
     import pandas as pd
 
-    from . import claims
-    from .results import GROUPS, output_subdir
+    from ..judging import claims
+    from ..loading.results import GROUPS, output_subdir
 
     table = claims.verdict_table(judged[judged["source"] != "none loaded"])
     paths = []
@@ -150,7 +150,7 @@ def local_folder(results_dir: Path, scales) -> Path | None:
 def read_metrics(runs_dir: Path) -> dict:
     """{(task group, dataset): metric} as a run tree's results.json files name it (``test.metric``, else
     ``meta.metric``), one file read per dataset; datasets whose files name none are left out."""
-    from .results import DATASETS
+    from ..loading.results import DATASETS
 
     out, seen = {}, set()
     for folder in sorted(Path(runs_dir).glob("*/*/*")):  # <model>/<group>/<dataset>
@@ -242,7 +242,9 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
     (`mlmclm study run`)."""
     import pandas as pd
 
-    from . import evidence, figures, results
+    from ..judging import evidence
+    from ..loading import results
+    from . import figures
 
     check_kinds(dict(results_dir=results_dir, figures_dir=figures_dir, tables_dir=tables_dir,
                      encodeval_dir=encodeval_dir, run_study=run_study, sample_csv=sample_csv))
@@ -351,7 +353,7 @@ def check_parameters(parameters: dict, paths, root: Path) -> None:
     """Refuse, before any kernel starts and any notebook is written, what would run to a wrong notebook: a name the
     notebooks' parameters cells do not have, a source that is not one, a scale without runs (unless ``run_study``
     trains it), a results folder without the paper's tables (a relative one: under the working root ``root``)."""
-    from .results import SOURCES
+    from ..loading.results import SOURCES
 
     known = parameter_names(paths)
     unknown = sorted(set(parameters) - known)
@@ -379,7 +381,7 @@ def _reference(res_dir: Path, ours: list[str]):
     """The models pretrained elsewhere at `ours` scales (`results.REFERENCE`), None where there are none."""
     import pandas as pd
 
-    from . import results
+    from ..loading import results
 
     refs = [results.load(res_dir, sources=[results.REFERENCE], scale=s) for s in ours
             if (res_dir / "runs" / results.REFERENCE / s).is_dir()]

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from .ids import ATTRIBUTES, AVG, PAPER_DATASETS, SCORE_COLUMNS, family
+from ...errors import ConfigError
+from .ids import ATTRIBUTES, AVG, PAPER_DATASETS, SCORE_COLUMNS
 
 Z95 = 1.96
 # Student's t, 97.5% quantile, for 1 .. 30 degrees of freedom (beyond: the Cornish-Fisher series in `t95`)
@@ -121,20 +121,19 @@ def pool_pretraining_seeds(scores: pd.DataFrame) -> pd.DataFrame:
     ``score`` the mean over the pretraining seeds (each seed's mean over fine-tuning seeds), ``ci`` the 95%
     half-width of that mean, t95(k - 1) x sd / sqrt(k) over the k seeds (a seed's own mean carries its fine-tuning
     noise, so this counts both; one seed keeps its own half-width), ``pretrain_seeds`` = k; ``n`` stays seed 0's
-    number of fine-tuning seeds. Rows are pooled per source, scale,
-    dataset and family (`family`), only where every seed has the cell."""
+    number of fine-tuning seeds. Rows are pooled per source, scale, dataset and family (``family``), only where every
+    seed has the cell."""
     if scores.empty:
         return scores.assign(pretrain_seeds=pd.Series(dtype="int64"))
-    df = scores.assign(_family=scores["model"].map(family))
-    keys = ["source", "scale", "_family", "task_group", "dataset"]
-    g = df.groupby(keys, sort=False, dropna=False)["score"]
+    keys = ["source", "scale", "family", "task_group", "dataset"]
+    g = scores.groupby(keys, sort=False, dropna=False)["score"]
     k = g.transform("size")
     sd = g.transform("std")
-    t = pd.Series([t95(int(n) - 1) if n > 1 else math.nan for n in k], index=df.index)
-    pooled = df.assign(score=g.transform("mean"), ci=np.where(k > 1, t * sd / np.sqrt(k), df["ci"]),
+    t = pd.Series([t95(int(n) - 1) if n > 1 else math.nan for n in k], index=scores.index)
+    pooled = scores.assign(score=g.transform("mean"), ci=np.where(k > 1, t * sd / np.sqrt(k), scores["ci"]),
                        pretrain_seeds=k.astype("int64"))
-    seed0 = pooled["model"] == pooled["_family"]
-    return pooled[seed0].drop(columns="_family").reset_index(drop=True)
+    seed0 = pooled["model"] == pooled["family"]
+    return pooled[seed0].reset_index(drop=True)
 
 
 def default_grid(runs: pd.DataFrame) -> pd.DataFrame:
