@@ -260,11 +260,11 @@ def _notebooks_options(p) -> None:
     p.set_defaults(run=_notebooks)
 
 
-def _notebooks(argv: list[str]) -> int:
-    """`mlmclm notebooks`: the rest of the line is the notebooks' own command line."""
+def _notebooks(argv: list[str], root) -> int:
+    """`mlmclm notebooks`: the rest of the line is the notebooks' own command line (`root`: the working root)."""
     from .analysis import notebooks
 
-    return notebooks.main(argv)
+    return notebooks.main(argv, root)
 
 
 def _reproduce_options(p) -> None:
@@ -282,15 +282,14 @@ def _reproduce_options(p) -> None:
 
 def _reproduce(args) -> int:
     from . import studies
-    from .io import working_root
 
-    studies.reproduce(args.scale, working_root(), results_dir=args.results_dir, output_dir=args.output_dir,
+    studies.reproduce(args.scale, args.root, results_dir=args.results_dir, output_dir=args.output_dir,
                       checkpoints_dir=args.checkpoints_dir, data_dir=args.data_dir)
     return 0
 
 
 def _main(argv: list[str] | None) -> int:
-    from .io import check_encodable
+    from .io import check_encodable, working_root
 
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
@@ -299,8 +298,9 @@ def _main(argv: list[str] | None) -> int:
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option
         args.overrides, rest = [*args.overrides, *rest], []
+    args.root = working_root()  # read once here and passed down: every job finds it as `args.root`
     if args.verb == "notebooks":
-        return args.run(rest)
+        return args.run(rest, args.root)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args) or 0

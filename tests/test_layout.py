@@ -18,12 +18,13 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops", "sizes"},
-    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "runs"},
+    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "paths", "runs",
+                 "runlog", "store"},
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
-                   "runs"},
-    "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
+                   "paths", "runs", "store"},
+    "analysis": {"config", "errors", "flops", "io", "locks", "paths", "runs", "schedule"},
     "studies": {"evaluation", "training", "analysis", "commands", "config", "errors", "flops", "sizes", "schedule",
-                "io", "fetch", "locks", "runs", "workspace"},
+                "io", "fetch", "locks", "paths", "runs", "runlog", "store", "workspace"},
 }
 
 # the torch-free helpers at the top of the package, and what each may import from it (a helper only imports helpers
@@ -39,12 +40,15 @@ HELPERS = {
     "workspace": {"errors", "io"},
     "config_loader": {"errors"},
     "config": {"errors", "config_loader", "schedule", "sizes"},
-    "runs": {"errors", "io", "config", "schedule", "sizes"},
+    "paths": {"errors", "io", "config"},
+    "runs": {"errors", "io", "config", "paths", "schedule", "sizes"},
+    "runlog": {"errors", "io", "paths"},
+    "store": {"errors", "io", "fetch", "locks", "paths", "runs"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {
     "commands": {"training", "evaluation", "bench", "gpu_check"},
-    "export": {"models", "training"},
+    "export": {"models"},
     "bench": {"models", "training", "evaluation"},
     "gpu_check": {"models", "training", "bench"},
     "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench", "gpu_check"},

@@ -31,7 +31,8 @@ import pandas as pd
 
 from ..config import PretrainConfig, load_config
 from ..errors import ConfigError, ResultFileError
-from ..runs import CONFIG, RESTORE, Record, read_record
+from ..paths import CONFIG
+from ..runs import RESTORE, Record, read_record
 from ..schedule import CLM, AnyObjective, Objective, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
 
