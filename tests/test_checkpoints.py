@@ -59,7 +59,7 @@ def test_a_folder_without_trainer_state_or_hf_config_is_not_a_checkpoint(tmp_pat
     for asked in (root, bad, bad / "hf"):  # the run's final checkpoint (its highest step: no record here) is step 8
         for read in (store.find_checkpoint, store.pretrained_model):  # refused, never step 4 in its place
             with pytest.raises(ConfigError, match=f"^{bad}: damaged checkpoint .*; write it again by re-running"):
-                read(asked)
+                read(asked, working_root())
     assert store.pretrained_model(step_dir(root, 4), working_root()) == (step_dir(root, 4) / "hf", "run-4", 4)
     # the studies count the same checkpoints as on disk: a hf/-only folder used to count for them, not for resume
     plan = studies.build_plan(scale_config("tiny"))
@@ -303,7 +303,7 @@ def test_a_run_folder_asks_for_its_final_checkpoint_as_its_config_records_it(tmp
         with pytest.raises(ConfigError, match=f"^{step_dir(root, 12)} does not exist \\(complete checkpoints of the "
                                               f"run: steps 4, 8\\); write it by re-running its run's pretraining: "
                                               f"mlmclm pretrain {results}/config.yaml$"):
-            read(root)
+            read(root, working_root())
     hold = "import sys\nfrom mlmclm import locks\nwith locks.hold(sys.argv[1]):\n    print('held', flush=True)\n" \
            "    sys.stdin.readline()"
     writer = subprocess.Popen([sys.executable, "-c", hold, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
