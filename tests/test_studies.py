@@ -630,6 +630,7 @@ def test_bad_beyond_keys_are_one_line(override, match):
 
 
 _TRAIN_UNDER_LOCK = """import sys
+from pathlib import Path
 from mlmclm import locks
 from mlmclm.config import PretrainConfig, load_config
 from mlmclm.training.pretrain import pretrain
@@ -637,7 +638,7 @@ from mlmclm.training.pretrain import pretrain
 with locks.hold(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.readline()
-    pretrain(load_config(PretrainConfig, sys.argv[2]))
+    pretrain(load_config(PretrainConfig, sys.argv[2]), root=Path(sys.argv[3]))
 """
 
 
@@ -661,8 +662,8 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     config = tmp_path / "mlm40.yaml"
     config.write_text(to_yaml(studies.run_config(plan, run, paths)))
     root = paths.checkpoints_of("tiny", run.id)
-    first = subprocess.Popen([sys.executable, "-c", _TRAIN_UNDER_LOCK, str(root), str(config)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-c", _TRAIN_UNDER_LOCK, str(root), str(config), str(paths.root)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline() == "held\n"  # the first study run is about to train the MLM run
         second = threading.Thread(target=studies.run, args=(plan, paths), kwargs={"progress": False})

@@ -23,7 +23,6 @@ naming the file, never a missing or guessed attribute. No torch import here.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +30,10 @@ import pandas as pd
 
 from ..config import PretrainConfig, load_config
 from ..errors import ConfigError, ResultFileError
-from ..paths import CONFIG
+from ..paths import CONFIG, step_of
 from ..runs import RESTORE, Record, read_record
 from ..schedule import CLM, AnyObjective, Objective, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
-
-_STEP = re.compile(r"step_(\d+)")  # a checkpoint's folder (`training.checkpoints.step_dir`)
-
 
 @dataclass(frozen=True)
 class Lineage:
@@ -163,10 +159,10 @@ def evaluated(path: str | Path, meta: dict) -> tuple[str, int] | None:
     (a hub id, a folder of weights). A ``meta.step`` other than that folder's step is a `ResultFileError` naming the
     file: the result would be read as another checkpoint's."""
     checkpoint = Path(str(meta.get("checkpoint") or ""))
-    found = next((p for p in (checkpoint, *checkpoint.parents) if _STEP.fullmatch(p.name)), None)
+    found = next((p for p in (checkpoint, *checkpoint.parents) if step_of(p) is not None), None)
     if found is None:
         return None
-    step = int(_STEP.fullmatch(found.name)[1])
+    step = step_of(found)
     if "step" in meta and (isinstance(meta["step"], bool) or meta["step"] != step):
         raise ResultFileError(f"{path}: its meta.step {meta['step']!r} is not the step of the checkpoint it names "
                               f"({found.name}): the file was edited or belongs to another checkpoint's results; "
