@@ -160,9 +160,11 @@ def test_data_names_the_scale_recipe_and_a_seeds_own_shards():
     from mlmclm.config import recipe_path
     from mlmclm.training.corpus import prepare_command
 
-    assert prepare_command(load_config(PretrainConfig, recipe_path("paper"))) == "mlmclm data paper"
-    seeded = load_config(PretrainConfig, recipe_path("tiny"), ["data.seed=2"])
-    assert prepare_command(seeded) == "mlmclm data tiny data.seed=2"
+    root = working_root()  # a run's config is resolved against it (`PretrainConfig.resolved`) before it is refused
+    paper = load_config(PretrainConfig, recipe_path("paper")).resolved(root)
+    assert prepare_command(paper, root) == "mlmclm data paper"
+    seeded = load_config(PretrainConfig, recipe_path("tiny"), ["data.seed=2"]).resolved(root)
+    assert prepare_command(seeded, root) == "mlmclm data tiny data.seed=2"
 
 
 def test_study_run_under_a_launch_fine_tunes_nowhere_and_says_how(tmp_path, free_port):

@@ -122,12 +122,12 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
     if cfg.init.kind == "hf":
         hf_model, hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file)
     # one process builds what is missing; a multi-process launch finds it prepared (`check_data_prepared`)
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched())
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched(), root=root)
     if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
         raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
                           f"phase; set data.mask_token to an existing token (e.g. "
                           f"'<|reserved_special_token_0|>' for Llama-3)")
-    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched())
+    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched(), root=root)
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     if blocks.n < cfg.batch_size:
         raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
@@ -142,12 +142,14 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
     return Built(tokenizer, shards, blocks, model, accelerator.unwrap_model(model), optimizer)
 
 
-def check_data_prepared(cfg: PretrainConfig) -> None:
+def check_data_prepared(cfg: PretrainConfig, root: Path) -> None:
     """Under a multi-process launch, on every process before the accelerator starts (so before any barrier): the
     run's tokenizer and shards are there and whole, else one line saying how to prepare them (`mlmclm data`). A
-    launch never builds data: its other processes would wait at a barrier while the main one tokenises."""
+    launch never builds data: its other processes would wait at a barrier while the main one tokenises. `root`: the
+    working root `cfg` is resolved against."""
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
-    corpus.prepare_shards(cfg, corpus.prepare_tokenizer(cfg, hf_tok, build=False), build=False)
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=False, root=root)
+    corpus.prepare_shards(cfg, tokenizer, build=False, root=root)
 
 
 def build_model(cfg: PretrainConfig, tokenizer, hf_model, root: Path) -> MlmClmForMaskedLM:

@@ -48,7 +48,7 @@ from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.convert import load_hf_decoder
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from ..paths import hf_dir, run_folder, step_dir, step_of, tmp_dir
+from ..paths import CONFIG, LOG, META, hf_dir, run_folder, step_dir, step_of, tmp_dir
 from ..runlog import CSV_FIELDS, finished, log_end, truncate
 from ..runs import ModelId, config_identity, id_of
 from . import checkpoints, corpus, trackers
@@ -128,7 +128,7 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
     if cfg.init.kind == "hf" and not Path(at.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
     if launched():
-        check_data_prepared(at)
+        check_data_prepared(at, root)
 
 
 def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Path:
@@ -260,7 +260,7 @@ class Trainer:
             checkpoints.claim(root, owner(cfg))
             checkpoints.clear_temporary(root)
             own = checkpoints.last_verified(root)
-            good = log_end(self.run_dir / "pretrain.csv")
+            good = log_end(self.run_dir / LOG)
             if own is not None and step_of(own) > good:  # log rows lost: train their steps again
                 checkpoints.drop_after(root, good)
         accelerator.wait_for_everyone()
@@ -275,8 +275,8 @@ class Trainer:
                 self.elapsed, self.tokens_seen = state["wall_time_s"], state["tokens_seen"]
         if accelerator.is_main_process:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            write_text(self.run_dir / "config.yaml", to_yaml(cfg))
-            truncate(self.run_dir / "pretrain.csv", self.start)
+            write_text(self.run_dir / CONFIG, to_yaml(cfg))
+            truncate(self.run_dir / LOG, self.start)
             self.write_meta("running", self.elapsed, None)
 
     def begin(self) -> None:
@@ -288,7 +288,7 @@ class Trainer:
         self.interval = Interval(torch.zeros((), device=device), torch.zeros((), dtype=torch.long, device=device),
                                  began=time.perf_counter())
         if self.accelerator.is_main_process:
-            self.log_file = open(self.run_dir / "pretrain.csv", "a", newline="")
+            self.log_file = open(self.run_dir / LOG, "a", newline="")
             self.writer = csv.DictWriter(self.log_file, CSV_FIELDS)
             if self.log_file.tell() == 0:
                 self.writer.writeheader()
@@ -440,7 +440,7 @@ class Trainer:
     def write_meta(self, status: str, wall: float, loss: float | None) -> None:
         shard_meta = json.loads((self.built.shards / "meta.json").read_text())
         config, distributed = self.built.unwrapped.config, distributed_setup(self.accelerator)
-        write_json(self.run_dir / "meta.json", {
+        write_json(self.run_dir / META, {
             "run_id": self.cfg.run_id, "identity": identity(self.cfg), "status": status, "wall_time_s": round(wall, 2),
             "tokens_seen": self.tokens_seen, "final_loss": loss, "attention_backend": config.attention_backend,
             "parameters": config.num_parameters_by_part(), "processes": distributed["processes"],
@@ -500,10 +500,10 @@ def _check_run_id(cfg: PretrainConfig) -> None:
 def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml)."""
     me = owner(cfg)
-    recorded, other = _recorded_identity(run_dir / "meta.json"), None
+    recorded, other = _recorded_identity(run_dir / META), None
     if recorded not in (None, me["identity"]):
         other = f"identity {recorded}"
-    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+    elif (run_dir / CONFIG).exists() and (run_dir / CONFIG).read_text() != to_yaml(cfg):
         other = "its config.yaml differs"
     if other:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
@@ -539,8 +539,8 @@ def _run_cli(args) -> int:
 def _data_cli(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(args.root)
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
-    shards = corpus.prepare_shards(cfg, tokenizer)  # built when missing, then checked whole (`corpus.shards_fault`)
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, root=args.root)
+    shards = corpus.prepare_shards(cfg, tokenizer, root=args.root)  # built when missing, then checked whole (`corpus.shards_fault`)
     meta = json.loads((shards / "meta.json").read_text())
     print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens "
           f"{meta['tokens']['valid']:,}  vocabulary {meta['vocab_size']:,}; verified whole (each token stream holds "
