@@ -286,6 +286,26 @@ def test_one_working_root_passed_down():
     assert not bad, "\n".join(bad)
 
 
+ENTRANCES = ("cli.py", "bench.py")  # where the working root is read (and the notebooks' own `__main__` block)
+
+
+def test_only_the_entrances_read_the_working_root():
+    """Below the entrances (the CLI, which hands every job `args.root`; bench; `python -m mlmclm.analysis.notebooks`)
+    every function is given the working root (`root`, `working`, `args.root`): none calls `io.working_root()`."""
+    bad = []
+    for path in _sources():
+        if path.relative_to(PKG).as_posix() in ENTRANCES:
+            continue
+        tree = ast.parse(path.read_text())
+        main = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        inside = {id(n) for block in main for n in ast.walk(block)}
+        bad += [f"{path.relative_to(ROOT)}:{node.lineno} calls working_root()" for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and id(node) not in inside and (
+                    getattr(node.func, "id", None) == "working_root" or getattr(node.func, "attr", None) ==
+                    "working_root")]
+    assert not bad, "\n".join(bad) + "\n(take the working root as an argument from the caller)"
+
+
 def test_the_schedule_is_built_in_one_place():
     """A run's `Schedule` is built by its config (`PretrainConfig.schedule`) only: every reader gets the same one,
     its final learning-rate ratio included."""
