@@ -342,8 +342,8 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
     data_dir = Path(data_dir or tasks_dir(root)).absolute()
     build_offline([dataset], data_dir, progress=False)
     grid_lrs, grid_seeds = list(FINETUNE_LRS[:lrs]), list(range(seeds))
-    grid = _BenchGrid(scale_config("mini"), [f"data_dir={data_dir}", f"datasets=[{dataset}]", f"groups=[{task.group}]",
-                                             f"lrs={grid_lrs}", f"seeds={grid_seeds}"])
+    grid = _BenchGrid(scale_config("mini"), root, [f"data_dir={data_dir}", f"datasets=[{dataset}]",
+                                                   f"groups=[{task.group}]", f"lrs={grid_lrs}", f"seeds={grid_seeds}"])
     cfg = grid.config()
     data = load_task(task, data_dir, cfg.max_train, cfg.max_eval)
     tmp = Path(tempfile.mkdtemp(prefix="mlmclm-bench-finetune-"))
@@ -363,7 +363,7 @@ def bench_finetune(dataset: str = "multiemo_sentiment", lrs: int = 6, seeds: int
         shape = {"size": f"{size} {dataset} R={lrs * seeds} ({lrs} lrs x {seeds} seeds)", "seq_len": cfg.max_length,
                  "batch": cfg.batch_size, "reps": reps}
         rows = _grid_rows(times, results, shape, lrs * seeds)
-        return rows + _padding_rows(task, data, cfg, grid.model_dir, grid_seeds, shape)
+        return rows + _padding_rows(task, data, cfg, grid.model_dir, grid_seeds, shape, root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -375,6 +375,7 @@ ONE, WORKERS = "one process, one run after another", "one process, grid_workers=
 class _BenchGrid:
     """`bench_finetune`'s grid: the scale's fine-tuning config with `overrides`, run each way into a folder."""
     scale: ScaleConfig
+    root: Path  # the working root
     overrides: list[str]
     model_dir: Path | None = None
 
@@ -385,7 +386,8 @@ class _BenchGrid:
         """Run as one grid in this process on `workers` (None: the scale's `grid_workers`)."""
         def go(out):
             own = [f"grid_workers={workers}"] if workers is not None else []
-            run_grid(self.model_dir, self.config(*more, f"results_dir={out}", *own), model_id="bench", progress=False)
+            run_grid(self.model_dir, self.config(*more, f"results_dir={out}", *own), model_id="bench", progress=False,
+                     root=self.root)
         return go
 
     def separate(self, commands: list[list[str]], root: Path):
@@ -431,9 +433,10 @@ def _grid_rows(times: dict, results: dict, shape: dict, runs: int) -> list[dict]
     return rows + [{"bench": "finetune_workers", **shape, "variant": WORKERS, "ratio": str(n_workers)}]
 
 
-def _padding_rows(task, data: dict, cfg: FinetuneConfig, model_dir: Path, seeds: list[int], shape: dict) -> list[dict]:
+def _padding_rows(task, data: dict, cfg: FinetuneConfig, model_dir: Path, seeds: list[int], shape: dict,
+                  root: Path) -> list[dict]:
     """The padding waste of the grid's training batches, without and with length grouping."""
-    ckpt = open_checkpoint(model_dir)
+    ckpt = open_checkpoint(model_dir, root=root)
     features = encode(task, data, ckpt.tokenizer, max_length(cfg, ckpt), cfg.qa_stride)["train"]["features"]
     lengths = [feature_length(f) for f in features]
     rows = []

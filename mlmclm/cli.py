@@ -260,11 +260,11 @@ def _notebooks_options(p) -> None:
     p.set_defaults(run=_notebooks)
 
 
-def _notebooks(argv: list[str]) -> int:
-    """`mlmclm notebooks`: the rest of the line is the notebooks' own command line."""
+def _notebooks(argv: list[str], root) -> int:
+    """`mlmclm notebooks`: the rest of the line is the notebooks' own command line (`root`: the working root)."""
     from .analysis.drawing import notebooks
 
-    return notebooks.main(argv)
+    return notebooks.main(argv, root)
 
 
 def _reproduce_options(p) -> None:
@@ -282,15 +282,14 @@ def _reproduce_options(p) -> None:
 
 def _reproduce(args) -> int:
     from . import studies
-    from .io import working_root
 
-    studies.reproduce(args.scale, working_root(), results_dir=args.results_dir, output_dir=args.output_dir,
+    studies.reproduce(args.scale, args.root, results_dir=args.results_dir, output_dir=args.output_dir,
                       checkpoints_dir=args.checkpoints_dir, data_dir=args.data_dir)
     return 0
 
 
 def _main(argv: list[str] | None) -> int:
-    from .io import check_encodable, git_commit
+    from .io import check_encodable, git_commit, working_root
 
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
@@ -301,8 +300,9 @@ def _main(argv: list[str] | None) -> int:
         args.overrides, rest = [*args.overrides, *rest], []
     if argv is None:  # the commit of the code this process loaded, which its records name however long it runs
         git_commit()
+    args.root = working_root()  # read once here and passed down: every job finds it as `args.root`
     if args.verb == "notebooks":
-        return args.run(rest)
+        return args.run(rest, args.root)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args) or 0

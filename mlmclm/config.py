@@ -262,14 +262,14 @@ NOTEBOOK_STUDY = {f"{i:02d}_{name}": name for i, name in enumerate(STUDIES, 1) i
 def step_text(steps: int, unit: str) -> str:
     """A step count as this repository spells it: whole thousands in thousands followed by ``unit``, any other count
     as it is (a scale's own, 420). Run ids use ``"k"`` (42000 -> "42k", `runs.steps_token`), the paper's tables and
-    figures ``"K"`` (42000 -> "42K", `analysis.results.step_label`)."""
+    figures ``"K"`` (42000 -> "42K", `analysis.loading.results.step_label`)."""
     return f"{steps // 1000}{unit}" if steps % 1000 == 0 else str(steps)
 
 
 # ---- fine-tuning ----
 # The paper's downstream protocol (README.md, "Fine-tuning (downstream evaluation)") and its per-scale values;
 # `mlmclm.evaluation.finetune` runs it. The paper's four task groups, in its column order, are defined here only
-# (`evaluation.tasks.GROUPS` and `analysis.results.GROUPS` are this tuple).
+# (`evaluation.tasks.GROUPS` and `analysis.loading.results.GROUPS` are this tuple).
 FINETUNE_GROUPS = ("SC", "TC", "QA", "IR")
 # Models pretrained elsewhere (all-MiniLM, SmolLM2, ... and their CPT), fine-tuned under a scale's protocol: their
 # own tree, results/runs/reference/<scale>/, which no claim and no control of ours reads.
@@ -448,7 +448,7 @@ class ScaleConfig:
     beyond_seeds: int = 2                   # pretraining seeds of each of those runs and of the runs they face
 
     # Which of the paper's configurations a model of this scale stands for (the one place that says it; claims read
-    # it through `analysis.matching`): the size `stands_for` names, at the same fraction of the 42k budget
+    # it through `analysis.judging.matching`): the size `stands_for` names, at the same fraction of the 42k budget
     # (`paper_steps`: a checkpoint, a split's CLM steps and a CPT length in thousands of the paper's steps, not at the
     # same tokens per parameter, which notebook 02's crossover table shows on three parameter axes).
     @property

@@ -5,7 +5,7 @@ export verifies the checkpoint as fine-tuning does (its weights' sha256 against 
 converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `EuroBertForMaskedLM` (bidirectional
 use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default after CLM),
 copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens seen, the
-run's phase schedule and data from the checkpoint's own record (`checkpoints.run_record`: the results folder its
+run's phase schedule and data from the checkpoint's own record (`store.run_record`: the results folder its
 `run.json` names, else the config.yaml its step folder holds; checked to be its run's), and the paper.
 `AutoModelForMaskedLM` / `AutoModelForCausalLM` then load OUT with no mlmclm import, as the card's snippet does. Its files are readable by all, as the user's umask allows.
 """
@@ -19,8 +19,9 @@ from pathlib import Path
 
 from .errors import ConfigError, ResultFileError
 from .io import atomic_path, check_writable, read_json, shown, umask
-from .runs import CONFIG, RESTORE, Record
-from .training import checkpoints
+from .paths import CONFIG, OWNER
+from .runs import RESTORE, Record
+from .store import owner, pretrained_model, read_state, run_record
 
 FORMATS = {"eurobert": "EuroBertForMaskedLM (bidirectional; AutoModelForMaskedLM)",
            "llama": "LlamaForCausalLM (causal; AutoModelForCausalLM)"}
@@ -29,15 +30,16 @@ PAPER = ("Gisserot-Boukhlef et al., \"Should We Still Pretrain Encoders with Mas
 _NOT_COPIED = {"config.json", "model.safetensors", "generation_config.json", "README.md"}
 
 
-def _source(checkpoint: Path) -> tuple[Path, str, dict, Record | None]:
+def _source(checkpoint: Path, root: Path) -> tuple[Path, str, dict, Record | None]:
     """(the mlmclm transformers folder, the model id, the checkpoint's trainer state or {}, its run's record or None)
     of `checkpoint`: a run's checkpoint folder (its last step), a `step_NNNNNN` folder, or a transformers folder of an
-    mlmclm model. A run's checkpoint is verified by its weights' sha256, as fine-tuning does."""
-    found = checkpoints.pretrained_model(checkpoint, verify=True)
+    mlmclm model (`root`: the working root its run's record is found under). A run's checkpoint is verified by its
+    weights' sha256, as fine-tuning does."""
+    found = pretrained_model(checkpoint, root, verify=True)
     if found:
         hf, model_id, _ = found
-        state = checkpoints.read_state(hf.parent)
-        return hf, model_id, state, _record(hf.parent, state)
+        state = read_state(hf.parent)
+        return hf, model_id, state, _record(hf.parent, state, root)
     config = checkpoint / "config.json"
     if config.is_file() and read_json(config).get("model_type") == "mlmclm":
         return checkpoint, checkpoint.name, {}, None
@@ -45,22 +47,22 @@ def _source(checkpoint: Path) -> tuple[Path, str, dict, Record | None]:
                       "a transformers folder with model_type mlmclm)")
 
 
-def _record(step: Path, state: dict) -> Record | None:
-    """The record of the run of the checkpoint step folder `step` (`checkpoints.run_record`): the results folder its
-    run's `run.json` names (a relative one under the working root), else the config.yaml the step folder holds,
+def _record(step: Path, state: dict, working: Path) -> Record | None:
+    """The record of the run of the checkpoint step folder `step` (`store.run_record`): the results folder its
+    run's `run.json` names (a relative one under the working root `working`), else the config.yaml the step folder holds,
     checked to be the run of these checkpoints (its config's identity is the one run.json and the checkpoint's trainer
     state record). None for a folder without run.json (written before identities): the card then shows no recipe
     rather than another run's."""
     root = step.parent
-    where = root / checkpoints.OWNER
+    where = root / OWNER
     try:
-        run = checkpoints.owner(root)
+        run = owner(root)
     except ResultFileError as e:
         raise ResultFileError(f"{e}; {RESTORE}") from None
     if run is None:
         return None
     results = run.get("results") if isinstance(run, dict) else None
-    record = checkpoints.run_record(root, step)
+    record = run_record(root, working, step)
     if record is None:
         raise ResultFileError(f"{where}: names no run record with a {CONFIG} (results: {results!r}); restore that "
                               "folder, or train the run again")
@@ -140,15 +142,16 @@ def _readable(folder: Path) -> None:
         os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask())
 
 
-def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> Path:
+def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None, *, root: Path) -> Path:
     """Write `checkpoint` to `out` in transformers' EuroBert (`fmt="eurobert"`) or Llama (`"llama"`) format with its
-    tokenizer and a model card; `fmt=None`: EuroBert unless the checkpoint was last trained with CLM."""
+    tokenizer and a model card; `fmt=None`: EuroBert unless the checkpoint was last trained with CLM. `root`: the
+    working root a run's record is found under."""
     from .models.convert import to_hf
     from .models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 
     checkpoint, out = Path(checkpoint), Path(out)
     _check_out(out)
-    hf, model_id, state, record = _source(checkpoint)
+    hf, model_id, state, record = _source(checkpoint, root)
     fmt = fmt or ("llama" if str(state.get("objective", "")).startswith("clm") else "eurobert")
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose eurobert or llama")
@@ -166,7 +169,7 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None) -> P
 
 
 def _export_cli(args) -> int:
-    out = export(args.checkpoint, args.out, args.format)
+    out = export(args.checkpoint, args.out, args.format, root=args.root)
     kind = read_json(out / "config.json")["architectures"][0]
     print(f"{shown(out)}: transformers {kind}, with its tokenizer and a model card (README.md)")
     return 0

@@ -217,25 +217,6 @@ def load_result(path: str | Path) -> dict:
     return doc
 
 
-PLACE = ("scale", "model_id", "group", "dataset", "lr", "seed")  # what a results.json's meta says of where it lies
-
-
-def misplaced(path: str | Path, doc: dict) -> str | None:
-    """Why the results.json `doc` read from `path` does not belong there (None when it does): its `meta` names the
-    folder it was written to, `<scale>/<model_id>/<group>/<dataset>/lr{LR}_sd{SEED}/`, and that is not where it lies
-    (a copy, a move, a hand edit). A result whose meta names no folder (none of ours: EncodEval's) is not judged."""
-    meta = doc.get("meta")
-    if not isinstance(meta, dict) or not all(k in meta for k in PLACE):
-        return None
-    try:
-        want = (*(str(meta[k]) for k in PLACE[:4]), cell_folder(float(meta['lr']), int(meta['seed'])))
-    except (TypeError, ValueError):
-        return f"{path}: its meta names no folder (lr {meta['lr']!r}, seed {meta['seed']!r})"
-    if Path(path).parent.parts[-5:] != want:
-        return f"{path}: its meta names {'/'.join(want)}/, not the folder it lies in"
-    return None
-
-
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
@@ -322,11 +303,6 @@ def typed_path(text: str | None, root: Path) -> str | None:
     """A folder typed on the command line (read from the working directory, as any command reads a path) as a config
     names it: relative to the working root `root` when inside it, else absolute (`repo_relative`)."""
     return None if text is None else repo_relative(Path(text), root)
-
-
-def cell_folder(lr: float, seed: int) -> str:
-    """The folder of one fine-tuning run of a grid: `lr{LR}_sd{seed}` (LR: `lr_text`)."""
-    return f"lr{lr_text(lr)}_sd{seed}"
 
 
 def lr_text(lr: float) -> str:

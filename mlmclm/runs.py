@@ -1,6 +1,6 @@
-"""A model id and where a run lives: the one module that writes a model id and parses it back (`ModelId`), and
-the one that builds the folders of a run, its checkpoints and its fine-tuning results (`run_folder`, `grid_root`,
-`Paths`). Torch- and pandas-free.
+"""A model id and a run's record: the one module that writes a model id and parses it back (`ModelId`), and the one
+reader of a run's record (`read_record`) with its identity (`identities`). Where a run lives: `mlmclm.paths`. Torch-
+and pandas-free.
 
 A model id (results/README.md, "Model ids") is the paper's released model name, in a scale's steps:
 
@@ -26,14 +26,6 @@ longest that fits), so that a longer id never reads as a size (`mini-xs-mlm40-de
 the biphasic run of a size `mini-xs-mlm40-dec9240`: it is a detour of `mini-xs-mlm40-9240` ending before that run
 did, and refused).
 
-Where things live:
-
-    <runs>/<scale>/<model id>/                a run's pretraining record (config.yaml, meta.json, pretrain.csv)
-                                              and a model's fine-tuning results (<group>/<dataset>/lr.._sd../)
-    <runs>/stability/<scale>/<model id>/      the stability grid's results (`grid_root`)
-    <runs>/reference/<scale>/<model id>/      models pretrained elsewhere and their CPT runs
-    <checkpoints>/<scale>/<run id>/           a run's checkpoints (their step folders: `training.checkpoints`)
-
 A run's record is read by one reader (`read_record`), believed only when whole and agreeing with itself.
 """
 
@@ -45,9 +37,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import REFERENCE, read_yaml, step_text
+from .config import read_yaml, step_text
 from .errors import ConfigError, ResultFileError
 from .io import read_json
+from .paths import CONFIG, META
 from .schedule import Objective, parse_objective
 from .sizes import SIZES
 
@@ -188,13 +181,6 @@ def id_of(cfg) -> ModelId | None:
     return ModelId(size, "clm", phases[0][1], phases[1][0], phases[0][1] + phases[1][1], seed=seed)
 
 
-def run_folder(root: str | Path, scale: str, model: str | ModelId) -> Path:
-    """`<root>/<scale>/<model id>`: a run's record or a model's fine-tuning results (`root`: a runs folder, or a grid's
-    tree in it, `grid_root`), or a run's checkpoints (`root`: a checkpoints folder)."""
-    return Path(root) / scale / str(model)
-
-
-CONFIG, META = "config.yaml", "meta.json"  # a run's record in its run folder (beside pretrain.csv)
 RESTORE = "restore it (version control, a backup) or train the run again"
 
 
@@ -247,32 +233,3 @@ def read_record(folder: str | Path) -> Record | None:
         raise ResultFileError(f"{folder / CONFIG}: edited after training (its identity is {record.identity}, "
                               f"{folder / META} records {meta['identity']}); {RESTORE}")
     return record
-
-
-def grid_root(runs: str | Path, grid: str) -> Path:
-    """Where a grid's results go under a runs folder: the stability and reference grids in their own trees (never
-    mixed with the default grid's)."""
-    return Path(runs) / grid if grid in ("stability", REFERENCE) else Path(runs)
-
-
-@dataclass
-class Paths:
-    """The folders of a study: runs (results), checkpoints and data (corpora, tokenizers, shards, the task suite),
-    each by default in the working root `root` (`io.working_root`), which the configs a study writes name their
-    folders relative to."""
-    root: Path
-    results: Path | None = None  # default root/results/runs
-    checkpoints: Path | None = None  # default root/checkpoints
-    data: Path | None = None  # default root/data
-
-    def __post_init__(self):
-        self.results = self.results or self.root / "results" / "runs"
-        self.checkpoints = self.checkpoints or self.root / "checkpoints"
-        self.data = self.data or self.root / "data"
-
-    def run(self, scale: str, model: str | ModelId, grid: str = "default") -> Path:
-        """A run's record and its model's fine-tuning results of `grid` (a decoder's CPT: the reference grid)."""
-        return run_folder(grid_root(self.results, grid), scale, model)
-
-    def checkpoints_of(self, scale: str, run: str | ModelId) -> Path:
-        return run_folder(self.checkpoints, scale, run)

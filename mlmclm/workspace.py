@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from .errors import ConfigError
-from .io import atomic_path, check_writable, shown, working_root
+from .io import atomic_path, check_writable, shown
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 FILES = {"notebooks": ("notebooks", "*.ipynb"), "paper": ("results/paper", "*.csv"),  # shipped folder -> target
@@ -44,7 +44,7 @@ def init(folder: str | Path) -> list[Path]:
 
 
 def _init_cli(args) -> int:
-    folder = Path(args.folder) if args.folder else working_root()
+    folder = Path(args.folder) if args.folder else args.root
     written = init(folder)
     print(f"{shown(folder)}: wrote {len(written)} files (notebooks/, results/paper/)" if written else
           f"{shown(folder)}: the notebooks and the paper's tables are already there")

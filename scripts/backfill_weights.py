@@ -14,14 +14,15 @@ naming the file), and writes them with `meta.weights_i_added` saying so. Re-runn
 import sys
 from pathlib import Path
 
-from mlmclm.evaluation.tasks import SUITES, load_task
-from mlmclm.io import read_json, write_json
+from mlmclm.evaluation.tasks import SUITES, load_task, tasks_dir
+from mlmclm.io import read_json, working_root, write_json
 
 # the note the committed results carry, under the script's path when it ran
 NOTE = "added after the run by results/runs/backfill_weights.py: words per sentence of the evaluated split"
 
 
-def backfill(root: Path) -> int:
+def backfill(root: Path, data_dir: Path) -> int:
+    """Backfill the results under `root` from the offline suite built in `data_dir` (`tasks.tasks_dir`)."""
     splits_of, changed = {}, 0
     for path in sorted(root.rglob("results.json")):
         doc = read_json(path)
@@ -30,7 +31,8 @@ def backfill(root: Path) -> int:
             continue
         key = (meta["suite"], meta["dataset"], meta["config"]["max_eval"])
         if key not in splits_of:
-            splits_of[key] = load_task(SUITES[key[0]][key[1]], max_eval=key[2])
+            splits_of[key] = load_task(SUITES[key[0]][key[1]], data_dir if key[0] == "offline" else None,
+                                       max_eval=key[2])
         for split in ("validation", "test"):
             words = [len(row["tags"]) for row in splits_of[key][split]]
             scores = doc[split]["scores_i"]
@@ -46,4 +48,5 @@ def backfill(root: Path) -> int:
 
 
 if __name__ == "__main__":
-    print(f"{backfill(Path(sys.argv[1] if len(sys.argv) > 1 else 'results/runs'))} results.json updated")
+    runs = Path(sys.argv[1] if len(sys.argv) > 1 else 'results/runs')
+    print(f"{backfill(runs, tasks_dir(working_root()))} results.json updated")  # an entrance: reads the working root

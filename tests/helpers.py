@@ -112,7 +112,7 @@ def write_offline_sources(root: Path, n: int = 60) -> dict[str, Path]:
 def offline_suite(root: Path) -> list[str]:
     """The offline suite built from `write_offline_sources` into `root/tasks`; returns texts to train a tokenizer on
     (multiemo's training sentences and squad11's contexts)."""
-    build_offline(data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
+    build_offline(None, data_dir=root / "tasks", roots=write_offline_sources(root / "src"), progress=False)
     texts = [r["text"] for r in load_task(SUITES["offline"]["multiemo_sentiment"], root / "tasks")["train"]]
     return texts + [r["context"] for r in load_task(SUITES["offline"]["squad11"], root / "tasks")["train"]]
 

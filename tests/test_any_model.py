@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mlmclm.io import working_root
 from mlmclm.analysis.loading.results import load_run_tree
 from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config
@@ -42,7 +43,7 @@ def test_one_grid_end_to_end_per_family(suite, family, capsys):
     datasets = "multiemo_sentiment,brown_propn_spans" + (",squad11,squad_retrieval" if family in ("bert", "llama")
                                                          else "")
     assert _finetune(suite, models[family], "--datasets", datasets) == 0
-    assert open_checkpoint(models[family]).kind == kind
+    assert open_checkpoint(models[family], root=working_root()).kind == kind
     files = sorted((root / "results" / "tiny" / f"{family}-tiny").glob("*/*/lr1e-03_sd0/results.json"))
     assert sorted(f.parts[-3] for f in files) == sorted(datasets.split(","))
     for f in files:
@@ -60,11 +61,11 @@ def test_a_decoder_fine_tunes_causally_as_an_option_an_encoder_refuses(suite, tm
     root, models = suite
     cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "max_steps=2",
                                  "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]", "is_causal=true"])
-    run_grid(models["llama"], cfg, model_id="llama-causal", progress=False)
+    run_grid(models["llama"], cfg, model_id="llama-causal", progress=False, root=working_root())
     doc = json.loads(next((tmp_path / "tiny" / "llama-causal").rglob("results.json")).read_text())
     assert doc["meta"]["is_causal"] is True and doc["meta"]["config"]["is_causal"] is True
     with pytest.raises(FinetuneError, match="'bert' encoder, which has no causal mode"):
-        run_grid(models["bert"], cfg, progress=False)
+        run_grid(models["bert"], cfg, progress=False, root=working_root())
 
 
 def test_converted_decoder_body_keeps_its_weights(suite):
@@ -74,7 +75,7 @@ def test_converted_decoder_body_keeps_its_weights(suite):
     from mlmclm.models import MlmClmModel
 
     _, models = suite
-    ckpt = open_checkpoint(models["llama"])
+    ckpt = open_checkpoint(models["llama"], root=working_root())
     ours = MlmClmModel(ckpt.config)
     ours.load_state_dict(ckpt.body)
     ids = torch.tensor([[1, 5, 9, 12, 3]])
@@ -94,7 +95,7 @@ def test_arbitrary_model_ids_load_with_empty_attributes(suite):
     root, models = suite
     cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={root / 'ids'}", "max_steps=2",
                                  "datasets=[multiemo_sentiment]", "lrs=[1e-3]", "seeds=[0]"])
-    run_grid(models["bert"], cfg, model_id="all-MiniLM-L6-v2", progress=False)
+    run_grid(models["bert"], cfg, model_id="all-MiniLM-L6-v2", progress=False, root=working_root())
     scores = results.aggregate(results.load_run_tree(root / "ids" / "tiny", "ours", "tiny"))
     row = scores[scores["model"] == "all-MiniLM-L6-v2"]
     assert len(row) and row[["size", "objective", "steps"]].isna().all().all()
@@ -126,13 +127,13 @@ def test_bad_models_fail_in_one_line(suite, tmp_path):
         cases.append((tmp_path / name, f"a '{name}' {what} has no usable hidden states"))
     for path, message in cases:
         with pytest.raises(FinetuneError, match=message) as e:
-            open_checkpoint(path)
+            open_checkpoint(path, root=working_root())
         assert "\n" not in str(e.value)
 
 
 def test_a_folder_that_is_no_hub_id_is_not_fetched(tmp_path):
     with pytest.raises(FinetuneError, match="no config.json"):
-        open_checkpoint(tmp_path / "nowhere" / "deeper")
+        open_checkpoint(tmp_path / "nowhere" / "deeper", root=working_root())
 
 
 def test_a_hub_id_is_fetched_through_the_hub_client_and_named_after_its_name(suite, monkeypatch):
@@ -144,7 +145,7 @@ def test_a_hub_id_is_fetched_through_the_hub_client_and_named_after_its_name(sui
     asked = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, **kw: asked.append(repo) or
                         str(models["bert"]))
-    ckpt = open_checkpoint("someone/tiny-bert")
+    ckpt = open_checkpoint("someone/tiny-bert", root=working_root())
     assert asked == ["someone/tiny-bert"] and ckpt.model_id == "tiny-bert" and ckpt.kind == "encoder"
 
     def offline(repo, **kw):
@@ -152,4 +153,4 @@ def test_a_hub_id_is_fetched_through_the_hub_client_and_named_after_its_name(sui
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     with pytest.raises(FinetuneError, match=r"someone/x: no such folder, and the hub did not provide it \(OSError: "
                                             r"outgoing traffic has been disabled\)$"):
-        open_checkpoint("someone/x")
+        open_checkpoint("someone/x", root=working_root())

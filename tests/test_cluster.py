@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mlmclm.io import working_root
 from mlmclm.cli import main
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
 from mlmclm.models.configuration import MlmClmConfig
@@ -51,7 +52,7 @@ def test_the_sbatch_launch_line_on_two_local_nodes_trains_one_model(tmp_path, fr
     main one, one process a node; both train one model (one run, two processes, FSDP), the model of one process."""
     schedule = {"phases": [["clm", 2], ["mlm40", 2]], "log_every": 1, "checkpoint": {"every": 4}}
     one = _config(tmp_path, "one", **schedule)
-    pretrain(one)  # also prepares the data the launch finds (as `mlmclm data` does)
+    pretrain(one, root=working_root())  # also prepares the data the launch finds (as `mlmclm data` does)
     two = _config(tmp_path, "two", **schedule)
     path = tmp_path / "two.yaml"
     path.write_text(to_yaml(two))

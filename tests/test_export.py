@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mlmclm.io import working_root
 from mlmclm.errors import ConfigError
 from mlmclm.export import export
 from mlmclm.models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
@@ -77,7 +78,7 @@ def _plain(folder: Path, auto: str) -> dict:
     ("llama", MlmClmForCausalLM, "AutoModelForCausalLM", True)])
 def test_export_loads_in_plain_transformers_with_equal_logits(run, tmp_path, fmt, ours, auto, causal):
     root, step = run
-    out = export(root / "checkpoints" / "tiny" / "tiny-m-clm-4", tmp_path / "out", fmt)
+    out = export(root / "checkpoints" / "tiny" / "tiny-m-clm-4", tmp_path / "out", fmt, root=working_root())
     plain = _plain(out, auto)
     assert plain["class"] == ("EuroBertForMaskedLM" if fmt == "eurobert" else "LlamaForCausalLM")
     model = ours.from_pretrained(step / "hf").eval()
@@ -99,9 +100,9 @@ def test_export_defaults_to_the_last_objective_and_refuses_what_it_cannot_write(
     assert "LlamaForCausalLM" in proc.stdout  # last trained with CLM
     assert json.loads((tmp_path / "a" / "config.json").read_text())["model_type"] == "llama"
     with pytest.raises(ConfigError, match="not empty"):
-        export(step, tmp_path / "a", "eurobert")
+        export(step, tmp_path / "a", "eurobert", root=working_root())
     with pytest.raises(ConfigError, match="not an mlmclm checkpoint"):
-        export(tmp_path, tmp_path / "b")
+        export(tmp_path, tmp_path / "b", root=working_root())
 
 
 def test_export_onto_or_under_a_file_is_one_line_and_writes_nothing(run, tmp_path, capsys):
@@ -120,7 +121,7 @@ def test_the_exported_tokenizer_truncates_at_the_models_positions_and_the_card_h
     from transformers import AutoTokenizer
 
     root, step = run
-    out = export(step, tmp_path / "out", "eurobert")
+    out = export(step, tmp_path / "out", "eurobert", root=working_root())
     positions = json.loads((out / "config.json").read_text())["max_position_embeddings"]
     tok = AutoTokenizer.from_pretrained(out)
     assert tok.model_max_length == positions
@@ -184,7 +185,7 @@ def test_the_cards_snippet_loads_the_folder_it_sits_in_and_the_files_are_world_r
     root, step = run
     mask = os.umask(0o022)
     try:
-        out = export(step, tmp_path / "out", "eurobert")
+        out = export(step, tmp_path / "out", "eurobert", root=working_root())
     finally:
         os.umask(mask)
     assert all(p.stat().st_mode & 0o044 == 0o044 for p in [out, *out.iterdir()]), \

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from mlmclm.io import working_root
 from mlmclm.training import pretrain as pretrain_module
 from mlmclm.training.pretrain import Trainer, pretrain
 from test_pretrain import data_root, make_config, read_log, text_corpus  # noqa: F401  (fixtures)
@@ -79,7 +80,7 @@ def test_a_training_step_never_waits_for_the_device_and_logging_does(tmp_path, t
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="sync", log_every=3,
                       phases=(("mix1clm3mlm40", 2), ("clm", 2), ("mlm40", 2)), data={"document_masking": True},
                       optim={"warmup_steps": 1, "decay_steps": 2, "grad_clip": 1.0}, checkpoint={"steps": []})
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     assert sorted(per_step) == list(range(1, 7))
     assert per_step == {s: [] for s in range(1, 7)}, "ops that wait for a GPU inside a training step"
     assert at_log and all("aten._local_scalar_dense" in ops for ops in at_log)  # the spy sees what logging reads
@@ -131,7 +132,7 @@ def test_auto_micro_batch_is_refused_in_one_line_without_a_gpu(tmp_path, text_co
 
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="auto", micro_batch_size="auto")
     with pytest.raises(ConfigError, match=r"micro_batch_size: auto .* this machine has none; set micro_batch_size"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert not (tmp_path / "runs" / "test" / "auto").exists()
 
 

@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from helpers import offline_suite, tokenizer
+from mlmclm.paths import hf_dir, step_dir
+from mlmclm.io import working_root
 from mlmclm.bench import random_checkpoint
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
@@ -96,7 +98,7 @@ def test_worker_processes_write_the_same_results_as_one_run_after_another(suite,
         cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / name}",
                                      "datasets=[multiemo_sentiment,brown_propn_spans,squad11,squad_retrieval]",
                                      "lrs=[1e-3,3e-3]", "seeds=[0,1]", f"grid_workers={workers}"])
-        outs[name] = run_grid(ckpt, cfg, progress=False)
+        outs[name] = run_grid(ckpt, cfg, progress=False, root=working_root())
         docs[name] = _grid_docs(tmp_path / name)
     assert outs["workers"]["workers"] == 2 and outs["workers"]["runs"] == outs["sequential"]["runs"] == 16
     assert sorted(docs["workers"]) == sorted(docs["sequential"])
@@ -107,7 +109,7 @@ def test_worker_processes_write_the_same_results_as_one_run_after_another(suite,
             assert got[split]["score"] == pytest.approx(ref[split]["score"], abs=1e-6), (path, split)
             assert got[split]["scores_i"] == pytest.approx(ref[split]["scores_i"], abs=1e-6), (path, split)
         assert (got["meta"]["grid_workers"], ref["meta"]["grid_workers"]) == (2, 1)
-    assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
+    assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 0
 
 
 def test_seeds_are_reproducible_and_matter(suite, tmp_path):
@@ -117,7 +119,7 @@ def test_seeds_are_reproducible_and_matter(suite, tmp_path):
     for i, seed in enumerate((3, 3, 4)):
         cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path / str(i)}",
                                      "datasets=[brown_propn_spans]", "lrs=[1e-3]", f"seeds=[{seed}]"])
-        run_grid(ckpt, cfg, progress=False)
+        run_grid(ckpt, cfg, progress=False, root=working_root())
         f = next((tmp_path / str(i)).rglob("results.json"))
         docs.append(json.loads(f.read_text()))
     assert docs[0]["test"] == docs[1]["test"] and docs[0]["meta"]["train_loss"] == docs[1]["meta"]["train_loss"]
@@ -154,7 +156,7 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
     bert.mkdir()
     (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
     headed = tmp_path / "sst2-head"  # a checkpoint that already has a 2-label classification head
-    tok = open_checkpoint(ckpt).tokenizer
+    tok = open_checkpoint(ckpt, root=working_root()).tokenizer
     MlmClmForSequenceClassification(MlmClmConfig.from_size("tiny", vocab_size=len(tok), num_labels=2,
                                                            id2label={0: "neg", 1: "pos"})).save_pretrained(headed)
     tok.save_pretrained(headed)
@@ -164,12 +166,12 @@ def test_bad_checkpoints_are_one_line(suite, tmp_path, capsys):
     cut = tmp_path / "cut"  # a foreign folder whose weights were cut short
     shutil.copytree(ckpt, cut)
     (cut / "model.safetensors").write_bytes((cut / "model.safetensors").read_bytes()[:-10])
-    flipped = checkpoints.step_dir(tmp_path / "ckpt" / "tiny" / "run", 8)  # a run's checkpoint, changed since saved
-    shutil.copytree(ckpt, checkpoints.hf_dir(flipped))
+    flipped = step_dir(tmp_path / "ckpt" / "tiny" / "run", 8)  # a run's checkpoint, changed since saved
+    shutil.copytree(ckpt, hf_dir(flipped))
     checkpoints.write_state(flipped, {"step": 8})
-    data = bytearray((checkpoints.hf_dir(flipped) / "model.safetensors").read_bytes())
+    data = bytearray((hf_dir(flipped) / "model.safetensors").read_bytes())
     data[-1] ^= 1
-    (checkpoints.hf_dir(flipped) / "model.safetensors").write_bytes(bytes(data))
+    (hf_dir(flipped) / "model.safetensors").write_bytes(bytes(data))
     capsys.readouterr()
     for path, message in ((tmp_path / "empty", "is not a checkpoint: no config.json"),
                           (bert, "bert is not a checkpoint: no weights"),  # any model is fine-tuned: test_any_model
@@ -190,7 +192,7 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
     root, ckpt = suite
     base = [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[multiemo_sentiment]", "lrs=[1e-3]",
             "seeds=[0,1,2,3]", "grid_workers=1"]
-    run_grid(ckpt, finetune_config(TINY, base), progress=False)
+    run_grid(ckpt, finetune_config(TINY, base), progress=False, root=working_root())
     files = sorted(tmp_path.rglob("results.json"))
     assert len(files) == 4
     files[0].write_text(files[0].read_text()[:100])  # truncated
@@ -200,15 +202,15 @@ def test_a_damaged_result_or_one_of_other_settings_is_redone_and_named(suite, tm
     files[2].write_text(json.dumps(doc))
     stamp = files[3].stat().st_mtime_ns
     capsys.readouterr()
-    out = run_grid(ckpt, finetune_config(TINY, base + ["seeds=[0,1,2,3,4]"]), progress=False)
+    out = run_grid(ckpt, finetune_config(TINY, base + ["seeds=[0,1,2,3,4]"]), progress=False, root=working_root())
     assert (out["runs"], out["skipped"]) == (4, 1) and files[3].stat().st_mtime_ns == stamp
     said = capsys.readouterr().out
     for path, fault in zip(files, ("not valid JSON", "'test' has no 'score'", "no meta.config")):
         assert f"{path}: {fault}" in said and "; it is redone" in said
     assert all(json.loads(f.read_text())["meta"]["config"]["max_steps"] == 4 for f in files)
-    out = run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3"]), progress=False)  # another protocol
+    out = run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3"]), progress=False, root=working_root())  # another protocol
     assert out["runs"] == 4 and "computed with other settings (max_steps 4 -> 3)" in capsys.readouterr().out
-    assert run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3", "grid_workers=2"]), progress=False)[
+    assert run_grid(ckpt, finetune_config(TINY, base + ["max_steps=3", "grid_workers=2"]), progress=False, root=working_root())[
         "runs"] == 0  # how many workers does not change a result
 
 
@@ -220,7 +222,7 @@ def test_a_result_counts_only_in_the_folder_its_meta_names(suite, tmp_path, caps
     root, ckpt = suite
     cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "lrs=[1e-3]",
                                  "datasets=[multiemo_sentiment]", "seeds=[0,1]", "grid_workers=1"])
-    run_grid(ckpt, cfg, progress=False)
+    run_grid(ckpt, cfg, progress=False, root=working_root())
     sd0, sd1 = sorted(tmp_path.rglob("results.json"))
     sd1.write_text(sd0.read_text())  # seed 0's result in seed 1's folder
     assert result_fault(sd1, cfg) == f"{sd1}: its meta names tiny/tiny-mlm40-100/SC/multiemo_sentiment/" \
@@ -228,7 +230,7 @@ def test_a_result_counts_only_in_the_folder_its_meta_names(suite, tmp_path, caps
     runs = load_run_tree(tmp_path / "tiny", "ours", "tiny")
     assert list(runs["seed"]) == [0] and "1 results.json not counted, not in the folder their meta names: " \
         f"{sd1}: its meta names" in capsys.readouterr().out
-    assert run_grid(ckpt, cfg, progress=False)["runs"] == 1
+    assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 1
     said = capsys.readouterr().out
     assert f"{sd1}: its meta names tiny/tiny-mlm40-100/SC/multiemo_sentiment/lr1e-03_sd0/, not the folder it lies " \
            f"in; set aside as results.misplaced.json" in said
@@ -375,7 +377,7 @@ def test_a_tiny_model_beats_the_majority_class_on_real_data(tmp_path):
     cfg = finetune_config(TINY, [f"data_dir={tmp_path / 'tasks'}", f"results_dir={tmp_path / 'results'}",
                                  "groups=[SC]", "datasets=[bbc_news_topic]", "lrs=[1e-3]", "seeds=[0]",
                                  "max_steps=120", "batch_size=16", "max_train=null", "max_eval=null"])
-    run_grid(ckpt, cfg, progress=False)
+    run_grid(ckpt, cfg, progress=False, root=working_root())
     result = json.loads(next((tmp_path / "results").rglob("results.json")).read_text())
     majority = collections.Counter(r["label"] for r in data["train"]).most_common(1)[0][0]
     baseline = sum(r["label"] == majority for r in data["test"]) / len(data["test"])
@@ -392,7 +394,7 @@ def test_several_epochs_reshuffle_and_record_a_validation_curve(suite, tmp_path)
     cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "datasets=[brown_upos]",
                                  "groups=[TC]", "lrs=[1e-3]", "seeds=[0]", "max_steps=-1", "epochs=3",
                                  "max_train=20"])
-    assert run_grid(ckpt, cfg, progress=False)["runs"] == 1
+    assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 1
     doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
     assert doc["meta"]["train_steps"] == 9 and doc["meta"]["train_examples"] == 60
     curve = doc["validation"]["curve"]
@@ -416,7 +418,7 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
             "per_dataset.multiemo_sentiment.lrs=[1e-4, 1e-2]", "per_dataset.multiemo_sentiment.max_eval=3",
             "per_dataset.squad_retrieval.seeds=[1]", "per_dataset.squad_retrieval.max_steps=2"]
     cfg = finetune_config(TINY, base)
-    out = run_grid(ckpt, cfg, progress=False)
+    out = run_grid(ckpt, cfg, progress=False, root=working_root())
     assert (out["runs"], out["trainings"]) == (5, 4)
     docs = {str(p.parent.relative_to(tmp_path / "tiny" / "tiny-mlm40-100")): json.loads(p.read_text())
             for p in tmp_path.rglob("results.json")}
@@ -428,13 +430,13 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
     assert tc_run["meta"]["n_test"] > 3 and tc_run["meta"]["config"]["lrs"] == [1e-3]
     assert all(d["meta"]["config"]["per_dataset"] == {} for d in docs.values())
     assert {d["meta"]["train_steps"] for k, d in docs.items() if k.startswith("IR")} == {2}
-    assert run_grid(ckpt, cfg, progress=False)["runs"] == 0
+    assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 0
     # the command line's --lrs is every dataset's grid
     assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--runs-dir",
                 str(tmp_path / "cli"), "--set", "per_dataset.multiemo_sentiment.lrs=[1e-4]") == 0
     assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
     with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):
-        run_grid(ckpt, finetune_config(TINY, base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False)
+        run_grid(ckpt, finetune_config(TINY, base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False, root=working_root())
 
 
 def test_every_task_group_is_one_entry_of_each_table():

@@ -18,12 +18,13 @@ PKG = ROOT / "mlmclm"
 # what each room may import from the package (besides itself): lower rooms and the torch-free top-level helpers
 ALLOWED = {
     "models": {"errors", "flops", "sizes"},
-    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "runs"},
+    "training": {"models", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks", "paths", "runs",
+                 "runlog", "store"},
     "evaluation": {"models", "training", "config", "errors", "flops", "sizes", "schedule", "io", "fetch", "locks",
-                   "runs"},
-    "analysis": {"config", "errors", "flops", "io", "locks", "runs", "schedule"},
+                   "paths", "runs", "store"},
+    "analysis": {"config", "errors", "flops", "io", "locks", "paths", "runs", "schedule"},
     "studies": {"evaluation", "training", "analysis", "commands", "config", "errors", "flops", "sizes", "schedule",
-                "io", "fetch", "locks", "runs", "workspace"},
+                "io", "fetch", "locks", "paths", "runs", "runlog", "store", "workspace"},
 }
 # analysis's rooms by job, and which of them each may import: loading <- judging <- drawing (result files -> a tidy
 # table; claims -> verdicts; tables, figures and notebooks); every analysis module lives in one of them
@@ -46,12 +47,15 @@ HELPERS = {
     "workspace": {"errors", "io"},
     "config_loader": {"errors"},
     "config": {"errors", "config_loader", "schedule", "sizes"},
-    "runs": {"errors", "io", "config", "schedule", "sizes"},
+    "paths": {"errors", "io", "config"},
+    "runs": {"errors", "io", "config", "paths", "schedule", "sizes"},
+    "runlog": {"errors", "io", "paths"},
+    "store": {"errors", "io", "fetch", "locks", "paths", "runs"},
 }
 # the entry points above the rooms, and what each may import from the package besides the helpers
 ENTRY_POINTS = {
     "commands": {"training", "evaluation", "bench", "gpu_check"},
-    "export": {"models", "training"},
+    "export": {"models"},
     "bench": {"models", "training", "evaluation"},
     "gpu_check": {"models", "training", "bench"},
     "cli": {"commands", "models", "training", "evaluation", "analysis", "studies", "export", "bench", "gpu_check"},
@@ -307,6 +311,26 @@ def test_one_working_root_passed_down():
         bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports chdir" for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and any(a.name == "chdir" for a in node.names)]
     assert not bad, "\n".join(bad)
+
+
+ENTRANCES = ("cli.py", "bench.py")  # where the working root is read (and the notebooks' own `__main__` block)
+
+
+def test_only_the_entrances_read_the_working_root():
+    """Below the entrances (the CLI, which hands every job `args.root`; bench; `python -m mlmclm.analysis.drawing.notebooks`)
+    every function is given the working root (`root`, `working`, `args.root`): none calls `io.working_root()`."""
+    bad = []
+    for path in _sources():
+        if path.relative_to(PKG).as_posix() in ENTRANCES:
+            continue
+        tree = ast.parse(path.read_text())
+        main = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        inside = {id(n) for block in main for n in ast.walk(block)}
+        bad += [f"{path.relative_to(ROOT)}:{node.lineno} calls working_root()" for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and id(node) not in inside and (
+                    getattr(node.func, "id", None) == "working_root" or getattr(node.func, "attr", None) ==
+                    "working_root")]
+    assert not bad, "\n".join(bad) + "\n(take the working root as an argument from the caller)"
 
 
 def test_the_schedule_is_built_in_one_place():

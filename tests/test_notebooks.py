@@ -11,6 +11,7 @@ import pytest
 from helpers import REPO, write_run, write_synthetic_study
 
 from mlmclm import notebooks
+from mlmclm.io import working_root
 
 PARAMETERS = {"results_dir", "sources", "scales", "figures_dir", "tables_dir", "encodeval_dir", "run_study"}
 # Plotting or aggregation in a notebook would bypass mlmclm: none of these may appear in a code cell.
@@ -53,7 +54,7 @@ def test_notebook_is_committed_executed_and_clean(name):
 
 def test_main_rejects_unknown_notebooks(capsys):
     with pytest.raises(SystemExit):
-        notebooks.main(["06_nothing"])
+        notebooks.main(["06_nothing"], working_root())
     assert "unknown notebook" in capsys.readouterr().err
 
 
@@ -126,7 +127,8 @@ def test_a_failed_notebook_is_named_with_its_cell_and_error_and_left_as_it_was(t
     with pytest.raises(notebooks.NotebookError) as err:
         notebooks.execute(["01_scaling"], notebooks_dir=repo / "notebooks", jobs=1,
                           parameters={"results_dir": str(results), "scales": ["tiny"], "sources": ["paper", "ours"],
-                                      "figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables")})
+                                      "figures_dir": str(tmp_path / "figs"), "tables_dir": str(tmp_path / "tables")},
+                          root=REPO)
     message = str(err.value)
     assert message.startswith(f"{source}: cell ") and "failed: ResultFileError: " in message
     assert f"{bad}: not valid JSON" in message and message.endswith("the notebook is left as it was")
@@ -216,7 +218,8 @@ def test_parallel_notebooks_leave_the_callers_folder_alone(tmp_path, capfd):
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nbformat.write(nb, str(folder / f"{name}.ipynb"))
     before = os.getcwd()
-    notebooks.execute(["01_scaling", "05_cpt"], notebooks_dir=folder, jobs=2, output_dir=tmp_path / "out")
+    notebooks.execute(["01_scaling", "05_cpt"], notebooks_dir=folder, jobs=2, output_dir=tmp_path / "out",
+                      root=REPO)
     assert os.getcwd() == before
     for name in ("01_scaling", "05_cpt"):
         out = nbformat.read(str(tmp_path / "out" / f"{name}.ipynb"), as_version=4)
@@ -274,7 +277,7 @@ def test_a_parameter_that_names_nothing_is_refused_before_any_notebook_is_writte
     """Before any kernel starts: the committed notebooks, figures and tables are left as they were."""
     before = {p: p.stat().st_mtime_ns for p in (REPO / "notebooks").glob("*.ipynb")}
     with pytest.raises(notebooks.ConfigError, match=re.escape(says)):
-        notebooks.main(["01_scaling", *argv])
+        notebooks.main(["01_scaling", *argv], working_root())
     assert {p: p.stat().st_mtime_ns for p in (REPO / "notebooks").glob("*.ipynb")} == before
 
 
@@ -336,7 +339,7 @@ def test_a_parameter_of_the_wrong_kind_is_refused_naming_it_before_any_kernel_st
     `setup` in the kernel) is told the same."""
     monkeypatch.setattr(notebooks, "_execute_one", lambda *a, **k: pytest.fail("a notebook ran"))
     with pytest.raises(notebooks.ConfigError, match=re.escape(says)) as err:
-        notebooks.main(["01_scaling", *argv])
+        notebooks.main(["01_scaling", *argv], working_root())
     assert "\n" not in str(err.value)
     name, value = argv[1], notebooks._value(argv[2])
     kwargs = dict(results_dir="results", sources=["paper"], scales=None, figures_dir=None, tables_dir=None)
@@ -366,14 +369,14 @@ def test_notebooks_of_a_scale_not_committed_are_never_written_in_place(tmp_path,
     monkeypatch.setattr(notebooks, "_execute_one", lambda paths, parameters, progress=None: ran.append(
         (paths, parameters)) or 0.0)
     local = results / "local" / "tiny"
-    assert notebooks.main(["01_scaling", "-p", "scales", "[tiny]"]) == 0
+    assert notebooks.main(["01_scaling", "-p", "scales", "[tiny]"], working_root()) == 0
     [((source, target), parameters)] = ran
     assert source == tmp_path / "notebooks" / "01_scaling.ipynb" and target == local / "notebooks" / source.name
     assert (parameters["figures_dir"], parameters["tables_dir"]) == ("results/local/tiny/figures",
                                                                       "results/local/tiny/tables")
     assert f"wrote the executed notebooks in {local / 'notebooks'}" in capsys.readouterr().out
     ran.clear()
-    assert notebooks.main(["01_scaling", "-p", "scales", "[mini]"]) == 0  # a committed scale: in place
+    assert notebooks.main(["01_scaling", "-p", "scales", "[mini]"], working_root()) == 0  # a committed scale: in place
     assert ran[0][0][1] == source and "figures_dir" not in ran[0][1]
 
 

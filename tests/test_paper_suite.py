@@ -13,6 +13,7 @@ import datasets
 import pytest
 from datasets import ClassLabel, Features, Sequence, Value
 
+from mlmclm.io import working_root
 from mlmclm.errors import TaskError
 from mlmclm.evaluation import metrics, paper_suite
 from mlmclm.evaluation.paper_suite import PARQUET, SOURCES, check_sources, seeded_halves
@@ -328,7 +329,7 @@ def test_a_grid_evaluates_nq_on_the_halves_of_each_run_seed(mirror, tmp_path, mo
     cfg = finetune_config(scale_config("tiny"), [f"data_dir={mirror}", f"results_dir={tmp_path / 'out'}",
                                                  "suite=paper", "groups=[IR]", "datasets=[nq]", "lrs=[1e-3]",
                                                  "seeds=[0,1]", "grid_workers=1"])
-    assert finetune.run_grid(ckpt, cfg, progress=False)["runs"] == 2
+    assert finetune.run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 2
     assert sorted((name, seed) for name, seed, _ in loaded) == [("msmarco", 0), ("nq", 0), ("nq", 1)]
     halves = {seed: ids for name, seed, ids in loaded if name == "nq"}
     assert halves[0] != halves[1] and len(halves[0]) == len(halves[1]) == N // 2

@@ -17,6 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from mlmclm.io import working_root
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
 from mlmclm.errors import ConfigError, NonFiniteLoss
 from mlmclm.models.modeling import MlmClmForMaskedLM
@@ -82,7 +83,7 @@ def read_log(cfg):
 
 def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, data_root):
     cfg = make_config(tmp_path, text_corpus, data_root, checkpoint={"steps": [0, 6]})
-    run_dir = pretrain(cfg)
+    run_dir = pretrain(cfg, root=working_root())
     assert (run_dir / "config.yaml").read_text() == to_yaml(cfg)
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["attention_backend"] == "sdpa" and meta["tokens_seen"] == 24 * 256
@@ -125,11 +126,11 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     # fine-tuning reads a run's checkpoints under the paper's names: the run id, and -<step> for intermediate ones
     from mlmclm.evaluation.finetune import open_checkpoint
     run_ckpts = Path(cfg.checkpoints_dir) / "test" / "t"
-    assert (open_checkpoint(run_ckpts).model_id, open_checkpoint(run_ckpts).step) == ("t", 24)
-    assert (open_checkpoint(run_ckpts / "step_000006").model_id, open_checkpoint(clm_export).step) == ("t-6", 6)
+    assert (open_checkpoint(run_ckpts, root=working_root()).model_id, open_checkpoint(run_ckpts, root=working_root()).step) == ("t", 24)
+    assert (open_checkpoint(run_ckpts / "step_000006", root=working_root()).model_id, open_checkpoint(clm_export, root=working_root()).step) == ("t-6", 6)
     # idempotent: a second run of the same config does nothing
     stamp = (run_dir / "pretrain.csv").stat().st_mtime_ns
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     assert (run_dir / "pretrain.csv").stat().st_mtime_ns == stamp
 
 
@@ -142,7 +143,7 @@ PHASES = pytest.mark.parametrize("phases", [(("clm", 12), ("mlm40", 12)), MIXED]
 @PHASES
 def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_root, phases):
     straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", log_every=1, phases=phases)
-    pretrain(straight)
+    pretrain(straight, root=working_root())
     killed = make_config(tmp_path, text_corpus, data_root, run_id="killed", log_every=1, phases=phases)
     path = tmp_path / "killed.yaml"
     path.write_text(to_yaml(killed))
@@ -168,15 +169,15 @@ def test_biphasic_run_resumes_the_clm_runs_pre_decay_checkpoint(tmp_path, text_c
     phases = (("clm", 8), ("mlm40", 8))
     straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", phases=phases,
                            checkpoint={"steps": []})
-    pretrain(straight)
+    pretrain(straight, root=working_root())
     clm = make_config(tmp_path, text_corpus, data_root, run_id="clm", phases=(("clm", 16),),
                       checkpoint={"steps": [8]})
-    pretrain(clm)
+    pretrain(clm, root=working_root())
     biphasic = make_config(tmp_path, text_corpus, data_root, run_id="biphasic", phases=phases,
                            checkpoint={"steps": []},
                            init={"kind": "run", "path": str(Path(clm.checkpoints_dir) / "test" / "clm"), "step": 8,
                                  "optimizer": True})
-    pretrain(biphasic)
+    pretrain(biphasic, root=working_root())
     assert [int(r["step"]) for r in read_log(biphasic)][0] == 10  # it starts after the CLM run's step 8
     a, b = final_weights(straight), final_weights(biphasic)
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -184,11 +185,11 @@ def test_biphasic_run_resumes_the_clm_runs_pre_decay_checkpoint(tmp_path, text_c
 
 def test_continued_pretraining_from_a_decayed_checkpoint(tmp_path, text_corpus, data_root):
     base = make_config(tmp_path, text_corpus, data_root, run_id="base", phases=(("clm", 8),))
-    pretrain(base)
+    pretrain(base, root=working_root())
     cpt = make_config(tmp_path, text_corpus, data_root, run_id="cpt", phases=(("mlm40", 6),),
                       init={"kind": "run", "path": str(Path(base.checkpoints_dir) / "test" / "base")},
                       checkpoint={"steps": []})
-    pretrain(cpt)
+    pretrain(cpt, root=working_root())
     log = read_log(cpt)
     assert int(log[0]["step"]) == 2 and float(log[0]["lr"]) == 3e-3  # fresh optimizer and schedule
     start = MlmClmForMaskedLM.from_pretrained(Path(base.checkpoints_dir) / "test" / "base" / "step_000008" / "hf")
@@ -209,7 +210,7 @@ def _rank_error(stderr: str) -> str:
 def test_two_processes_train_the_same_model_as_one(tmp_path, text_corpus, data_root, phases, free_port):
     one = make_config(tmp_path, text_corpus, data_root, run_id="one", log_every=1, checkpoint={"steps": []},
                       phases=phases)
-    pretrain(one)
+    pretrain(one, root=working_root())
     two = make_config(tmp_path, text_corpus, data_root, run_id="two", log_every=1, checkpoint={"steps": []},
                       phases=phases)
     path = tmp_path / "two.yaml"
@@ -246,7 +247,7 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
     monkeypatch.setattr(MlmClmForMaskedLM, "forward", poisoned)
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="nan", log_every=4)
     with pytest.raises(NonFiniteLoss, match=r"non-finite loss at step 10; .*step_000008"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     steps = sorted(p.name for p in (Path(cfg.checkpoints_dir) / "test" / "nan").glob("step_*"))
     assert steps == ["step_000006", "step_000008"]
     meta = json.loads((Path(cfg.results_dir) / "test" / "nan" / "meta.json").read_text())
@@ -270,7 +271,7 @@ def test_init_from_a_llama_decoder_adds_a_mask_token_and_trains_mlm(tmp_path, te
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="llm", phases=(("mlm40", 4),),
                       optim={"warmup_steps": 1, "decay_steps": 1}, checkpoint={"steps": []},
                       init={"kind": "hf", "path": str(decoder_dir)})
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     from transformers import AutoTokenizer
     out = Path(cfg.checkpoints_dir) / "test" / "llm" / "step_000004" / "hf"
     model, tok2 = MlmClmForMaskedLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
@@ -314,7 +315,7 @@ def test_mixed_and_alternating_steps_run_each_part_with_its_attention_and_one_no
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="mixed", phases=(("mix1clm3mlm40", 2),
                       ("alt1clm1mlm40", 3)), log_every=1, optim={"warmup_steps": 1, "decay_steps": 1},
                       checkpoint={"steps": []})
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     steps = [calls[0:3], calls[3:6], calls[6:8], calls[8:10], calls[10:12]]
     assert len(calls) == 12
     mask = json.loads((Path(cfg.checkpoints_dir) / "test" / "mixed" / "step_000005" / "hf" /
@@ -355,7 +356,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="x",
                       init={"kind": "run", "path": str(tmp_path / "nowhere")})
     with pytest.raises(ConfigError, match="holds no checkpoint"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert not (tmp_path / "runs" / "test" / "x").exists()
     from transformers import PreTrainedTokenizerFast
 
@@ -365,7 +366,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     tok.save_pretrained(tmp_path / "nomask")
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="y", data={"tokenizer": str(tmp_path / "nomask")})
     with pytest.raises(ConfigError, match="has no mask token and the run has an MLM phase; set data.mask_token"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert not (tmp_path / "runs" / "test" / "y").exists()
 
 
@@ -385,7 +386,7 @@ def test_document_masking_with_the_kernels_backend(tmp_path, text_corpus, data_r
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="docs", phases=(("clm", 3), ("mlm40", 3)),
                       data={"document_masking": True}, model={"attention_backend": "kernels"},
                       optim={"warmup_steps": 1, "decay_steps": 1}, checkpoint={"steps": []})
-    run_dir = pretrain(cfg)
+    run_dir = pretrain(cfg, root=working_root())
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["attention_backend"] == "kernels" and meta["status"] == "complete"
     assert all(torch.isfinite(torch.tensor(float(r["loss"]))) for r in read_log(cfg))
@@ -396,13 +397,13 @@ def test_document_masking_with_the_kernels_backend(tmp_path, text_corpus, data_r
 def test_a_damaged_log_is_named_and_trained_again_to_the_same_rows(tmp_path, text_corpus, data_root, capsys,
                                                                     damage):
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="log", checkpoint={"steps": []})
-    run_dir = pretrain(cfg)
+    run_dir = pretrain(cfg, root=working_root())
     log = run_dir / "pretrain.csv"
     rows, weights = read_log(cfg), final_weights(cfg)
     lines = log.read_text().splitlines()
     log.write_text("\n".join(lines[:-1] if damage == "last row lost" else lines[:5] + ["x,y"] + lines[5:]) + "\n")
     capsys.readouterr()
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     said = capsys.readouterr().out
     assert f"{log}: whole up to step {22 if damage == 'last row lost' else 8} of 24" in said
     assert "already complete" not in said
@@ -414,14 +415,14 @@ def test_seq_len_against_the_context_and_the_corpus(tmp_path, text_corpus, data_
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="wide", data={"seq_len": 100_000})
     with pytest.raises(ConfigError, match=r"data.seq_len \(100000\) exceeds the 256-token context of model size "
                                           r"tiny; lower data.seq_len, or widen the model with model.overrides="):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert not (tmp_path / "runs").exists()
     small = tmp_path / "small.txt"
     small.write_text("A few words of text, not enough for a batch of blocks.\n" * 4)
     cfg = make_config(tmp_path, small, data_root, run_id="small", data={"vocab_size": 300})
     with pytest.raises(ConfigError, match=r"holds \d+ block\(s\) of data.seq_len=32 tokens, fewer than one batch "
                                           r"of 8; lower data.seq_len"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert not (tmp_path / "ckpt" / "test" / "small").exists()
 
 
@@ -464,7 +465,7 @@ def test_an_interruption_names_the_step_being_trained(tmp_path, text_corpus, dat
     monkeypatch.setattr(MlmClmForMaskedLM, "forward", interrupted)
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="intr", phases=(("clm", 8),), checkpoint={"steps": []})
     with pytest.raises(KeyboardInterrupt, match=r"^intr: interrupted at step 5$"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
 
 
 # ---- a run's identity: its checkpoints survive any other run; complete means loadable ----
@@ -475,20 +476,20 @@ def _files(folder):
 def test_another_config_under_the_same_run_id_never_touches_the_first_runs_checkpoints(tmp_path, text_corpus,
                                                                                        data_root, capsys):
     first = make_config(tmp_path, text_corpus, data_root, run_id="same", checkpoint={"steps": []})
-    pretrain(first)
+    pretrain(first, root=working_root())
     ckpt_root = Path(first.checkpoints_dir) / "test" / "same"
     before = _files(ckpt_root)
     # the same run_id with another config and another results folder: the same checkpoint folder
     other = make_config(tmp_path, text_corpus, data_root, run_id="same", checkpoint={"steps": []},
                         optim={"lr": 1e-3}, results_dir=str(tmp_path / "other-runs"))
     with pytest.raises(ConfigError) as err:
-        pretrain(other)
+        pretrain(other, root=working_root())
     message = str(err.value)
     assert "\n" not in message and identity(first) in message and identity(other) in message
     assert str(tmp_path / "runs") in message and str(tmp_path / "other-runs") in message
     assert _files(ckpt_root) == before and not (tmp_path / "other-runs" / "test" / "same" / "meta.json").exists()
     capsys.readouterr()
-    pretrain(first)  # the first run is still whole, and its own
+    pretrain(first, root=working_root())  # the first run is still whole, and its own
     assert "already complete" in capsys.readouterr().out and _files(ckpt_root) == before
     # a trainer state of another run in a run's folder is never resumed (its steps would be skipped)
     copied = Path(first.checkpoints_dir) / "test" / "copied"
@@ -496,7 +497,7 @@ def test_another_config_under_the_same_run_id_never_touches_the_first_runs_check
     stray = make_config(tmp_path, text_corpus, data_root, run_id="copied", checkpoint={"steps": []})
     with pytest.raises(ConfigError, match=f"of identity {identity(first)} .* not of this run 'copied' of identity "
                                           f"{identity(stray)}"):
-        pretrain(stray)
+        pretrain(stray, root=working_root())
     assert not (copied / "run.json").exists() and (copied / "step_000016").is_dir()
     assert not (tmp_path / "runs" / "test" / "copied" / "meta.json").exists()
 
@@ -504,19 +505,19 @@ def test_another_config_under_the_same_run_id_never_touches_the_first_runs_check
 def test_a_results_folder_of_another_identity_is_refused(tmp_path, text_corpus, data_root):
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="meta", phases=(("clm", 2),), checkpoint={"steps": []},
                       optim={"warmup_steps": 1, "decay_steps": 1})
-    run_dir = pretrain(cfg)
+    run_dir = pretrain(cfg, root=working_root())
     meta = json.loads((run_dir / "meta.json").read_text())
     (run_dir / "meta.json").write_text(json.dumps({**meta, "identity": "0123456789abcdef"}))
     with pytest.raises(ConfigError, match=f"holds run 'meta' with another config .identity 0123456789abcdef., not "
                                           f"this one .identity {identity(cfg)}."):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     (run_dir / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "identity"}))
-    assert pretrain(cfg) == run_dir  # written before identities: its config.yaml alone decides
+    assert pretrain(cfg, root=working_root()) == run_dir  # written before identities: its config.yaml alone decides
 
 
 def test_damaged_weights_are_named_and_their_steps_trained_again(tmp_path, text_corpus, data_root, capsys):
     cfg = make_config(tmp_path, text_corpus, data_root, run_id="hurt", checkpoint={"steps": []})
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     root = Path(cfg.checkpoints_dir) / "test" / "hurt"
     weights = final_weights(cfg)
     cut = root / "step_000024" / "hf" / "model.safetensors"  # cut short: no header and size agree
@@ -527,7 +528,7 @@ def test_damaged_weights_are_named_and_their_steps_trained_again(tmp_path, text_
     data[-1] ^= 0xFF
     flipped.write_bytes(bytes(data))
     capsys.readouterr()
-    pretrain(cfg)
+    pretrain(cfg, root=working_root())
     said = capsys.readouterr().out
     assert f"{root / 'step_000024'}: damaged checkpoint (hf/model.safetensors: {size} bytes, its header says " \
            f"{size + 100})" in said
@@ -542,7 +543,7 @@ def test_two_data_seeds_read_two_orders(tmp_path, text_corpus, data_root):
     for seed in (0, 1):
         cfg = make_config(tmp_path, text_corpus, data_root, run_id=f"d{seed}", phases=[("clm", 6)],
                           data={"seed": seed}, checkpoint={"steps": []})
-        metas.append(json.loads((pretrain(cfg) / "meta.json").read_text())["data"])
+        metas.append(json.loads((pretrain(cfg, root=working_root()) / "meta.json").read_text())["data"])
     assert metas[0]["seed"] == 0 and metas[1]["seed"] == 1
     assert metas[0]["order_sha256"] != metas[1]["order_sha256"] and metas[0]["documents"] == metas[1]["documents"]
 
@@ -565,11 +566,11 @@ def test_a_full_disk_while_torch_writes_a_checkpoint_is_named_as_such(tmp_path, 
     monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(1 << 30, (1 << 30) - 4096, 4096))
     cfg = make_config(tmp_path, text_corpus, data_root, phases=(("clm", 8),))
     with pytest.raises(OSError) as e:
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
     assert e.value.errno == errno.ENOSPC and "/ckpt/test/t/" in e.value.filename
     monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(1 << 40, 0, 1 << 40))
     with pytest.raises(RuntimeError, match="unexpected pos"):
-        pretrain(cfg)
+        pretrain(cfg, root=working_root())
 
 
 def test_a_process_records_the_commit_it_started_with(tmp_path):

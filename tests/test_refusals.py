@@ -101,7 +101,7 @@ def test_a_vocabulary_the_text_cannot_reach_is_said_with_the_size_reached(tmp_pa
     texts = tmp_path / "corpus.txt"
     texts.write_text("the cat sat on the mat\n" * 50)
     cfg = load_config(PretrainConfig, {"data": {"corpus": str(texts), "vocab_size": 5000, "root": str(tmp_path)}})
-    tok = prepare_tokenizer(cfg)
+    tok = prepare_tokenizer(cfg, root=tmp_path)
     out = capsys.readouterr().out
     assert len(tok) < 5000 and f"data.vocab_size=5,000: the corpus gives a vocabulary of {len(tok):,}" in out
 

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from mlmclm import store
+from mlmclm.paths import hf_dir, run_folder, step_dir
+from mlmclm.io import working_root
 from mlmclm.cli import main
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
 from helpers import offline_suite
-from mlmclm.training import checkpoints
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +25,9 @@ def tiny_run(tmp_path_factory):
     cfg = load_config(PretrainConfig, RECIPES_DIR / "tiny.yaml", [
         "run_id=tiny-s-clm-8", "phases=[[clm, 8]]", "model.size=tiny-s", f"results_dir={root / 'runs'}",
         f"checkpoints_dir={root / 'ckpt'}", "checkpoint.steps=[0, 4]", "optim.decay_steps=0"])
-    results = pretrain(cfg)
+    results = pretrain(cfg, root=working_root())
     assert (results / "config.yaml").read_text() == to_yaml(cfg)
-    return root, checkpoints.run_root(cfg.checkpoints_dir, cfg.scale, cfg.run_id), results
+    return root, run_folder(cfg.checkpoints_dir, cfg.scale, cfg.run_id), results
 
 
 def _finetune(root, model, *extra):
@@ -70,25 +72,25 @@ def test_a_damaged_final_checkpoint_is_refused_with_the_command_that_writes_it_a
     naming the step and the pretraining command that repairs it (it used to fine-tune step 4 under the run's name and
     exit 0); an earlier step is fine-tuned only when named, under its own name; the command repairs the run."""
     root, ckpt, results = tiny_run
-    final = checkpoints.step_dir(ckpt, 8)
-    weights = checkpoints.hf_dir(final) / "model.safetensors"
+    final = step_dir(ckpt, 8)
+    weights = hf_dir(final) / "model.safetensors"
     whole = weights.read_bytes()
     weights.write_bytes(whole[:1000])
     capsys.readouterr()
-    for asked in (ckpt, final, checkpoints.hf_dir(final)):
+    for asked in (ckpt, final, hf_dir(final)):
         assert _finetune(root, asked) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"mlmclm: error: {final}: damaged checkpoint (hf/model.safetensors: 1000 bytes, cut short "
                        f"inside its {int.from_bytes(whole[:8], 'little')}-byte header); write it again by re-running "
                        f"its run's pretraining: mlmclm pretrain {results}/config.yaml"], err
         assert not (root / "results").exists()
-    assert _finetune(root, checkpoints.step_dir(ckpt, 4)) == 0
+    assert _finetune(root, step_dir(ckpt, 4)) == 0
     assert [p.name for p in (root / "results" / "tiny").iterdir()] == ["tiny-s-clm-8-4"]
     assert main(["pretrain", str(results / "config.yaml")]) == 0  # the command the refusal names
-    assert checkpoints.complete(final, verify=True)
+    assert store.complete(final, verify=True)
     assert _finetune(root, ckpt) == 0
     doc = json.loads(next((root / "results" / "tiny" / "tiny-s-clm-8").rglob("results.json")).read_text())
-    assert doc["meta"]["step"] == 8 and Path(doc["meta"]["checkpoint"]) == checkpoints.hf_dir(final)
+    assert doc["meta"]["step"] == 8 and Path(doc["meta"]["checkpoint"]) == hf_dir(final)
 
 
 def test_qa_windows_that_cannot_overlap_so_much_on_this_model_are_refused_before_any_work(tiny_run, capsys):
@@ -113,8 +115,8 @@ def test_a_checkpoint_removed_while_its_grid_runs_is_one_line(tiny_run, tmp_path
 
     _, ckpt, _ = tiny_run
     copy = tmp_path / "tiny-s-clm-8"
-    shutil.copytree(checkpoints.hf_dir(checkpoints.step_dir(ckpt, 8)), copy)
-    opened = open_checkpoint(copy)
+    shutil.copytree(hf_dir(step_dir(ckpt, 8)), copy)
+    opened = open_checkpoint(copy, root=working_root())
     shutil.rmtree(copy)
     task = select_tasks("offline", ["SC"], ["multiemo_sentiment"])[0]
     with pytest.raises(FinetuneError, match=f"^{copy} was removed while it was being fine-tuned \\(another process "

@@ -8,7 +8,8 @@ import pytest
 from mlmclm import studies
 from mlmclm.config import scale_config, scale_names
 from helpers import REPO as ROOT
-from mlmclm.runs import ModelId, Paths, grid_root, run_folder
+from mlmclm.paths import Paths, grid_root, run_folder
+from mlmclm.runs import ModelId
 
 
 @pytest.mark.parametrize("scale", scale_names())

@@ -5,12 +5,14 @@ import json
 
 import pytest
 
+from mlmclm import store
+from mlmclm.paths import hf_dir
+from mlmclm.io import working_root
 from mlmclm import cli, studies
 from mlmclm.config import PretrainConfig, load_config, scale_config
 from mlmclm.errors import ConfigError
 from helpers import REPO as ROOT
 from mlmclm.runs import steps_token
-from mlmclm.training import checkpoints
 
 
 def test_paper_plan_is_the_papers_inventory():
@@ -222,12 +224,12 @@ def test_a_run_on_record_keeps_its_named_checkpoints_and_can_be_retrained(tmp_pa
     run = plan.runs["tiny-s-clm-42"]
     now = studies.run_config(plan, run, paths)
     then = dataclasses.replace(now, checkpoint=dataclasses.replace(now.checkpoint, steps=[*now.checkpoint.steps, 21]))
-    pretrain(then)
-    folder = studies.run_dir(plan, run, paths)
+    pretrain(then, root=working_root())
+    folder = paths.run(plan.scale.scale, run.id, run.grid)
     first = json.loads((folder / "meta.json").read_text())
     assert to_yaml(studies.run_config(plan, run, paths)) == to_yaml(then) != to_yaml(now)
     shutil.rmtree(paths.checkpoints_of("tiny", run.id))
-    pretrain(studies.run_config(plan, run, paths))
+    pretrain(studies.run_config(plan, run, paths), root=working_root())
     again = json.loads((folder / "meta.json").read_text())
     assert again["identity"] == first["identity"] == identity(then) and again["final_loss"] == first["final_loss"]
     assert studies.has_checkpoint(plan, paths, run.run_id, 21)
@@ -318,10 +320,10 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
     paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
     grid = studies.grid_configs(plan, paths)["reference"]
     (run,) = [r for r in plan.runs.values() if r.decoder]
-    pretrain(studies.run_config(plan, run, paths))
+    pretrain(studies.run_config(plan, run, paths), root=working_root())
     for step in (0, 2):
-        run_grid(studies.checkpoint_dir(plan, paths, run.run_id, step), grid,
-                 model_id=f"{run.run_id}-0" if step == 0 else run.run_id, progress=False, pairs=plan_grid(grid))
+        run_grid(paths.checkpoint(plan.scale.scale, run.run_id, step), grid,
+                 model_id=f"{run.run_id}-0" if step == 0 else run.run_id, progress=False, pairs=plan_grid(grid), root=working_root())
     tree = tmp_path / "runs" / "reference" / "tiny"
     meta = json.loads((tree / run.run_id / "meta.json").read_text())
     config = yaml.safe_load((tree / run.run_id / "config.yaml").read_text())
@@ -331,7 +333,7 @@ def test_cpt_from_smollm2_end_to_end_on_cpu(tmp_path):
         assert len(results) == 2 and json.loads(results[0].read_text())["meta"]["model_type"] == "mlmclm"
     from transformers import AutoTokenizer
 
-    hf = checkpoints.hf_dir(studies.checkpoint_dir(plan, paths, run.run_id, 2))
+    hf = hf_dir(paths.checkpoint(plan.scale.scale, run.run_id, 2))
     tok = AutoTokenizer.from_pretrained(hf)
     shape = json.loads((hf / "config.json").read_text())
     assert tok.mask_token is not None and shape["vocab_size"] == len(tok) and shape["num_hidden_layers"] == 30
@@ -465,9 +467,9 @@ def test_study_run_fine_tunes_each_model_as_soon_as_its_run_is_trained(tmp_path,
 
 def _complete_run(paths, plan, run):
     """A run folder as a finished pretraining leaves it: meta.json complete, pretrain.csv whole to its last step."""
-    from mlmclm.training.runlog import CSV_FIELDS
+    from mlmclm.runlog import CSV_FIELDS
 
-    folder = studies.run_dir(plan, run, paths)
+    folder = paths.run(plan.scale.scale, run.id, run.grid)
     folder.mkdir(parents=True)
     (folder / "meta.json").write_text(json.dumps({"status": "complete", "wall_time_s": 1.0, "tokens_seen": 1}))
     (folder / "pretrain.csv").write_text(",".join(CSV_FIELDS) + "\n" + ",".join([str(run.total)] + ["0"] * 8) + "\n")
@@ -629,6 +631,7 @@ def test_bad_beyond_keys_are_one_line(override, match):
 
 
 _TRAIN_UNDER_LOCK = """import sys
+from pathlib import Path
 from mlmclm import locks
 from mlmclm.config import PretrainConfig, load_config
 from mlmclm.training.pretrain import pretrain
@@ -636,7 +639,7 @@ from mlmclm.training.pretrain import pretrain
 with locks.hold(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.readline()
-    pretrain(load_config(PretrainConfig, sys.argv[2]))
+    pretrain(load_config(PretrainConfig, sys.argv[2]), root=Path(sys.argv[3]))
 """
 
 
@@ -651,7 +654,6 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     import time
 
     from mlmclm.config import to_yaml
-    from mlmclm.training import checkpoints
 
     plan = studies.build_plan(scale_config("tiny", ["sizes=[tiny-s]", "objectives=[clm, mlm40]", "pretrain_seeds=1",
                                                     "finetune.datasets=[multiemo_sentiment]", "finetune.seeds=[0]"]))
@@ -661,8 +663,8 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     config = tmp_path / "mlm40.yaml"
     config.write_text(to_yaml(studies.run_config(plan, run, paths)))
     root = paths.checkpoints_of("tiny", run.id)
-    first = subprocess.Popen([sys.executable, "-c", _TRAIN_UNDER_LOCK, str(root), str(config)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-c", _TRAIN_UNDER_LOCK, str(root), str(config), str(paths.root)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline() == "held\n"  # the first study run is about to train the MLM run
         second = threading.Thread(target=studies.run, args=(plan, paths), kwargs={"progress": False})
@@ -679,7 +681,7 @@ def test_a_study_run_waiting_for_another_drops_and_retrains_nothing_it_wrote(tmp
     out = capsys.readouterr().out
     assert first.returncode == 0 and "tiny-s-mlm40-42: already complete" in out, out
     assert {p: p.stat().st_mtime_ns for p in root.glob("step_*/trainer_state.json")} == written
-    assert checkpoints.checkpoint_steps(root)[0] == 0 and checkpoints.checkpoint_steps(root)[-1] == 42
+    assert store.checkpoint_steps(root)[0] == 0 and store.checkpoint_steps(root)[-1] == 42
     assert len(list((tmp_path / "runs" / "tiny").rglob("results.json"))) == 3  # clm, mlm40 and its step 0
 
 
@@ -691,7 +693,7 @@ def test_the_plans_estimate_is_within_1_5x_of_what_the_committed_runs_took(scale
     paths = studies.Paths(ROOT)
     grids = studies.grid_configs(plan, paths)
     t = studies.estimate(plan, paths, grids, studies.work(plan, paths, grids))
-    pre = sum(json.loads((studies.run_dir(plan, r, paths) / "meta.json").read_text())["wall_time_s"]
+    pre = sum(json.loads((paths.run(plan.scale.scale, r.id, r.grid) / "meta.json").read_text())["wall_time_s"]
               for r in plan.runs.values())
     ft = 0.0
     for path in (paths.results / scale).glob("*/*/*/*/results.json"):

@@ -16,7 +16,7 @@ from mlmclm.evaluation.tasks import SUITES, load_task, select_tasks
 def offline(tmp_path_factory):
     root = tmp_path_factory.mktemp("offline")
     roots = write_offline_sources(root / "src")
-    manifest = build_offline(data_dir=root / "tasks", roots=roots, progress=False)
+    manifest = build_offline(None, data_dir=root / "tasks", roots=roots, progress=False)
     return root / "tasks", roots, manifest
 
 

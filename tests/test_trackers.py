@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mlmclm.io import working_root
 from mlmclm.config import PretrainConfig, load_config
 from mlmclm.errors import ConfigError
 from helpers import sentence
@@ -30,7 +31,7 @@ def test_tensorboard_logs_a_tiny_run(tmp_path):
         "checkpoints_dir": str(tmp_path / "ckpt"), "model": {"size": "tiny"},
         "data": {"corpus": str(corpus), "vocab_size": 512, "seq_len": 32, "root": str(tmp_path / "data")},
         "optim": {"lr": 3e-3, "warmup_steps": 1, "decay_steps": 2}, "checkpoint": {"every": 8}})
-    run = pretrain(cfg, report_to="tensorboard")
+    run = pretrain(cfg, report_to="tensorboard", root=working_root())
     events = list((run / "logs").glob("*/events.out.tfevents.*"))  # hparams: a sub-folder
     assert events, sorted(p.relative_to(run) for p in run.rglob("*"))
     acc = EventAccumulator(str(events[0].parent)).Reload()

@@ -15,15 +15,15 @@ from pathlib import Path
 import torch
 
 from .. import locks
-from ..config import FinetuneConfig, InitSpec, check_name
+from ..config import FinetuneConfig, check_name
 from ..errors import ConfigError, ConversionError, FinetuneError
 from ..fetch import CACHE, sha256
 from ..io import HUB_ID, atomic_path
 from ..models.any_encoder import EncoderWithHead
 from ..models.configuration import HF_ATTN_IMPLEMENTATION, MlmClmConfig, hf_attn_implementation
-from ..models.convert import from_hf
-from ..training import checkpoints
-from ..training.build import load_hf_decoder
+from ..models.convert import from_hf, load_hf_decoder
+from ..paths import step_of
+from ..store import pretrained_model, safetensors_fault
 from .grid import context_length
 from .groups import HANDLERS
 from .tasks import Task
@@ -72,7 +72,7 @@ def gguf_folder(path: Path) -> Path:
     with locks.hold(out.parent):  # one writer; the next finds it written
         if not (out / "config.json").is_file():
             with _silent_hf():
-                model, tokenizer = load_hf_decoder(InitSpec(kind="hf", path=str(path.parent), gguf_file=path.name))
+                model, tokenizer = load_hf_decoder(str(path.parent), path.name)
             config = model.config.to_dict()
             config.pop("quantization_config", None)  # transformers refuses to save a model marked GGUF-quantised
             with torch.device("meta"):
@@ -129,20 +129,20 @@ def _open_body(path: Path, model_type: str):
     return hf_config, None
 
 
-def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint:
+def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path) -> Checkpoint:
     """Check that `path` is a transformers checkpoint with a fast tokenizer whose model mlmclm can fine-tune (an
     mlmclm checkpoint; a Llama-family decoder or EuroBert, converted here; any other encoder through AutoModel);
-    `path` may be a hub id where a hub is reachable. A run's checkpoint folder stands for its final checkpoint, a
-    `step_N` folder for that step: that one, or a one-line refusal when it is damaged or not written (never another
-    step in its place: `checkpoints.pretrained_model`). Its id defaults to the folder's name (the run's name for its
-    final checkpoint, `<run>-<step>` for another), its step comes from the folder name, meta.json or
-    trainer_state.json."""
+    `path` may be a hub id where a hub is reachable (`root`: the working root its run's record is found under). A
+    run's checkpoint folder stands for its final checkpoint, a `step_N` folder for that step: that one, or a one-line
+    refusal when it is damaged or not written (never another step in its place: `store.pretrained_model`). Its id
+    defaults to the folder's name (the run's name for its final checkpoint, `<run>-<step>` for another), its step
+    comes from the folder name, meta.json or trainer_state.json."""
     from transformers import AutoTokenizer
 
     path, hub_id = _local_folder(path)
     model_id, run_step = model_id or hub_id, None
     try:  # a pretraining run of this repository or one of its checkpoints: the one asked for (a run's final one) or
-        found = checkpoints.pretrained_model(path, verify=True)  # a refusal, its weights checked by their hashes
+        found = pretrained_model(path, root, verify=True)  # a refusal, its weights checked by their hashes
     except ConfigError as e:
         raise FinetuneError(str(e)) from None
     if found is not None:
@@ -154,7 +154,7 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
     if not any((path / w).is_file() for w in _WEIGHTS):
         raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
     for weights in sorted(path.glob("*.safetensors")):
-        if fault := checkpoints.safetensors_fault(weights):
+        if fault := safetensors_fault(weights):
             raise FinetuneError(f"{weights}: damaged weights ({fault})")
     if not any((path / f).is_file() for f in _TOKENIZER_FILES):
         raise FinetuneError(f"{path} has no tokenizer (none of {', '.join(_TOKENIZER_FILES)})")
@@ -176,7 +176,7 @@ def open_checkpoint(path: str | Path, model_id: str | None = None) -> Checkpoint
                   None)
     if pad_id is None:
         raise FinetuneError(f"{path}: the tokenizer has no pad or eos token to pad batches with")
-    named_step = checkpoints.step_of(path)
+    named_step = step_of(path)
     step = run_step if run_step is not None else named_step if named_step is not None else _recorded_step(path)
     model_id = check_name(model_id or (path.parent.name if named_step is not None else path.name),
                           "the model id (--model-id)")

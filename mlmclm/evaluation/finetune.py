@@ -48,12 +48,12 @@ import torch
 from .. import locks
 from ..config import FinetuneConfig, finetune_config, scale_config, to_dict
 from ..errors import FinetuneError
-from ..io import lr_text, provenance, repo_relative, shown, typed_path, working_root, write_json
-from ..runs import run_folder
+from ..io import lr_text, provenance, repo_relative, shown, typed_path, write_json
+from ..paths import RESULTS, run_folder
 from ..training import trackers
 from ..training.optim import build_optimizer
 from .checkpoint import Checkpoint, attention_backend, check_head, load_model, max_length, open_checkpoint
-from .grid import jobs_to_do, plan_grid, run_dir
+from .grid import cell_dir, jobs_to_do, plan_grid
 from .groups import HANDLERS, encode, evaluate, majority
 from .groups.shared import autocast
 from .tasks import Task, group_datasets, load_task, tasks_dir
@@ -125,18 +125,18 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
              pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none",
-             root: Path | None = None) -> dict:
+             *, root: Path) -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
     results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
     results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
     fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan).
     `report_to`: a tracker each run is also logged to (`trackers.log_run`). `root`: the working root the config's
-    results_dir and data_dir resolve against (default `io.working_root()`). Returns counts and wall time."""
+    results_dir and data_dir resolve against (`io.working_root`, read by the entrance). Returns counts and wall
+    time."""
     start = time.perf_counter()
-    root = root or working_root()
     pairs = plan_grid(cfg) if pairs is None else pairs
     trackers.accelerator_kwargs(report_to, root / cfg.results_dir)  # a missing tracker package: refused before work
-    ckpt = open_checkpoint(model_dir, model_id)
+    ckpt = open_checkpoint(model_dir, model_id, root=root)
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
     with locks.hold(run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under it
@@ -269,8 +269,8 @@ class _Grid:
                 "wall_time_s": round(time.perf_counter() - t0, 3),
                 "task": asdict(task), "config": to_dict(cfg), **self.common,
                 "torch_threads": torch.get_num_threads()}
-            folder = run_dir(self.root, cfg, ckpt.model_id, task, lr, seed)
-            write_json(folder / "results.json", result)
+            folder = cell_dir(self.root, cfg, ckpt.model_id, task, lr, seed)
+            write_json(folder / RESULTS, result)
             trackers.log_run(self.report_to, folder / "logs", f"{ckpt.model_id}-{task.name}-lr{lr_text(lr)}-sd{seed}",
                              result["meta"]["config"], result["validation"].get("curve", []),
                              {"validation/score": result["validation"]["score"], "test/score": result["test"]["score"],
@@ -280,7 +280,7 @@ class _Grid:
 # ----------------------------------------------------------------------------------------------- command line
 
 def _cli_finetune(args) -> int:
-    root = working_root()  # --runs-dir and --data-dir: read from the working directory, named as the config names
+    root = args.root  # --runs-dir and --data-dir: read from the working directory, named as the config names
     folders = (("results_dir", typed_path(args.runs_dir, root)), ("data_dir", typed_path(args.data_dir, root)))
     overrides = [f"{key}={value}" for key, value in (("suite", args.suite), *folders) if value is not None]
     overrides += [f"{key}=[{value}]" for key, value in (("groups", args.groups), ("datasets", args.datasets),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..config import FinetuneConfig, to_dict
 from ..errors import FinetuneError, ResultFileError
-from ..io import cell_folder, load_result, misplaced
-from ..runs import run_folder
+from ..io import load_result
+from ..paths import RESULTS, cell, misplaced, run_folder
 from .tasks import GROUPS, Task, select_tasks
 
 
@@ -70,7 +70,7 @@ def plan_grid(cfg: FinetuneConfig) -> list[tuple[FinetuneConfig, Task, list[Task
 def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
     """Every results.json of `cfg`'s grid for a model (relative to `results_dir/scale/<model_id>`), with the
     protocol it is computed with."""
-    return {Path(t.group) / t.name / cell_folder(lr, sd) / "results.json": c
+    return {cell(t.group, t.name, lr, sd) / RESULTS: c
             for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
 
 
@@ -80,10 +80,10 @@ def context_length(cfg: FinetuneConfig, limit: int) -> int:
     return min(cfg.max_length or math.floor(0.99 * limit), limit)
 
 
-def run_dir(root: Path, cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
-    """The folder of one run of the grid, where its results.json goes (`cfg.results_dir` under the working root
-    `root`)."""
-    return run_folder(root / cfg.results_dir, cfg.scale, model_id) / task.group / task.name / cell_folder(lr, seed)
+def cell_dir(root: Path, cfg: FinetuneConfig, model_id: str, task: Task, lr: float, seed: int) -> Path:
+    """The folder of one run of the grid, its cell, where its results.json goes (`cfg.results_dir` under the working
+    root `root`; `paths.cell`)."""
+    return run_folder(root / cfg.results_dir, cfg.scale, model_id) / cell(task.group, task.name, lr, seed)
 
 
 # ---- results set aside: the one mechanism ----
@@ -115,7 +115,7 @@ def put_result_back(path: Path, name: str) -> bool:
 
 
 def set_aside_misplaced(path: Path) -> Path | None:
-    """Set a results.json that does not belong in its folder (`io.misplaced`: its meta names another model,
+    """Set a results.json that does not belong in its folder (`paths.misplaced`: its meta names another model,
     dataset, learning rate or seed) aside as `MISPLACED`, saying so in one line; its run is then done anew."""
     try:
         fault = path.is_file() and misplaced(path, load_result(path))
@@ -130,7 +130,7 @@ def set_aside_misplaced(path: Path) -> Path | None:
 def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], root: Path) -> list[tuple]:
     """The (trainer, evaluated tasks, lr, seed) jobs with a results.json that is not complete (`result_fault`), each
     with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone)."""
-    paths = {(e.name, lr, seed): run_dir(root, cfg, model_id, e, lr, seed) / "results.json"
+    paths = {(e.name, lr, seed): cell_dir(root, cfg, model_id, e, lr, seed) / RESULTS
              for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
     for path in paths.values():
         set_aside_misplaced(path)

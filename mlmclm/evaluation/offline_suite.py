@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from ..fetch import fetch, sha256
 from .. import locks
-from ..io import atomic_path, clear_leftovers, shown, working_root, write_json
+from ..io import atomic_path, clear_leftovers, shown, write_json
 from .tasks import GROUPS, SUITES, select_tasks, tasks_dir
 
 BUILD_VERSION = 1  # bump when a builder changes what it writes
@@ -231,17 +231,17 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Callable]] = {  # dataset -> (package
 }
 
 
-def build_offline(datasets: Iterable[str] | None = None, data_dir: str | Path | None = None,
+def build_offline(datasets: Iterable[str] | None, data_dir: str | Path,
                   roots: dict[str, Path] | None = None, force: bool = False, progress: bool = True) -> dict:
-    """Build the offline suite (or only `datasets`) under `<data_dir>/offline/` (default: `tasks.tasks_dir` of the
-    working root): one folder of JSONL splits per dataset and `manifest.json` (sources with versions and sha256,
+    """Build the offline suite (or only `datasets`) under `<data_dir>/offline/` (`tasks.tasks_dir` of the working
+    root, as the caller resolves it): one folder of JSONL splits per dataset and `manifest.json` (sources with versions and sha256,
     split sizes and file hashes). Datasets already built by this BUILD_VERSION are skipped unless `force`. `roots`
     replaces the fetched package folders (tests). Returns the manifest."""
     from tqdm.auto import tqdm
 
     names = list(datasets) if datasets else list(BUILDERS)
     select_tasks("offline", GROUPS, names)  # unknown names fail here
-    out = Path(data_dir or tasks_dir(working_root())) / "offline"
+    out = Path(data_dir) / "offline"
     with locks.hold(out):  # one builder at a time: the manifest is read, extended and written back
         manifest_path = out / "manifest.json"
         manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
@@ -305,8 +305,9 @@ def add_options(p) -> None:
 
 def _cli_build(args) -> int:
     start = time.perf_counter()
-    manifest = build_offline([d for d in args.datasets.split(",") if d] or None, args.data_dir, force=args.force)
-    out = Path(args.data_dir or tasks_dir(working_root())) / "offline"
+    data_dir = Path(args.data_dir or tasks_dir(args.root))
+    manifest = build_offline([d for d in args.datasets.split(",") if d] or None, data_dir, force=args.force)
+    out = data_dir / "offline"
     print(f"offline suite in {shown(out)} ({time.perf_counter() - start:.1f} s; manifest "
           f"{shown(out / 'manifest.json')})")
     for name, d in manifest["datasets"].items():
@@ -316,7 +317,7 @@ def _cli_build(args) -> int:
 
 
 def _cli_list(args) -> int:
-    built = Path(args.data_dir or tasks_dir(working_root())) / "offline" / "manifest.json"
+    built = Path(args.data_dir or tasks_dir(args.root)) / "offline" / "manifest.json"
     sizes = json.loads(built.read_text())["datasets"] if args.suite == "offline" and built.is_file() else {}
     for t in SUITES[args.suite].values():
         n = sizes.get(t.name, {}).get("splits")

@@ -30,7 +30,6 @@ from typing import Iterable
 
 from ..config import FINETUNE_GROUPS as GROUPS  # the task groups, defined once in config
 from ..errors import TaskError
-from ..io import working_root
 from .catalog import OFFLINE, PAPER, SPLITS, SUITES, UPOS12, Task, holdout  # noqa: F401  (imported from here)
 from .paper_suite import load_paper, share_corpus
 
@@ -84,13 +83,13 @@ def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | N
               max_eval: int | None = None, seed: int = 0) -> dict[str, list[dict]]:
     """The splits of `task`, capped to a fixed random subset of `max_train` / `max_eval` examples.
 
-    offline: the built suite under `data_dir` (default: `tasks_dir` of the working root). paper: the hub through
-    `datasets` at the pinned revisions of `paper_suite.SOURCES`, or, when `data_dir` is given, a local mirror of
-    their parquet conversions, `<data_dir>/<repo>/<config>/<split>/*.parquet`. `seed`: the run seed, for a task with
-    `seeded_split` (NQ).
+    offline: the built suite under `data_dir` (`tasks_dir` of the working root, as the caller resolves it). paper:
+    the hub through `datasets` at the pinned revisions of `paper_suite.SOURCES`, or, when `data_dir` is given, a
+    local mirror of their parquet conversions, `<data_dir>/<repo>/<config>/<split>/*.parquet`. `seed`: the run seed,
+    for a task with `seeded_split` (NQ).
     """
     if task.suite == "offline":
-        folder = Path(data_dir or tasks_dir(working_root())) / "offline" / task.name
+        folder = Path(data_dir) / "offline" / task.name
         if not (folder / "test.jsonl").is_file():
             raise TaskError(f"offline dataset {task.name} is not built in {folder.parent}; "
                             f"run `mlmclm tasks build --datasets {task.name}`")

@@ -8,9 +8,9 @@ plain transformers and no remote code; a Llama-family decoder from the LLM ecosy
 from __future__ import annotations
 
 import torch
-from transformers import EuroBertConfig, LlamaConfig, PreTrainedModel
+from transformers import AutoModelForCausalLM, AutoTokenizer, EuroBertConfig, LlamaConfig, PreTrainedModel
 
-from ..errors import ConversionError
+from ..errors import ConfigError, ConversionError
 from .configuration import MlmClmConfig
 from .modeling import MlmClmForCausalLM, MlmClmForMaskedLM, MlmClmModel
 
@@ -86,3 +86,18 @@ def to_hf(model: PreTrainedModel, kind: str):
         hf.tie_weights()
     hf = hf.to(dtype=next(model.parameters()).dtype)
     return hf.train(model.training)
+
+
+def load_hf_decoder(path: str, gguf_file: str | None = None, model: bool = True):
+    """A Llama-family causal LM (None without `model`) and its tokenizer from a transformers folder `path` (a run's
+    `init.path`) or the GGUF file `gguf_file` in it, fp32; `from_hf` converts the model."""
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        if not model:
+            return None, tokenizer
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kwargs)
+    except OSError as e:
+        raise ConfigError(f"init.path={path!r}: cannot load a transformers causal LM there "
+                          f"({str(e).splitlines()[0]})") from None
+    return model, tokenizer

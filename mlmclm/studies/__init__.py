@@ -40,24 +40,24 @@ from ..commands import runs_dir
 from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
 from ..errors import ConfigError
 from ..evaluation.tasks import group_datasets
-from ..io import check_writable, repo_relative, shown, working_root
-from ..runs import Paths
-from .configs import decoder_path, grid_config, grid_configs, run_config, run_dir
+from ..io import check_writable, repo_relative, shown
+from ..paths import Paths
+from .configs import decoder_path, grid_config, grid_configs, run_config
 from .design import PAPER_ACCOUNTING, build_plan, resolve_names, run_template, scale_studies
 from .estimate import compute, estimate, machine_rate, measured_finetune_rate, measured_rate, part_totals
 from .plan import Evaluation, Plan, Run
 from .report import format_plan
 from .runner import run, task_names
-from .state import (ASIDE, COMPLETE, Work, checkpoint_dir, checkpoint_fault, grid_results, has_checkpoint,
+from .state import (ASIDE, COMPLETE, Work, checkpoint_fault, grid_results, has_checkpoint,
                     missing_results, result_faults, run_fault, set_aside, work)
 
 __all__ = ["ASIDE", "BEYOND", "COMPLETE", "NOTEBOOK_STUDY", "PAPER_ACCOUNTING", "STUDIES", "Evaluation", "Paths",
-           "Plan", "Run", "Work", "add_options", "build_plan", "check_overrides", "checkpoint_dir", "checkpoint_fault",
+           "Plan", "Run", "Work", "add_options", "build_plan", "check_overrides", "checkpoint_fault",
            "compute", "decoder_path", "estimate", "format_plan", "grid_config", "grid_configs", "grid_results",
            "group_overrides", "has_checkpoint", "machine_rate", "measured_finetune_rate", "measured_rate",
            "missing_results", "part_totals", "paths_from", "print_verdicts", "reproduce", "resolve_names", "result_faults",
            "run", "run_config",
-           "run_dir", "run_fault", "run_template", "scale_studies", "set_aside", "task_names", "work"]
+           "run_fault", "run_template", "scale_studies", "set_aside", "task_names", "work"]
 
 
 def add_options(p) -> None:
@@ -118,7 +118,7 @@ def check_overrides(overrides, plan: Plan, names) -> None:
 
 
 def _cli(args) -> int:
-    paths = paths_from(args, working_root())
+    paths = paths_from(args, args.root)
     scale = scale_config(args.scale, args.overrides)  # read once; the plan carries it
     if args.groups is not None:  # `--groups ''` names no group: refused as `--groups ,` is, not read as all
         scale = scale_config(args.scale, [*args.overrides, *group_overrides(scale, args.groups)])

@@ -8,17 +8,12 @@ import copy
 import json
 from pathlib import Path
 
-from ..config import REFERENCE, PretrainConfig, finetune_config, load_config
+from ..config import PretrainConfig, finetune_config, load_config
 from ..fetch import fetch
 from ..io import repo_relative
-from ..runs import Paths, grid_root, read_record
-from ..training import checkpoints
+from ..paths import Paths, grid_root, hf_dir
+from ..runs import read_record
 from .plan import Plan, Run
-
-
-def run_dir(plan: Plan, run: Run, paths: Paths) -> Path:
-    """The results folder of `run` (a decoder's CPT: in the reference tree, beside its fine-tuning results)."""
-    return paths.run(plan.scale.scale, run.id, REFERENCE if run.decoder else "default")
 
 
 def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
@@ -27,7 +22,7 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
     intermediate checkpoint neither changes the identity of a run on record nor keeps it from being retrained."""
     s = plan.scale
     template = copy.deepcopy(plan.template)
-    folder = run_dir(plan, run, paths)
+    folder = paths.run(s.scale, run.id, run.grid)
     named = sorted({c for c in run.checkpoints if c < run.total} | _recorded_named(folder))
     template.update(run_id=run.run_id, scale=s.scale, phases=[list(p) for p in run.phases], steps=None,
                     results_dir=repo_relative(folder.parent.parent, paths.root),
@@ -46,8 +41,8 @@ def run_config(plan: Plan, run: Run, paths: Paths) -> PretrainConfig:
         template["init"] = {"kind": "run", "path": repo_relative(parent, paths.root), "step": run.parent_step,
                             "optimizer": run.optimizer}
         if run.decoder:  # the decoder's tokenizer, as the parent run saved it (mask token included)
-            template["data"]["tokenizer"] = repo_relative(checkpoints.hf_dir(checkpoints.step_dir(
-                parent, run.parent_step)), paths.root)
+            tokenizer = hf_dir(paths.checkpoint(s.scale, run.parent, run.parent_step))
+            template["data"]["tokenizer"] = repo_relative(tokenizer, paths.root)
     elif run.decoder:
         spec = s.cpt_decoders[run.decoder]
         template["init"] = {"kind": "hf", "path": decoder_path(spec), "gguf_file": spec.get("gguf_file")}

@@ -13,10 +13,10 @@ from pathlib import Path
 from ..config import REFERENCE
 from ..errors import ResultFileError
 from ..sizes import SIZES, flops_per_token
-from ..io import cell_folder, read_json
-from ..runs import Paths
+from ..io import read_json
+from ..paths import META, RESULTS, Paths, cell_folder
 from ..evaluation.grid import context_length, plan_grid
-from .configs import grid_configs, run_dir
+from .configs import grid_configs
 from .design import PAPER_ACCOUNTING, build_plan
 from .plan import Plan
 from .state import Work
@@ -116,7 +116,7 @@ def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int, set] | None:
     where = set()
     for r in plan.runs.values():
         for records in _records(paths):
-            meta = _meta(run_dir(plan, r, records) / "meta.json")
+            meta = _meta(records.run(plan.scale.scale, r.id, r.grid) / META)
             if meta.get("status") == "complete" and meta.get("wall_time_s") and meta.get("tokens_seen"):
                 flops += meta["tokens_seen"] * flops_per_token(_shape(plan, r.size), seq)
                 wall, n = wall + meta["wall_time_s"], n + 1
@@ -135,7 +135,7 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
         e = plan.evaluations[key]
         for records in _records(paths):
             tree = records.run(plan.scale.scale, e.model, e.grid)
-            found = tree.glob(f"*/{trainer}/{cell_folder(lr, seed)}/results.json")
+            found = tree.glob(f"*/{trainer}/{cell_folder(lr, seed)}/{RESULTS}")
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]
             if metas:

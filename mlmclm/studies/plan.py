@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..config import ScaleConfig
+from ..config import REFERENCE, ScaleConfig
 from ..errors import ConfigError
 from ..runs import ModelId
 
@@ -32,6 +32,11 @@ class Run:
     @property
     def run_id(self) -> str:
         return str(self.id)
+
+    @property
+    def grid(self) -> str:
+        """The grid whose tree holds its record (`paths.Paths.run`): a decoder's CPT, the reference grid's."""
+        return REFERENCE if self.decoder else "default"
 
     @property
     def seed(self) -> int:

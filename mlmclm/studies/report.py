@@ -7,8 +7,8 @@ from __future__ import annotations
 import collections
 
 from ..config import REFERENCE
-from ..io import shown, working_root
-from ..runs import Paths
+from ..io import shown
+from ..paths import Paths
 from .configs import grid_configs
 from .design import PAPER_ACCOUNTING
 from .estimate import compute, estimate, part_totals
@@ -16,11 +16,10 @@ from .plan import Plan, Run
 from .state import COMPLETE, Work, work
 
 
-def format_plan(plan: Plan, paths: Paths | None = None, rate: tuple[float, str] | None = None) -> str:
+def format_plan(plan: Plan, paths: Paths, rate: tuple[float, str] | None = None) -> str:
     """The plan as `mlmclm study plan` prints it: its runs and grids with their status, their steps, tokens and
     FLOPs (`compute`, `part_totals`), and the wall time of what is missing and of a full run (`estimate`; `rate`:
     this machine's matmul rate, measured when needed and not given)."""
-    paths = paths or Paths(working_root())
     grids = grid_configs(plan, paths)
     state = work(plan, paths, grids)
     c = compute(plan, grids)

@@ -13,15 +13,15 @@ from pathlib import Path
 from .. import locks
 from ..config import PretrainConfig
 from ..errors import ConfigError
-from ..io import check_writable, launched, shown, working_root
-from ..runs import Paths
+from ..io import check_writable, launched, shown
+from ..paths import Paths
 from ..evaluation.grid import plan_grid
 from ..evaluation.offline_suite import build_offline
 from ..evaluation.tasks import tasks_dir
 from ..training import checkpoints
 from .configs import grid_configs, run_config
 from .plan import Evaluation, Plan, Run
-from .state import ASIDE, Work, checkpoint_dir, has_checkpoint, set_aside, work
+from .state import ASIDE, Work, has_checkpoint, set_aside, work
 
 
 def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: PretrainConfig) -> None:
@@ -49,20 +49,19 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def run(plan: Plan, paths: Paths | None = None, data_dir: Path | None = None, progress: bool = True,
+def run(plan: Plan, paths: Paths, data_dir: Path | None = None, progress: bool = True,
         pretrain_only: bool = False, narrowed: bool = False) -> dict:
     """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
     fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so results outside them are left
     where they are (not set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
-    fine-tuning skips every results.json already written. `paths`: the study's folders (default: those of the working
-    root, `io.working_root()`); the configs it trains and fine-tunes with name them relative to `paths.root`, against
+    fine-tuning skips every results.json already written. `paths`: the study's folders (in the working root the
+    entrance read, `io.working_root`); the configs it trains and fine-tunes with name them relative to `paths.root`, against
     which pretraining and fine-tuning resolve them."""
     if launched() and not pretrain_only:  # every process would run every fine-tuning grid
         raise ConfigError("study run under a multi-process launch pretrains only (every process trains each run "
                           "together): add --pretrain-only; then fine-tune in one process, without accelerate launch: "
                           f"mlmclm study run {plan.studies[0] if len(plan.studies) == 1 else 'all'} --scale "
                           f"{plan.scale.scale} (it finds the runs trained)")
-    paths = paths or Paths(working_root())
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
     aside = [] if narrowed or launched() else set_aside(plan, grids, paths.root)  # launched: fine-tunes nothing
@@ -124,5 +123,5 @@ class _Runner:
             self.finetuned += 1
             print(f"[finetune {self.finetuned}/{len(self.evals)}] {e.model_id} ({e.grid} grid)", flush=True)
             step = self.plan.checkpoint_step(e)
-            run_grid(checkpoint_dir(self.plan, self.paths, e.run_id, step), self.grids[e.grid],
+            run_grid(self.paths.checkpoint(self.plan.scale.scale, e.run_id, step), self.grids[e.grid],
                      model_id=e.model_id, progress=self.progress, pairs=self.pairs[e.grid], root=self.paths.root)

@@ -9,28 +9,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import locks
-from ..runs import Paths, run_folder
+from .. import runlog
+from ..paths import Paths, run_folder
 from ..evaluation.grid import OUTSIDE_GRID as ASIDE
 from ..evaluation.grid import grid_runs, put_result_back, result_fault, set_result_aside
-from ..training import checkpoints, runlog
-from .configs import run_dir
+from ..store import damage
 from .plan import Evaluation, Plan, Run
 
 
 def run_fault(run: Run, plan: Plan, paths: Paths) -> str | None:
     """Why `run` is not complete (None when it is): `runlog.run_fault`."""
-    return runlog.run_fault(run_dir(plan, run, paths), run.total)
-
-
-def checkpoint_dir(plan: Plan, paths: Paths, run_id: str, step: int) -> Path:
-    return checkpoints.step_dir(paths.checkpoints_of(plan.scale.scale, run_id), step)
+    return runlog.run_fault(paths.run(plan.scale.scale, run.id, run.grid), run.total)
 
 
 def checkpoint_fault(plan: Plan, paths: Paths, run_id: str, step: int) -> str | None:
     """Why the checkpoint is not on disk and loadable (None when it is; its weights' hashes verified: a damaged one
     is retrained)."""
-    path = checkpoint_dir(plan, paths, run_id, step)
-    return "not on disk" if not path.exists() else checkpoints.damage(path, verify=True)
+    path = paths.checkpoint(plan.scale.scale, run_id, step)
+    return "not on disk" if not path.exists() else damage(path, verify=True)
 
 
 def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:

@@ -5,7 +5,7 @@
 2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
    `corpus.prepare_shards`; built by a run of one process, found prepared by a launch of several:
    `check_data_prepared`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
-   `load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate;
+   `models.convert.load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate;
 3. `micro_batch_from_memory` (with `micro_batch_size: auto`, once the run's state is loaded): the largest
    micro-batch whose forward and backward fit the GPU beside the optimizer's state.
 
@@ -23,14 +23,16 @@ from typing import Any, Callable
 
 import torch
 
-from . import checkpoints, corpus, trackers
-from ..config import InitSpec, OptimSpec, PretrainConfig, to_yaml
+from .. import store
+from ..config import OptimSpec, PretrainConfig, to_yaml
 from ..errors import ConfigError
 from ..io import launched
 from ..models.configuration import MlmClmConfig
-from ..models.convert import from_hf
+from ..models.convert import from_hf, load_hf_decoder
 from ..models.modeling import MlmClmForMaskedLM
+from ..paths import hf_dir
 from ..schedule import Schedule
+from . import corpus, trackers
 from .optim import build_optimizer
 
 
@@ -112,25 +114,26 @@ class Built:
     optimizer: Any
 
 
-def build(cfg: PretrainConfig, schedule: Schedule, accelerator) -> Built:
+def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> Built:
     """The tokenizer and the token blocks (the main process builds them first, the others then find them built),
-    the model and its optimizer, prepared by accelerate."""
+    the model and its optimizer, prepared by accelerate (`root`: the working root, where an init run's record is
+    found)."""
     hf_model = hf_tok = None
     if cfg.init.kind == "hf":
-        hf_model, hf_tok = load_hf_decoder(cfg.init)
+        hf_model, hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file)
     # one process builds what is missing; a multi-process launch finds it prepared (`check_data_prepared`)
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched())
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched(), root=root)
     if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
         raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
                           f"phase; set data.mask_token to an existing token (e.g. "
                           f"'<|reserved_special_token_0|>' for Llama-3)")
-    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched())
+    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched(), root=root)
     blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     if blocks.n < cfg.batch_size:
         raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
                           f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower "
                           f"data.seq_len or batch_size, or give a larger corpus")
-    model = build_model(cfg, tokenizer, hf_model)
+    model = build_model(cfg, tokenizer, hf_model, root)
     del hf_model
     optimizer = run_optimizer(model, cfg.optim, accelerator.device)  # accelerate moves the model there
     model, optimizer = accelerator.prepare(model, optimizer)
@@ -139,39 +142,24 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator) -> Built:
     return Built(tokenizer, shards, blocks, model, accelerator.unwrap_model(model), optimizer)
 
 
-def check_data_prepared(cfg: PretrainConfig) -> None:
+def check_data_prepared(cfg: PretrainConfig, root: Path) -> None:
     """Under a multi-process launch, on every process before the accelerator starts (so before any barrier): the
     run's tokenizer and shards are there and whole, else one line saying how to prepare them (`mlmclm data`). A
-    launch never builds data: its other processes would wait at a barrier while the main one tokenises."""
-    hf_tok = load_hf_decoder(cfg.init, model=False)[1] if cfg.init.kind == "hf" else None
-    corpus.prepare_shards(cfg, corpus.prepare_tokenizer(cfg, hf_tok, build=False), build=False)
+    launch never builds data: its other processes would wait at a barrier while the main one tokenises. `root`: the
+    working root `cfg` is resolved against."""
+    hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=False, root=root)
+    corpus.prepare_shards(cfg, tokenizer, build=False, root=root)
 
 
-def load_hf_decoder(init: InitSpec, model: bool = True):
-    """A Llama-family causal LM (None without `model`) and its tokenizer from a transformers folder or a GGUF file,
-    fp32."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    kwargs = {"gguf_file": init.gguf_file} if init.gguf_file else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(init.path, **kwargs)
-        if not model:
-            return None, tokenizer
-        model = AutoModelForCausalLM.from_pretrained(init.path, dtype=torch.float32, **kwargs)
-    except OSError as e:
-        raise ConfigError(f"init.path={init.path!r}: cannot load a transformers causal LM there "
-                          f"({str(e).splitlines()[0]})") from None
-    return model, tokenizer
-
-
-def build_model(cfg: PretrainConfig, tokenizer, hf_model) -> MlmClmForMaskedLM:
+def build_model(cfg: PretrainConfig, tokenizer, hf_model, root: Path) -> MlmClmForMaskedLM:
     """The model a run starts from (seeded by `cfg.seed`): its init checkpoint, the transformers decoder `hf_model`
     converted (its embeddings resized to the tokenizer), or a new model of `model.size`; with the tokenizer's
     special ids and the run's attention backend."""
     torch.manual_seed(cfg.seed)
     if cfg.init.kind == "run":
-        src = checkpoints.find_checkpoint(cfg.init.path, cfg.init.step)
-        model = MlmClmForMaskedLM.from_pretrained(checkpoints.hf_dir(src))
+        src = store.find_checkpoint(cfg.init.path, root, cfg.init.step)
+        model = MlmClmForMaskedLM.from_pretrained(hf_dir(src))
     elif cfg.init.kind == "hf":
         body = from_hf(hf_model)  # fp32 already (load_hf_decoder); a GGUF model refuses .float()
         with torch.device("meta"):

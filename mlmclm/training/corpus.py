@@ -31,7 +31,7 @@ from .. import locks
 from ..config import RECIPES_DIR, DataSpec, PretrainConfig, load_config
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
-from ..io import atomic_path, working_root, write_json
+from ..io import atomic_path, write_json
 from .sources import SOURCES
 
 SPECIAL_TOKENS = {"pad_token": "<|pad|>", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
@@ -340,11 +340,11 @@ def tokenizer_key(tokenizer) -> str:
     return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
 
 
-def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True):
+def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True, *, root: Path):
     """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
     with a mask (and pad) token added when missing. `build=False`: a tokenizer to train that is not trained yet is
-    refused (`not_prepared`)."""
-    data, root = cfg.data, Path(cfg.data.root)
+    refused (`not_prepared`; `root`: the working root `cfg` is resolved against, `PretrainConfig.resolved`)."""
+    data, folder = cfg.data, Path(cfg.data.root)
     if hf_tokenizer is not None:
         tok = hf_tokenizer
         added = {k: v for k, v in (("mask_token", "<|mask|>"), ("pad_token", "<|pad|>")) if getattr(tok, k) is None}
@@ -355,12 +355,12 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
         return tok
     if data.tokenizer == "train":
         chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
-        path = root / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
+        path = folder / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
         if not build and not (path / "tokenizer.json").exists():
-            raise not_prepared(cfg, f"its tokenizer {path} is not trained")
+            raise not_prepared(cfg, f"its tokenizer {path} is not trained", root)
         with locks.hold(path.parent):  # one builder at a time; the second finds it built
             if not (path / "tokenizer.json").exists():
-                texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+                texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
                 train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
         tok = load_tokenizer(str(path))
         if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
@@ -371,24 +371,25 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
     return load_tokenizer(data.tokenizer, data.mask_token)
 
 
-def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True) -> Path:
+def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: Path) -> Path:
     """The run's token shards (`build_shards`) in a folder named by its corpus, its tokenizer, its data seed and its
     token cap; a hub corpus keeps its own order. Shards found are checked whole (`shards_fault`): partial ones are
-    refused, naming the folder to remove. `build=False`: shards not built yet are refused too (`not_prepared`)."""
-    data, root = cfg.data, Path(cfg.data.root)
-    out = root / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
+    refused, naming the folder to remove. `build=False`: shards not built yet are refused too (`not_prepared`).
+    `root`: the working root `cfg` is resolved against (`PretrainConfig.resolved`), which a refusal's command needs."""
+    data, folder = cfg.data, Path(cfg.data.root)
+    out = folder / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
         f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
     if build and not (out / "meta.json").exists():
         with locks.hold(out.parent):  # one builder at a time; the second finds them built
             if not (out / "meta.json").exists():
-                texts = iter_texts(data.corpus, root, data.sources, data.text_field, data.max_chars)
+                texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
                 build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
                              shuffle=not data.corpus.startswith("hf:"))
     if fault := shards_fault(out):
         if not build and not out.exists():
-            raise not_prepared(cfg, f"its shards {out} are {fault}")
+            raise not_prepared(cfg, f"its shards {out} are {fault}", root)
         raise ConfigError(f"shards {out}: {fault}; remove that folder and prepare them again: "
-                          f"{prepare_command(cfg)}")
+                          f"{prepare_command(cfg, root)}")
     return out
 
 
@@ -410,26 +411,27 @@ def shards_fault(out: Path) -> str | None:
     return None
 
 
-def prepare_command(cfg: PretrainConfig) -> str:
+def prepare_command(cfg: PretrainConfig, root: Path) -> str:
     """The command that prepares a run's data (`mlmclm data`): its scale's recipe with the data fields in which the
-    run differs from it (a pretraining seed's own order: data.seed), else the launch's own config file."""
+    run differs from it (a pretraining seed's own order: data.seed), else the launch's own config file. `cfg` is
+    resolved against the working root `root` (`PretrainConfig.resolved`), and the recipe is compared resolved so."""
     recipe = RECIPES_DIR / f"{cfg.scale}.yaml"
     if not recipe.is_file():
         return "mlmclm data CONFIG [key=value ...] with the launch's config file and overrides"
-    data = load_config(PretrainConfig, recipe).data
+    data = load_config(PretrainConfig, recipe).resolved(root).data  # resolved as `cfg` is
     keys = ("corpus", "sources", "max_chars", "tokenizer", "vocab_size", "seed", "max_tokens")
     fields = [f"data.{k}={getattr(cfg.data, k)}" for k in keys if getattr(cfg.data, k) != getattr(data, k)]
-    if Path(cfg.data.root).absolute() != working_root() / data.root:
+    if Path(cfg.data.root).absolute() != Path(data.root).absolute():
         fields.append(f"data.root={cfg.data.root}")
     return " ".join(["mlmclm data", cfg.scale, *fields])
 
 
-def not_prepared(cfg: PretrainConfig, what: str) -> ConfigError:
+def not_prepared(cfg: PretrainConfig, what: str, root: Path) -> ConfigError:
     """The refusal of a launch whose data is not prepared: a multi-process launch never builds data (its other
     processes would wait at a barrier for as long as the main one tokenises)."""
     return ConfigError(f"data not prepared for this multi-process launch: {what}; prepare it once beforehand, in "
                        f"one process where data.root ({cfg.data.root}) is the launch's shared folder: "
-                       f"{prepare_command(cfg)}")
+                       f"{prepare_command(cfg, root)}")
 
 
 class TokenBlocks:

@@ -40,23 +40,25 @@ from typing import Any
 
 import torch
 
-from .. import locks
+from .. import locks, store
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, launched, provenance, read_json, shown, working_root, write_json, write_text
+from ..io import HUB_ID, check_writable, launched, provenance, read_json, shown, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
+from ..models.convert import load_hf_decoder
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
-from ..runs import ModelId, config_identity, id_of, run_folder
+from ..paths import CONFIG, LOG, META, hf_dir, run_folder, step_dir, step_of, tmp_dir
+from ..runlog import CSV_FIELDS, finished, log_end, truncate
+from ..runs import ModelId, config_identity, id_of
 from . import checkpoints, corpus, trackers
-from .build import (Built, build, check_data_prepared, distributed_setup, load_hf_decoder, micro_batch_from_memory,
+from .build import (Built, build, check_data_prepared, distributed_setup, micro_batch_from_memory,
                     start_accelerator)
 from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
-from .runlog import CSV_FIELDS, finished, log_end, truncate
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Checkpoints (their layout: checkpoints.py)
+# Checkpoints (their layout: mlmclm.paths; read: mlmclm.store; written: checkpoints.py)
 # ---------------------------------------------------------------------------------------------------------------
 def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer, out: Path) -> None:
     """The model in transformers format, as a causal LM (CLM last) or a masked LM, with its tokenizer."""
@@ -114,33 +116,32 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
         check_writable(folder, create)
     _check_run_folder(cfg, run_folder(at.results_dir, cfg.scale, cfg.run_id))
     if cfg.init.kind == "run":
-        src = checkpoints.find_checkpoint(at.init.path, cfg.init.step)
-        if fault := checkpoints.damage(src, verify=True):
+        src = store.find_checkpoint(at.init.path, root, cfg.init.step)
+        if fault := store.damage(src, verify=True):
             raise ConfigError(f"init checkpoint {src} is damaged ({fault}); train it again (its run resumes from "
                               f"its last good checkpoint once this one is removed)")
         if cfg.init.optimizer:
-            state = checkpoints.read_state(src)
+            state = store.read_state(src)
             if state["step"] >= schedule.total:
                 raise ConfigError(f"init checkpoint {src} is at step {state['step']}, at or past this run's "
                                   f"{schedule.total} steps")
     if cfg.init.kind == "hf" and not Path(at.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
     if launched():
-        check_data_prepared(at)
+        check_data_prepared(at, root)
 
 
-def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = None) -> Path:
+def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Path:
     """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
     experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). `root`: the
-    working root the config's relative folders and files resolve against (default `io.working_root()`). The main
+    working root the config's relative folders and files resolve against (`io.working_root`, read by the entrance). The main
     process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
     the same run waits for it, then finds the run complete."""
     schedule = cfg.schedule()
-    root = root or working_root()
     _check_before_work(cfg, schedule, root)
     work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
     run_dir = run_folder(work.results_dir, cfg.scale, cfg.run_id)
-    ckpt_root = checkpoints.run_root(work.checkpoints_dir, cfg.scale, cfg.run_id)
+    ckpt_root = run_folder(work.checkpoints_dir, cfg.scale, cfg.run_id)
     with contextlib.ExitStack() as held:
         if os.environ.get("RANK", "0") == "0":  # the main process (accelerate launch sets RANK in each)
             held.enter_context(locks.hold(run_dir))
@@ -151,8 +152,8 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", root: Path | None = N
                 print(f"{cfg.run_id}: already complete ({shown(run_dir)})")
                 return run_dir
             accelerator = start_accelerator(cfg, run_dir, report_to)
-            trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(work, schedule, accelerator),
-                              report_to, work.init.path)
+            trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(work, schedule, accelerator, root),
+                              report_to, work.init.path, root)
             return trainer.run()
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step if trainer else 0}") from None
@@ -164,7 +165,7 @@ def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root:
     _check_run_folder(cfg, run_dir)
     checkpoints.claim(ckpt_root, owner(cfg), write=False)  # refused before any work when they are another run's
     total = schedule.total
-    return finished(run_dir, total) and checkpoints.checkpoint_steps(ckpt_root)[-1:] == [total]
+    return finished(run_dir, total) and store.checkpoint_steps(ckpt_root)[-1:] == [total]
 
 
 @dataclass
@@ -198,6 +199,7 @@ class Trainer:
     built: Built
     report_to: str = "none"
     init_path: str | None = None  # init.path resolved against the working root (`PretrainConfig.resolved`)
+    root: Path | None = None  # the working root (where the init run's record is found: `store.find_checkpoint`)
     step: int = 0  # the step being trained: what an interruption reports
     # resume
     start: int = 0  # the step training resumes after (0: none done)
@@ -258,23 +260,23 @@ class Trainer:
             checkpoints.claim(root, owner(cfg))
             checkpoints.clear_temporary(root)
             own = checkpoints.last_verified(root)
-            good = log_end(self.run_dir / "pretrain.csv")
-            if own is not None and checkpoints.step_of(own) > good:  # log rows lost: train their steps again
+            good = log_end(self.run_dir / LOG)
+            if own is not None and step_of(own) > good:  # log rows lost: train their steps again
                 checkpoints.drop_after(root, good)
         accelerator.wait_for_everyone()
-        own = checkpoints.last(root)
-        resume_from = own or (checkpoints.find_checkpoint(self.init_path, cfg.init.step) if cfg.init.optimizer
+        own = store.last(root)
+        resume_from = own or (store.find_checkpoint(self.init_path, self.root, cfg.init.step) if cfg.init.optimizer
                               else None)
         if resume_from is not None:
             accelerator.load_state(str(resume_from))
-            state = checkpoints.read_state(resume_from)
+            state = store.read_state(resume_from)
             self.start = state["step"]
             if own:
                 self.elapsed, self.tokens_seen = state["wall_time_s"], state["tokens_seen"]
         if accelerator.is_main_process:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            write_text(self.run_dir / "config.yaml", to_yaml(cfg))
-            truncate(self.run_dir / "pretrain.csv", self.start)
+            write_text(self.run_dir / CONFIG, to_yaml(cfg))
+            truncate(self.run_dir / LOG, self.start)
             self.write_meta("running", self.elapsed, None)
 
     def begin(self) -> None:
@@ -286,15 +288,15 @@ class Trainer:
         self.interval = Interval(torch.zeros((), device=device), torch.zeros((), dtype=torch.long, device=device),
                                  began=time.perf_counter())
         if self.accelerator.is_main_process:
-            self.log_file = open(self.run_dir / "pretrain.csv", "a", newline="")
+            self.log_file = open(self.run_dir / LOG, "a", newline="")
             self.writer = csv.DictWriter(self.log_file, CSV_FIELDS)
             if self.log_file.tell() == 0:
                 self.writer.writeheader()
         self.bar = tqdm(total=schedule.total, initial=self.start, desc=cfg.run_id, unit="step",
                         disable=not self.accelerator.is_main_process)
         self.t0 = time.perf_counter() - self.elapsed
-        step_0 = checkpoints.step_dir(self.ckpt_root, 0)
-        if self.start == 0 and 0 in self.named and not checkpoints.complete(step_0):
+        step_0 = step_dir(self.ckpt_root, 0)
+        if self.start == 0 and 0 in self.named and not store.complete(step_0):
             self.save(0, schedule.objective(1).is_causal,
                       {"step": 0, "objective": str(schedule.objective(1)), "lr": 0.0, "tokens_seen": 0,
                        "wall_time_s": 0.0, "named": True})
@@ -392,7 +394,7 @@ class Trainer:
         loss_sum = self.accelerator.reduce(interval.loss, reduction="sum")
         if int(self.bad_step):
             raise NonFiniteLoss(f"{self.cfg.run_id}: non-finite loss at step {int(self.bad_step)}; stopped. The last "
-                                f"good checkpoint is kept: {checkpoints.last(self.ckpt_root) or 'none'}")
+                                f"good checkpoint is kept: {store.last(self.ckpt_root) or 'none'}")
         now = time.perf_counter()
         self.last_loss = float(loss_sum) / interval.steps
         objective = self.schedule.objective(step)
@@ -438,7 +440,7 @@ class Trainer:
     def write_meta(self, status: str, wall: float, loss: float | None) -> None:
         shard_meta = json.loads((self.built.shards / "meta.json").read_text())
         config, distributed = self.built.unwrapped.config, distributed_setup(self.accelerator)
-        write_json(self.run_dir / "meta.json", {
+        write_json(self.run_dir / META, {
             "run_id": self.cfg.run_id, "identity": identity(self.cfg), "status": status, "wall_time_s": round(wall, 2),
             "tokens_seen": self.tokens_seen, "final_loss": loss, "attention_backend": config.attention_backend,
             "parameters": config.num_parameters_by_part(), "processes": distributed["processes"],
@@ -461,7 +463,7 @@ FULL_BELOW = 64 * 2 ** 20  # bytes free under which a failed checkpoint write is
 
 def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causal: bool, state: dict,
                      config: str) -> None:
-    tmp = checkpoints.tmp_dir(root, step)
+    tmp = tmp_dir(root, step)
     if accelerator.is_main_process:
         checkpoints.begin(root, step)
     accelerator.wait_for_everyone()
@@ -474,7 +476,7 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     state_dict = accelerator.get_state_dict(model)  # collective under FSDP: every process takes part
     accelerator.wait_for_everyone()  # every process's own files (its RNG state) written before the folder is renamed
     if accelerator.is_main_process:
-        export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, checkpoints.hf_dir(tmp))
+        export_model(state_dict, accelerator.unwrap_model(model).config, causal, tokenizer, hf_dir(tmp))
         checkpoints.write_config(tmp, config)
         checkpoints.write_state(tmp, state)
         checkpoints.publish(root, step)
@@ -498,10 +500,10 @@ def _check_run_id(cfg: PretrainConfig) -> None:
 def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml)."""
     me = owner(cfg)
-    recorded, other = _recorded_identity(run_dir / "meta.json"), None
+    recorded, other = _recorded_identity(run_dir / META), None
     if recorded not in (None, me["identity"]):
         other = f"identity {recorded}"
-    elif (run_dir / "config.yaml").exists() and (run_dir / "config.yaml").read_text() != to_yaml(cfg):
+    elif (run_dir / CONFIG).exists() and (run_dir / CONFIG).read_text() != to_yaml(cfg):
         other = "its config.yaml differs"
     if other:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
@@ -523,22 +525,22 @@ def _recorded_identity(meta_path: Path) -> str | None:
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
 def _run_cli(args) -> int:
-    cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), working_root()
+    cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), args.root
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
         _check_before_work(cfg, cfg.schedule(), root, create=False)
         print(to_yaml(cfg), end="")
         return 0
-    run_dir = pretrain(cfg, args.report_to, root)
+    run_dir = pretrain(cfg, args.report_to, root=root)
     print(f"{cfg.run_id}: complete; record in {shown(run_dir)}, checkpoints in "
-          f"{shown(checkpoints.run_root(root / cfg.checkpoints_dir, cfg.scale, cfg.run_id))}")
+          f"{shown(run_folder(root / cfg.checkpoints_dir, cfg.scale, cfg.run_id))}")
     return 0
 
 
 def _data_cli(args) -> int:
-    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(working_root())
-    hf_tok = load_hf_decoder(cfg.init, model=False)[1] if cfg.init.kind == "hf" else None
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok)
-    shards = corpus.prepare_shards(cfg, tokenizer)  # built when missing, then checked whole (`corpus.shards_fault`)
+    cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(args.root)
+    hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
+    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, root=args.root)
+    shards = corpus.prepare_shards(cfg, tokenizer, root=args.root)  # built when missing, then checked whole (`corpus.shards_fault`)
     meta = json.loads((shards / "meta.json").read_text())
     print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens "
           f"{meta['tokens']['valid']:,}  vocabulary {meta['vocab_size']:,}; verified whole (each token stream holds "

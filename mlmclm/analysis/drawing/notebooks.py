@@ -435,11 +435,10 @@ def _execute_one(paths: tuple[Path, Path], parameters: dict, progress=None) -> f
 
 
 def execute(names=NOTEBOOKS, parameters: dict | None = None, notebooks_dir: str | Path | None = None,
-            jobs: int = 2, output_dir: str | Path | None = None, progress=None, root: Path | None = None) -> dict:
+            jobs: int = 2, output_dir: str | Path | None = None, progress=None, *, root: Path) -> dict:
     """Execute notebooks with papermill (one kernel each, ``jobs`` at a time), in place or into ``output_dir``;
     return seconds each. ``progress(text)`` (e.g. ``print``) is told as each starts. ``root``: the working root
-    (default ``io.working_root()``), where the notebooks are unless ``notebooks_dir`` says."""
-    root = root or working_root()
+    (`io.working_root`, read by the entrance), where the notebooks are unless ``notebooks_dir`` says."""
     folder = Path(notebooks_dir) if notebooks_dir else root / "notebooks"
     if not folder.is_dir():
         raise ConfigError(f"no notebooks at {folder}: run `mlmclm init` there first (it writes the notebooks and the "
@@ -467,7 +466,8 @@ def _value(text: str):
         return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None, root: Path) -> int:
+    """`mlmclm notebooks` (`python -m mlmclm.analysis.notebooks`): `argv` its command line, `root` the working root."""
     parser = argparse.ArgumentParser(prog="mlmclm notebooks", description=(
         "Execute the five notebooks in place: regenerates figures/ and results/tables/; notebooks showing a scale "
         "whose runs are not committed (-p scales '[tiny]') go to results/local/<scale>/ instead."),
@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.notebooks) - set(NOTEBOOKS))
     if unknown:
         parser.error(f"unknown notebook(s) {', '.join(unknown)}: choose from {', '.join(NOTEBOOKS)}")
-    parameters, root = {name: _value(value) for name, value in args.parameter}, working_root()
+    parameters = {name: _value(value) for name, value in args.parameter}
     check_kinds(parameters)
     parameters.update({name: typed_path(value, root) for name, value in parameters.items()  # from where one stands
                        if name in FOLDERS and value is not None})
@@ -506,5 +506,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # an entrance: the working root read here and passed down
+    sys.exit(main(None, working_root()))

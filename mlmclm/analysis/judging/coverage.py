@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ConfigError
-from ...io import working_root
 from ..loading import aggregation
 from ..loading import results
 from . import bootstrap
@@ -153,7 +152,7 @@ def summary(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _coverage_cli(args) -> int:
-    folder = Path(args.results_dir).resolve() if args.results_dir else working_root() / "results"
+    folder = Path(args.results_dir).resolve() if args.results_dir else args.root / "results"
     runs = results.load(folder, sources=["ours"], scale=args.scale).runs
     if runs.empty:
         raise ConfigError(f"no runs of scale {args.scale!r} under {folder / 'runs'}")

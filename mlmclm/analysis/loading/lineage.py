@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +32,11 @@ import pandas as pd
 
 from ...config import PretrainConfig, load_config
 from ...errors import ConfigError, ResultFileError
-from ...runs import CONFIG, RESTORE, Record, read_record
+from ...paths import CONFIG, step_of
+from ...runs import RESTORE, Record, read_record
 from ...schedule import CLM, AnyObjective, Objective, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
 
-_STEP = re.compile(r"step_(\d+)")  # a checkpoint's folder (`training.checkpoints.step_dir`)
 # the fields of a run's config that do not make it another model: its name and folders, how often it logs, which
 # checkpoints it keeps, and its seeds (initialisation and masking, the data's order); runs that differ only in these
 # are one pretraining-seed family (`Records.family`)
@@ -185,10 +184,10 @@ def evaluated(path: str | Path, meta: dict) -> tuple[str, int] | None:
     (a hub id, a folder of weights). A ``meta.step`` other than that folder's step is a `ResultFileError` naming the
     file: the result would be read as another checkpoint's."""
     checkpoint = Path(str(meta.get("checkpoint") or ""))
-    found = next((p for p in (checkpoint, *checkpoint.parents) if _STEP.fullmatch(p.name)), None)
+    found = next((p for p in (checkpoint, *checkpoint.parents) if step_of(p) is not None), None)
     if found is None:
         return None
-    step = int(_STEP.fullmatch(found.name)[1])
+    step = step_of(found)
     if "step" in meta and (isinstance(meta["step"], bool) or meta["step"] != step):
         raise ResultFileError(f"{path}: its meta.step {meta['step']!r} is not the step of the checkpoint it names "
                               f"({found.name}): the file was edited or belongs to another checkpoint's results; "

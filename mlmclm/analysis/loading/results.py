@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import ConfigError
-from ...runs import grid_root
+from ...paths import grid_root
 from .aggregation import (T95, Z95, aggregate, dedupe, default_grid, mean_ci, pool_pretraining_seeds,
                           required_datasets, select_lr, stability_grid, summarize, t95)
 from .compute import AXES, flops_per_step, with_flops

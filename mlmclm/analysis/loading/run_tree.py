@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ConfigError, ResultFileError
-from ...io import load_result, misplaced
+from ...io import load_result
+from ...paths import misplaced
 from ...locks import busy
 from ...runs import ModelId, id_of
 from .ids import ATTRIBUTES, DATASETS, GRIDS, GROUPS, RUN_COLUMNS, size_label, with_attributes

@@ -9,7 +9,7 @@ import torch
 
 from ...config import FinetuneConfig
 from ...models.modeling import MlmClmForTokenClassification
-from ...training.objectives import IGNORE
+from ...models.modeling import IGNORE
 from .. import metrics
 from ..tasks import Task
 from .shared import Group, collate_tokens, head_loss, pad, predict, token_ids

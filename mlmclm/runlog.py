@@ -1,5 +1,5 @@
-"""A pretraining run's record in its results folder, torch-free (`mlmclm.training.pretrain` writes it; `mlmclm
-study plan` reads it without importing torch): pretrain.csv's valid rows, whether the run is done and why not, and
+"""A pretraining run's log in its results folder, torch-free, beside its record (`runs`; `mlmclm.training.pretrain`
+writes it, `mlmclm study plan` reads it without importing torch): pretrain.csv's valid rows, whether the run is done and why not, and
 the log cut back to the step a resumed run starts from.
 """
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ResultFileError
-from ..io import read_json, write_text
+from .errors import ResultFileError
+from .io import read_json, write_text
+from .paths import LOG, META
 
 CSV_FIELDS = ["step", "phase", "objective", "lr", "loss", "label_tokens", "tokens_seen", "tokens_per_s",
               "wall_time_s"]
@@ -18,16 +19,16 @@ def run_fault(run_dir: Path, total: int) -> str | None:
     """Why the run in `run_dir` is not done (None when it is): its meta.json must say complete and its pretrain.csv
     be whole up to step `total`. A run not (yet) done says "not ..."; a damaged file is named by its path."""
     try:
-        meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").exists() else None
+        meta = read_json(run_dir / META) if (run_dir / META).exists() else None
     except ResultFileError as e:
         return str(e)
     if meta is None:
         return "not trained (no meta.json)"
     if not isinstance(meta, dict) or meta.get("status") != "complete":
         return f"not complete (meta.json: status {meta.get('status') if isinstance(meta, dict) else None})"
-    good = log_end(run_dir / "pretrain.csv")
+    good = log_end(run_dir / LOG)
     if good != total:
-        return f"{run_dir / 'pretrain.csv'}: {'whole up to step ' + str(good) if good else 'no valid row'} of {total}"
+        return f"{run_dir / LOG}: {'whole up to step ' + str(good) if good else 'no valid row'} of {total}"
     return None
 
 
