@@ -1,6 +1,6 @@
 """A model id and a run's record: the one module that writes a model id and parses it back (`ModelId`), and the one
-reader of a run's record (`read_record`) with its identity (`identities`). Where a run lives: `mlmclm.paths`. Torch-
-and pandas-free.
+reader of a run's record (`read_record`) with its identity (`config_identity`). Where a run lives: `mlmclm.paths`.
+Torch- and pandas-free.
 
 A model id (results/README.md, "Model ids") is the paper's released model name, in a scale's steps:
 

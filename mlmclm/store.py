@@ -21,7 +21,7 @@ the results folder its `run.json` names, a relative one under the working root `
 one its step folders hold, else its highest step folder). A reader gets that checkpoint or a refusal in one line
 (`unreadable`: damaged, being trained, or not on disk, with the command that writes it again), never an earlier one
 in its place. The folder's `run.json` names the run it belongs to (`owner`), and each checkpoint's trainer state its
-run's identity (`runs.identities`).
+run's identity (`runs.config_identity`).
 """
 
 from __future__ import annotations
