@@ -17,8 +17,8 @@ under the folder's lock, when it is damaged or when the run is rewound to write 
 study reads what is lost under that lock, so it never rewinds a run another study run has just trained).
 
 A run is its config, named by a hash of it (its *identity*, `runs.config_identity`). The folder's `run.json` names the
-run it belongs to, and each checkpoint's trainer state its run's identity. Before a writer removes or writes anything in a
-folder it `claim`s it: a folder that belongs to another identity (by `run.json`, or by any checkpoint's trainer
+run it belongs to, and each checkpoint's trainer state its run's identity. Before a writer removes or writes anything
+in a folder it `claim`s it: a folder that belongs to another identity (by `run.json`, or by any checkpoint's trainer
 state) is refused in one line naming both, so a run's checkpoints are never deleted, overwritten or resumed by
 another run. A folder written before identities existed (no `run.json`, no identity in its trainer states) is legacy:
 the first run that writes in it claims it.
