@@ -49,6 +49,7 @@ from .evaluation.tasks import SUITES, load_task, tasks_dir
 from .models.configuration import MlmClmConfig
 from .io import PACKAGE_ROOT, git_commit, hardware, versions, working_root, write_text
 from .models.modeling import MlmClmForMaskedLM
+from .paths import RESULTS
 from .training.corpus import load_tokenizer, train_tokenizer
 from .training.objectives import IGNORE, clm_labels, label_positions
 
@@ -409,7 +410,7 @@ def _time_ways(ways: dict, tmp: Path, reps: int) -> tuple[dict, dict]:
             t = time.perf_counter()
             ways[v](out)
             times[v].append(time.perf_counter() - t)
-            results[v] = {f.parent.name: json.loads(f.read_text()) for f in out.rglob("results.json")}
+            results[v] = {f.parent.name: json.loads(f.read_text()) for f in out.rglob(RESULTS)}
     return times, results
 
 

@@ -67,7 +67,7 @@ def _record(step: Path, state: dict, working: Path) -> Record | None:
         raise ResultFileError(f"{where}: names no run record with a {CONFIG} (results: {results!r}); restore that "
                               "folder, or train the run again")
     claimed = {run.get("identity"), state.get("identity")} - {None}
-    if claimed != {record.identity}:
+    if not claimed or not all(map(record.answers_to, claimed)):
         said = " or ".join(sorted(map(str, claimed))) or "none"
         raise ResultFileError(f"{record.folder / CONFIG}: its identity {record.identity} is not that of the "
                               f"checkpoints in {root} ({said}: {where}, their trainer state): it was edited, or is "

@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from .config import read_yaml, step_text
 from .errors import ConfigError, ResultFileError
@@ -184,20 +187,50 @@ def id_of(cfg) -> ModelId | None:
 RESTORE = "restore it (version control, a backup) or train the run again"
 
 
+# where a run's files go, not what it trains: left out of its identity, so that a run moved to other folders (or
+# resumed with them) stays the same run
+LOCATIONS = ("results_dir", "checkpoints_dir", "data.root")
+
+
 def config_identity(text: str) -> str:
     """A run's identity from the text of its config.yaml (`training.pretrain.identity`: its resolved config as
-    `config.to_yaml` writes it): the text's sha256, its first 16 hex digits."""
+    `config.to_yaml` writes it): the sha256 of the config as canonical JSON without its `LOCATIONS`, its first 16 hex
+    digits. A text that is not a YAML mapping has its `legacy_identity`."""
+    config = yaml.safe_load(text)
+    if not isinstance(config, dict):
+        return legacy_identity(text)
+    canonical = json.dumps(_without(config, LOCATIONS), sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _without(mapping: dict, keys: tuple[str, ...]) -> dict:
+    """`mapping` without the dotted `keys` (a copy)."""
+    kept = {k: v for k, v in mapping.items() if k not in keys}
+    for head in {key.split(".", 1)[0] for key in keys if "." in key}:
+        if isinstance(kept.get(head), dict):
+            kept[head] = _without(kept[head], tuple(k.split(".", 1)[1] for k in keys if k.startswith(head + ".")))
+    return kept
+
+
+def legacy_identity(text: str) -> str:
+    """The identity that runs recorded before `LOCATIONS` were left out carry (meta.json, run.json, trainer states):
+    the sha256 of the config's whole text, its first 16 hex digits. Readers accept it beside `config_identity`."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class Record:
-    """A run's record (`read_record`): its config.yaml as a mapping, its meta.json ({} before the run wrote one) and
-    the identity of the config's text."""
+    """A run's record (`read_record`): its config.yaml as a mapping, its meta.json ({} before the run wrote one), the
+    identity of the config's text and its `legacy_identity` (which runs recorded before carry)."""
     folder: Path
     config: dict
     meta: dict
     identity: str
+    legacy: str
+
+    def answers_to(self, identity: str | None) -> bool:
+        """Whether `identity` (a meta.json's, a run.json's, a trainer state's) is this record's, new or legacy."""
+        return identity in (self.identity, self.legacy)
 
     @property
     def final_step(self) -> int | None:
@@ -228,8 +261,8 @@ def read_record(folder: str | Path) -> Record | None:
         if not isinstance(doc, dict):
             held = type(doc).__name__ if doc is not None else "nothing"
             raise ResultFileError(f"{folder / name}: not {kind} (it holds {held}); {RESTORE}")
-    record = Record(folder, config, meta, config_identity(text))
-    if meta.get("identity") not in (None, record.identity):
+    record = Record(folder, config, meta, config_identity(text), legacy_identity(text))
+    if meta.get("identity") is not None and not record.answers_to(meta["identity"]):
         raise ResultFileError(f"{folder / CONFIG}: edited after training (its identity is {record.identity}, "
                               f"{folder / META} records {meta['identity']}); {RESTORE}")
     return record

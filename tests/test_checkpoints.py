@@ -247,6 +247,23 @@ def test_a_checkpoint_of_another_run_in_a_claimed_folder_is_never_resumed(tmp_pa
         ck.claim(root, RUN_A)
 
 
+def test_a_folder_recorded_under_a_runs_legacy_identity_stays_its_own(tmp_path):
+    """A run's folder written under its legacy identity (`runs.legacy_identity`) is claimed by the run that names it
+    as `legacy`, and a checkpoint trained since under its new identity is no stray; without it, both are refused."""
+    root = tmp_path / "r"
+    ck.claim(root, RUN_A)  # run.json and a checkpoint of identity "a...": the run's legacy one
+    _write(root, 4, identity=RUN_A["identity"])
+    new = {**RUN_A, "identity": "c" * 16}
+    with pytest.raises(ConfigError, match="holds the checkpoints of run 'r' of identity a{16}"):
+        ck.claim(root, new)
+    ck.claim(root, new, legacy=RUN_A["identity"])
+    _write(root, 8, identity=new["identity"])  # resumed: trained under its new identity
+    ck.claim(root, new, legacy=RUN_A["identity"])
+    assert store.owner(root) == RUN_A
+    with pytest.raises(ConfigError, match="is a checkpoint of run identity c{16}, not of a{16}"):
+        ck.claim(root, RUN_A)
+
+
 def test_sharded_transformers_weights_count_each_shard(tmp_path):
     root = tmp_path / "run"
     path = _write(root, 4)

@@ -90,8 +90,8 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
     assert meta["versions"]["torch"] and meta["hardware"]["cpu_count"] and meta["commit"]
     assert meta["data"]["shards"].startswith(f"{Path(cfg.data.root).as_posix()}/shards/")  # as the config names it
     # its identity (the hash of config.yaml) in meta.json, in its checkpoint folder and in every trainer state
-    import hashlib
-    assert meta["identity"] == identity(cfg) == hashlib.sha256(to_yaml(cfg).encode()).hexdigest()[:16]
+    from mlmclm.runs import config_identity, legacy_identity
+    assert meta["identity"] == identity(cfg) == config_identity(to_yaml(cfg)) != legacy_identity(to_yaml(cfg))
     ckpt_root = Path(cfg.checkpoints_dir) / "test" / "t"
     assert json.loads((ckpt_root / "run.json").read_text()) == {"identity": identity(cfg), "run_id": "t",
                                                                  "results": str(run_dir)}
@@ -513,6 +513,54 @@ def test_a_results_folder_of_another_identity_is_refused(tmp_path, text_corpus, 
         pretrain(cfg, root=working_root())
     (run_dir / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "identity"}))
     assert pretrain(cfg, root=working_root()) == run_dir  # written before identities: its config.yaml alone decides
+
+
+def test_where_a_runs_files_go_is_not_part_of_its_identity(tmp_path, text_corpus, data_root, capsys):
+    """A run's identity leaves out its results, checkpoint and data folders (`runs.LOCATIONS`): moved, it is the same
+    run, complete; any other key is another run. Its checkpoints are never shared by a second results folder."""
+    from dataclasses import replace
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="moved", phases=(("clm", 2),),
+                      checkpoint={"steps": []}, optim={"warmup_steps": 1, "decay_steps": 1})
+    run_dir = pretrain(cfg, root=working_root())
+    moved = replace(cfg, results_dir=str(tmp_path / "runs2"), checkpoints_dir=str(tmp_path / "ckpt2"),
+                    data=replace(cfg.data, root=str(tmp_path / "data2")))
+    assert identity(moved) == identity(cfg) != identity(replace(cfg, seed=1))
+    assert identity(cfg) != identity(replace(cfg, data=replace(cfg.data, seed=1)))
+    # the same config with a second results folder beside the first: refused, the checkpoints shared by none
+    twice = replace(cfg, results_dir=str(tmp_path / "runs3"))
+    with pytest.raises(ConfigError, match=f"holds the checkpoints of the run recorded in {run_dir}, not in "):
+        pretrain(twice, root=working_root())
+    assert not (tmp_path / "runs3" / "test" / "moved" / "meta.json").exists()
+    (tmp_path / "runs2" / "test").mkdir(parents=True)
+    (tmp_path / "ckpt2" / "test").mkdir(parents=True)
+    shutil.move(run_dir, tmp_path / "runs2" / "test" / "moved")
+    shutil.move(Path(cfg.checkpoints_dir) / "test" / "moved", tmp_path / "ckpt2" / "test" / "moved")
+    capsys.readouterr()
+    assert pretrain(moved, root=working_root()) == tmp_path / "runs2" / "test" / "moved"
+    assert "already complete" in capsys.readouterr().out
+
+
+def test_a_run_recorded_under_its_legacy_identity_is_still_its_own(tmp_path, text_corpus, data_root, capsys):
+    """Runs recorded before identities left out where files go carry the hash of their config's whole text
+    (`runs.legacy_identity`) in meta.json, run.json and their trainer states: read, found complete and resumed as
+    their own, never refused as another run's."""
+    from mlmclm.runs import legacy_identity, read_record
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="old", phases=(("clm", 2),), checkpoint={"steps": []},
+                      optim={"warmup_steps": 1, "decay_steps": 1})
+    run_dir = pretrain(cfg, root=working_root())
+    ckpt_root = Path(cfg.checkpoints_dir) / "test" / "old"
+    old = legacy_identity(to_yaml(cfg))
+    for path in [run_dir / "meta.json", ckpt_root / "run.json", *ckpt_root.glob("step_*/trainer_state.json")]:
+        path.write_text(json.dumps({**json.loads(path.read_text()), "identity": old}))
+    record = read_record(run_dir)
+    assert (record.identity, record.legacy) == (identity(cfg), old) and record.answers_to(old)
+    capsys.readouterr()
+    assert pretrain(cfg, root=working_root()) == run_dir and "already complete" in capsys.readouterr().out
+    shutil.rmtree(ckpt_root / "step_000002")  # its last checkpoint lost: trained again, under the identity of today
+    pretrain(cfg, root=working_root())
+    assert json.loads((ckpt_root / "step_000002" / "trainer_state.json").read_text())["identity"] == identity(cfg)
+    assert json.loads((ckpt_root / "run.json").read_text())["identity"] == old  # the folder still the run's
+    assert pretrain(cfg, root=working_root()) == run_dir and "already complete" in capsys.readouterr().out
 
 
 def test_damaged_weights_are_named_and_their_steps_trained_again(tmp_path, text_corpus, data_root, capsys):

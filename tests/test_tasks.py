@@ -110,6 +110,8 @@ def test_bad_names_and_unbuilt_datasets_fail_in_one_line(tmp_path):
         select_tasks("offline", ["NER"])
     with pytest.raises(TaskError, match=r"offline dataset squad11 is not built .*mlmclm tasks build --datasets"):
         load_task(SUITES["offline"]["squad11"], tmp_path)
+    with pytest.raises(TaskError, match=r"offline dataset squad11 needs the folder of the built suite: pass data_dir"):
+        load_task(SUITES["offline"]["squad11"])
 
 
 def test_labels_outside_the_label_set_are_refused(tmp_path):

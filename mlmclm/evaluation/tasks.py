@@ -89,6 +89,9 @@ def load_task(task: Task, data_dir: str | Path | None = None, max_train: int | N
     for a task with `seeded_split` (NQ).
     """
     if task.suite == "offline":
+        if data_dir is None:
+            raise TaskError(f"offline dataset {task.name} needs the folder of the built suite: pass data_dir "
+                            "(`tasks_dir` of the working root)")
         folder = Path(data_dir) / "offline" / task.name
         if not (folder / "test.jsonl").is_file():
             raise TaskError(f"offline dataset {task.name} is not built in {folder.parent}; "

@@ -29,7 +29,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
     a checkpoint folder of its own identity only: another run's is refused, untouched). What is missing is read
     again under the folder's lock: another study run may have trained the run meanwhile (this one's `work` was read
     before), and its checkpoints, which that process may be fine-tuning now, are not dropped then."""
-    from ..training.pretrain import owner
+    from ..training.pretrain import claim
 
     def missing() -> list[int]:
         return [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
@@ -37,7 +37,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
         root = paths.checkpoints_of(plan.scale.scale, run.id)
         with locks.hold(root):
             if lost := missing():
-                checkpoints.claim(root, owner(cfg))
+                claim(root, cfg)
                 checkpoints.drop_after(root, min(lost))
 
 

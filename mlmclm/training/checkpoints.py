@@ -16,12 +16,12 @@ read, periodic ones the resume points of the run's own writer. A named checkpoin
 under the folder's lock, when it is damaged or when the run is rewound to write a lost one again (`drop_after`; a
 study reads what is lost under that lock, so it never rewinds a run another study run has just trained).
 
-A run is its config, named by a hash of it (its *identity*, `runs.config_identity`). The folder's `run.json` names the
-run it belongs to, and each checkpoint's trainer state its run's identity. Before a writer removes or writes anything
-in a folder it `claim`s it: a folder that belongs to another identity (by `run.json`, or by any checkpoint's trainer
-state) is refused in one line naming both, so a run's checkpoints are never deleted, overwritten or resumed by
-another run. A folder written before identities existed (no `run.json`, no identity in its trainer states) is legacy:
-the first run that writes in it claims it.
+A run is its config, named by a hash of it (its *identity*, `runs.config_identity`; where its files go left out).
+The folder's `run.json` names the run it belongs to, and each checkpoint's trainer state its run's identity. Before
+a writer removes or writes anything in a folder it `claim`s it: a folder that belongs to another identity (by
+`run.json`, or by any checkpoint's trainer state) is refused in one line naming both, so a run's checkpoints are
+never deleted, overwritten or resumed by another run. A folder written before identities existed (no `run.json`, no
+identity in its trainer states) is legacy: the first run that writes in it claims it.
 """
 
 from __future__ import annotations
@@ -78,32 +78,34 @@ def write_state(path: Path, state: dict) -> None:
 
 
 # ---- whose checkpoints ----
-def claim(root: str | Path, run: dict, write: bool = True) -> None:
+def claim(root: str | Path, run: dict, write: bool = True, legacy: str | None = None) -> None:
     """Make `root` the checkpoint folder of `run` ({"identity", "run_id", "results"}) before anything in it is
     removed or written: a `ConfigError` naming both runs when it belongs to another identity (its `run.json`, or a
-    complete checkpoint's trainer state, says so). A folder without `run.json` is claimed (written, when `write`)."""
+    complete checkpoint's trainer state, says so). `legacy`: the identity this run had before identities left out
+    where its files go (`runs.legacy_identity`), as its folder may record it: equally the run's. A folder without
+    `run.json` is claimed (written, when `write`)."""
     root = Path(root)
-    mine = run["identity"]
+    mine = {run["identity"], legacy} - {None}
     theirs = owner(root)
     if not isinstance(theirs, dict) or not isinstance(theirs.get("identity"), str):
         if theirs is not None:
             raise ConfigError(f"{root / OWNER} does not name the run these checkpoints belong to; delete {root} to "
                               "start over")
         foreign = [p for p in step_folders(root) if complete(p) and read_state(p).get("identity") not in
-                   (None, mine)]
+                   {None, *mine}]
         theirs = {"identity": read_state(foreign[0])["identity"], "run_id": root.name,
                   "results": f"a run whose {foreign[0] / STATE} says so"} if foreign else None
     else:
-        stray = [p for p in step_folders(root) if complete(p) and read_state(p).get("identity") not in
-                 (None, theirs["identity"])]
+        same = mine if theirs["identity"] in mine else {theirs["identity"]}  # a legacy run resumed: both its own
+        stray = [p for p in step_folders(root) if complete(p) and read_state(p).get("identity") not in {None, *same}]
         if stray:
             raise ConfigError(f"{stray[0]} is a checkpoint of run identity {read_state(stray[0])['identity']}, not "
                               f"of {theirs['identity']} that {root / OWNER} names; remove it (or {root}) by hand")
-    if theirs is not None and theirs["identity"] != mine:
+    if theirs is not None and theirs["identity"] not in mine:
         raise ConfigError(f"{root} holds the checkpoints of run {theirs.get('run_id')!r} of identity "
                           f"{theirs['identity']} (results: {theirs.get('results')}), not of this run "
-                          f"{run['run_id']!r} of identity {mine} (results: {run['results']}); its config differs: "
-                          f"choose another run_id or checkpoints_dir, or delete that folder to start over")
+                          f"{run['run_id']!r} of identity {run['identity']} (results: {run['results']}); its config "
+                          f"differs: choose another run_id or checkpoints_dir, or delete that folder to start over")
     if theirs is None and write:
         write_json(root / OWNER, run)
 

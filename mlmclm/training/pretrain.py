@@ -14,11 +14,12 @@ Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.cs
 and tokenizer in transformers format) and trainer_state.json. Every checkpoint is written under a temporary name and
 renamed when complete; `mlmclm.training.checkpoints` owns that layout.
 
-A run is its resolved config (config.yaml): its identity is that text's hash (`identity`), stored in meta.json, in
-every checkpoint's trainer state and in the checkpoint folder's run.json. A run refuses, in one line naming both, a
-results folder or a checkpoint folder of another identity, so it never removes, overwrites or resumes another run's
-checkpoints. Results written before identities (meta.json without one: the committed runs) are checked by their
-config.yaml alone, which is what the identity hashes.
+A run is its resolved config (config.yaml): its identity is the hash of that config without where its files go
+(`identity`, `runs.config_identity`), stored in meta.json, in every checkpoint's trainer state and in the checkpoint
+folder's run.json; a run recorded under its legacy identity (`runs.legacy_identity`) is still its own. A run
+refuses, in one line naming both, a results folder or a checkpoint folder of another identity, so it never removes,
+overwrites or resumes another run's checkpoints. Results written before identities (meta.json without one: the
+committed runs) are checked by their config.yaml alone, which is what the identity hashes.
 
 `pretrain` checks what it can before any work, then builds the run (`mlmclm.training.build`: the accelerator, the
 data, the model and its optimizer) and trains it (`Trainer`).
@@ -50,7 +51,7 @@ from ..models.convert import load_hf_decoder
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..paths import CONFIG, LOG, META, hf_dir, run_folder, step_dir, step_of, tmp_dir
 from ..runlog import CSV_FIELDS, finished, log_end, truncate
-from ..runs import ModelId, config_identity, id_of
+from ..runs import ModelId, config_identity, id_of, legacy_identity
 from . import checkpoints, corpus, trackers
 from .build import (Built, build, check_data_prepared, distributed_setup, micro_batch_from_memory,
                     start_accelerator)
@@ -81,7 +82,8 @@ def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer
 # The run
 # ---------------------------------------------------------------------------------------------------------------
 def identity(cfg: PretrainConfig) -> str:
-    """A run's identity: the hash of its resolved config (the text of its config.yaml: `runs.config_identity`)."""
+    """A run's identity: the hash of its config, where its files go left out (its config.yaml's text:
+    `runs.config_identity`)."""
     return config_identity(to_yaml(cfg))
 
 
@@ -89,6 +91,12 @@ def owner(cfg: PretrainConfig) -> dict:
     """What a checkpoint folder records of the run it belongs to (`checkpoints.claim`)."""
     return {"identity": identity(cfg), "run_id": cfg.run_id,
             "results": str(run_folder(cfg.results_dir, cfg.scale, cfg.run_id))}
+
+
+def claim(root: Path, cfg: PretrainConfig, write: bool = True) -> None:
+    """`checkpoints.claim` of the checkpoint folder `root` for the run of `cfg`, under its identity or the legacy
+    one its folder may record (`runs.legacy_identity`)."""
+    checkpoints.claim(root, owner(cfg), write, legacy=legacy_identity(to_yaml(cfg)))
 
 
 def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, create: bool = True) -> None:
@@ -148,7 +156,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
             held.enter_context(locks.hold(ckpt_root))
         trainer = None
         try:
-            if _complete(cfg, schedule, run_dir, ckpt_root):
+            if _complete(cfg, schedule, run_dir, ckpt_root, root):
                 print(f"{cfg.run_id}: already complete ({shown(run_dir)})")
                 return run_dir
             accelerator = start_accelerator(cfg, run_dir, report_to)
@@ -159,11 +167,12 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
             raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step if trainer else 0}") from None
 
 
-def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path) -> bool:
+def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, root: Path) -> bool:
     """Whether the run is complete (its log whole and its last checkpoint written); refuses first a results folder or
-    a checkpoint folder of another run."""
+    a checkpoint folder of another run, or one whose record lies in another results folder."""
     _check_run_folder(cfg, run_dir)
-    checkpoints.claim(ckpt_root, owner(cfg), write=False)  # refused before any work when they are another run's
+    claim(ckpt_root, cfg, write=False)  # refused before any work when they are another run's
+    _check_results_named(ckpt_root, run_dir, root)
     total = schedule.total
     return finished(run_dir, total) and store.checkpoint_steps(ckpt_root)[-1:] == [total]
 
@@ -257,7 +266,7 @@ class Trainer:
         process then writes config.yaml, cuts pretrain.csv back to that step and marks meta.json running."""
         cfg, accelerator, root = self.cfg, self.accelerator, self.ckpt_root
         if accelerator.is_main_process:
-            checkpoints.claim(root, owner(cfg))
+            claim(root, cfg)
             checkpoints.clear_temporary(root)
             own = checkpoints.last_verified(root)
             good = log_end(self.run_dir / LOG)
@@ -498,17 +507,33 @@ def _check_run_id(cfg: PretrainConfig) -> None:
 
 
 def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
-    """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml)."""
-    me = owner(cfg)
+    """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml's):
+    one that differs only in where its files go is this run's."""
+    me, text = owner(cfg), to_yaml(cfg)
     recorded, other = _recorded_identity(run_dir / META), None
-    if recorded not in (None, me["identity"]):
+    if recorded not in (None, me["identity"], legacy_identity(text)):
         other = f"identity {recorded}"
-    elif (run_dir / CONFIG).exists() and (run_dir / CONFIG).read_text() != to_yaml(cfg):
+    elif (run_dir / CONFIG).exists() and config_identity((run_dir / CONFIG).read_text()) != me["identity"]:
         other = "its config.yaml differs"
     if other:
         raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
                           f"(identity {me['identity']}); choose another run_id, or delete that folder and its "
                           f"checkpoints to start over")
+
+
+def _check_results_named(ckpt_root: Path, run_dir: Path, root: Path) -> None:
+    """Refuse a checkpoint folder whose run.json names another results folder that holds the run's record: the same
+    config run twice into two results folders would otherwise share, and rewind, one set of checkpoints. (A run
+    moved whole, or whose results folder is gone, has none there.)"""
+    run = store.owner(ckpt_root)
+    named = run.get("results") if isinstance(run, dict) else None
+    if not isinstance(named, str):
+        return
+    named = Path(named) if Path(named).is_absolute() else root / named
+    if named.resolve() != run_dir.resolve() and (named / CONFIG).exists():
+        raise ConfigError(f"{ckpt_root} holds the checkpoints of the run recorded in {named}, not in {run_dir}: "
+                          f"write this run's results there (results_dir), or its checkpoints elsewhere "
+                          f"(checkpoints_dir)")
 
 
 def _recorded_identity(meta_path: Path) -> str | None:
