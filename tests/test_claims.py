@@ -792,3 +792,52 @@ def test_the_interval_pools_the_seed_spread_and_the_welch_test_reads_each_family
     assert spread.loc[("SC", "mini-m-mlm40-400"), "sd"] > 2
     one = claims.verdicts(*_planted(tmp_path / "one", 0.2), ["1"], n_boot=300, full=True)  # MLM: one seed
     assert one["seed_means_test"].str.contains("has one seed").all() and one["seed_means_p"].isna().all()
+
+
+def _spreads(root, spreads: dict):
+    """SC runs of one dataset, three learning rates (the inner one best: a converged grid) and four fine-tuning
+    seeds: ``spreads[model]`` lists each pretraining seed's spread (seed 0 under ``model``, then ``-p1`` ...), its runs
+    that spread either side of its score; plus the random-init control, well below."""
+    pattern = (-1, 1, -1, 1)
+    for model, per_seed in {**spreads, "mini-m-mlm40-400-0": [0.0]}.items():
+        base = 0.3 if model.endswith("-0") else 0.7
+        for p, spread in enumerate(per_seed):
+            for lr in (1e-3, 3e-3, 1e-2):
+                edge = 0.0 if lr == 3e-3 else 0.01
+                for sd, sign in enumerate(pattern):
+                    score = base - edge + sign * spread
+                    write_run(root, model + (f"-p{p}" if p else ""), "SC", "toy_sc", lr, sd, score, score,
+                              last_gain=0.0)
+    runs = results.load_run_tree(root, "ours", "mini")
+    return results.aggregate(runs), runs
+
+
+def test_claim4_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_path):
+    """Claim 4's spread is each pretraining seed's sd of centered scores, a family's the mean over its seeds, and
+    its interval Welch's over the seeds' values (fine-tuning noise inside each, counted once); with one seed a family
+    the pretraining-seed noise is not estimable and a verdict of ours is "no signal"."""
+    clm, mlm = [0.002, 0.003, 0.004], [0.006, 0.007, 0.009]
+    scores, runs = _spreads(tmp_path / "three", {"mini-m-clm-400": clm, "mini-m-mlm40-400": mlm})
+    v = claims.verdicts(scores, runs, ["4"], n_boot=200, full=True).iloc[0]
+
+    def value(spread):  # a seed's sd over its 12 runs, centered on its mean (the 1-point edge drop included)
+        x = np.array([[-0.01 + s * spread, -0.01 - s * spread, s * spread] for s in (-1, 1, -1, 1)]).ravel() * 100
+        return float(np.std(x - x.mean(), ddof=1))
+    a, b = np.array([value(s) for s in mlm]), np.array([value(s) for s in clm])
+    se2 = a.var(ddof=1) / 3 + b.var(ddof=1) / 3
+    dof = se2 ** 2 / ((a.var(ddof=1) / 3) ** 2 / 2 + (b.var(ddof=1) / 3) ** 2 / 2)
+    half = bootstrap.student_quantile(dof) * np.sqrt(se2)
+    assert np.isclose(v["value"], a.mean() - b.mean(), atol=0.01), v["evidence"]
+    assert np.isclose(v["ci_low"], a.mean() - b.mean() - half, atol=0.01) and v["ci_high"] > v["ci_low"]
+    assert v["pretrain_seeds"] == "3" and v["verdict"] == "reproduced", v["reason"]
+    assert v["seed_means_test"].startswith("Welch over the pretraining seeds' values (3 a family")
+    scores, runs = _spreads(tmp_path / "one", {"mini-m-clm-400": clm[:1], "mini-m-mlm40-400": mlm[:1]})
+    v = claims.verdicts(scores, runs, ["4"], n_boot=200, full=True).iloc[0]
+    assert v["pretrain_seeds"] == "1" and v["verdict"] == "no signal"
+    assert "pretraining-seed noise not estimable: CLM, MLM has one seed" in v["reason"]
+
+
+def test_student_quantile_inverts_student_p():
+    assert all(abs(bootstrap.student_quantile(d) - results.t95(d)) < 1e-3 for d in (1, 2, 3, 7, 30))
+    assert abs(bootstrap.student_quantile(1e6) - 1.96) < 1e-2 and np.isnan(bootstrap.student_quantile(0))
+    assert abs(bootstrap.student_p(bootstrap.student_quantile(3.4), 3.4) - 0.05) < 1e-9

@@ -287,6 +287,18 @@ def student_p(t: float, dof: float) -> float:
     return _betainc(dof / 2, 0.5, dof / (dof + t * t))
 
 
+def student_quantile(dof: float, alpha: float = 0.05) -> float:
+    """The t above which Student's t with ``dof`` (any positive real) degrees of freedom lies with two-sided
+    probability ``alpha`` (`student_p` inverted by bisection; 1.96 in the limit for 5%)."""
+    if np.isnan(dof) or dof <= 0:
+        return float("nan")
+    lo, hi = 0.0, 1e4
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if student_p(mid, dof) > alpha else (lo, mid)
+    return (lo + hi) / 2
+
+
 def _betainc(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function I_x(a, b)."""
     if x <= 0 or x >= 1:

@@ -173,11 +173,9 @@ def _spread_change(runs: pd.DataFrame, groups) -> tuple[float, str]:
     runs = runs[runs["task_group"].isin(set(groups))].dropna(subset=["validation", "last_gain"])
 
     def statistic(r):
-        c = views.centered_scores(r, split="validation")
-        if c.empty:
-            return np.nan
-        sd = c.groupby(["dataset", c["objective"] == "clm"])["centered"].std().unstack()
-        return float((sd.get(False) - sd.get(True)).mean()) if sd.shape[1] == 2 else np.nan
+        m = views.model_spreads(views.centered_scores(r, split="validation", every_seed=True))
+        sd = m.groupby(["dataset", "family"])["sd"].mean().unstack() if not m.empty else m
+        return float((sd["MLM"] - sd["CLM"]).mean()) if {"CLM", "MLM"} <= set(sd.columns) else np.nan
 
     if runs.empty:
         return np.nan, ""

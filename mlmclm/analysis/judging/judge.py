@@ -6,9 +6,12 @@ The interval: for a source with per-run results (this repository's, EncodEval's)
 over the scale's families with 2+ seeds, each seed mean carrying its fine-tuning, learning-rate and test noise once
 (`bootstrap.seed_mean_replicas`; `coverage` shows it covers); where no family has 2+ seeds, a hierarchical bootstrap
 with the pretraining seeds held fixed (a verdict of ours is then "no signal", the reason says why). Beside it, the
-Welch test on each compared family's own seed means (`_welch`), and where the two disagree; for the paper, its printed half-widths (a difference of two independent means gets
-sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a minimum over values the minimum of their
-bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ
+Welch test on each compared family's own seed means (`_welch`), and where the two disagree. A per-run claim with
+values per pretraining seed (claim 4's spreads: ``seed_values``) gets Welch's interval over them (`_seed_welch`), each
+value carrying its fine-tuning noise once; where a family has one seed, the hierarchical bootstrap over fine-tuning
+seeds and test instances (a verdict of ours is then "no signal"). For the paper, its printed half-widths (a
+difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a
+minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ
 only in their pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model
 size, no IR task, no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
 
@@ -55,7 +58,10 @@ class Claim:
     (the paper prints no numbers for it) is judged on run-level results only, its bootstrap replicas drawn from the
     runs ``replica_runs`` keeps; ``below_control`` says what a compared model below the random-init control means
     for it; ``spread``: its statistic is a difference of spreads over learning rates (claim 4), whose own change over
-    the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`).
+    the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`). ``seed_values`` (a per-run claim's):
+    the statistic's part per pretraining seed (``family``, ``model``, ``value``, ``coef``: the statistic is the sum
+    over families of coef x the mean of its seeds' values); where every family has two seeds or more, the interval is
+    Welch's over them (`_seed_welch`), counting fine-tuning noise once, inside each seed's value.
     """
 
     key: str
@@ -73,6 +79,7 @@ class Claim:
     below_control: str = "reported, not a gate: the leading model beats it"
     paper: str = ""
     spread: bool = False
+    seed_values: Callable[..., pd.DataFrame] | None = None
 
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         """The check's rows (or ``table``'s) of ``scores`` (and ``runs``, for a per-run claim)."""
@@ -203,11 +210,15 @@ def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
     return "; ".join(filter(None, [*terms, reason])), reason
 
 
-def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str) -> tuple[pd.DataFrame, str]:
-    """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed."""
+def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str, welch: dict | None = None
+               ) -> tuple[pd.DataFrame, str]:
+    """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed: a per-run claim's Welch
+    interval over its pretraining seeds where it has one (``welch``: `_seed_welch`)."""
     table = c.measure(point)
     if not src.per_run:
         return table, "printed ± half-widths"
+    if welch is not None and not np.isnan(welch["lo"]):
+        return table.drop(columns=["lo", "hi"]).assign(lo=welch["lo"], hi=welch["hi"]), welch["how"]
     table = table.drop(columns=["lo", "hi"]).merge(_bounds(c, point, src, split), on="scope", how="left")
     if c.per_run:
         how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
@@ -231,6 +242,36 @@ def _bounds(c: Claim, point: pd.DataFrame, src: _Source, split: str) -> pd.DataF
         rows = c.rows(src.replicas)
     dist = c.measure(rows, point) if not rows.empty else pd.DataFrame(columns=["scope", "value"])
     return bootstrap.percentile_interval(dist, c.choices(point))
+
+
+def _seed_welch(c: Claim, src: _Source, split: str = "test") -> dict | None:
+    """A per-run claim's statistic over its pretraining seeds (``seed_values``): Welch's 95% interval (Satterthwaite's
+    degrees of freedom) and two-sided p, the seeds per family (``seeds``: "3", or "2-3") and how; ``lo`` NaN (with
+    ``why``) where a family has one seed; None for a claim without seed values or a source without runs."""
+    if c.seed_values is None or src.runs.empty:
+        return None
+    values = c.seed_values(src.runs, split).dropna(subset=["value"])
+    if values.empty:
+        return None
+    k = values.groupby("family")["value"].size()
+    seeds = f"{k.min()}" if k.min() == k.max() else f"{k.min()}-{k.max()}"
+    nan = {"lo": float("nan"), "hi": float("nan"), "p": float("nan"), "seeds": seeds, "how": ""}
+    if k.min() < 2:
+        return nan | {"why": f"pretraining-seed noise not estimable: {', '.join(k.index[k < 2])} has one seed"}
+    g = values.groupby("family")
+    coef, mean, var = g["coef"].first(), g["value"].mean(), g["value"].var(ddof=1)
+    value = float((coef * mean).sum())
+    terms = coef ** 2 * var / k
+    se2 = float(terms.sum())
+    if se2 == 0:
+        return nan | {"why": "the pretraining seeds' values do not vary"}
+    dof = se2 ** 2 / float((terms ** 2 / (k - 1)).sum())
+    half = bootstrap.student_quantile(dof) * np.sqrt(se2)
+    t = value / np.sqrt(se2)
+    p = bootstrap.student_p(t, dof)
+    return {"lo": value - half, "hi": value + half, "p": p, "seeds": seeds, "why": "",
+            "how": f"Welch over the pretraining seeds' values ({seeds} a family; {dof:.1f} df; fine-tuning noise "
+                   f"inside each), t {t:+.2f}, p {p:.3f}"}
 
 
 def _contrasts(c: Claim, src: _Source, point: pd.DataFrame) -> pd.DataFrame:
@@ -379,7 +420,8 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     if reason:
         return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
                  "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
-    table, how = _intervals(c, src, point, split)
+    welch = _seed_welch(c, src, split) if c.per_run and src.per_run else None
+    table, how = _intervals(c, src, point, split, welch)
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
     detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(c, src)
@@ -391,7 +433,8 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
         notes, extra, lo, hi = [detail], {}, t.lo, t.hi
         groups = [t.scope] if t.scope in ids.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, models, groups)
-        pretrain = "1" if c.per_run and pretrain else pretrain  # per-run claims read pretraining seed 0's runs
+        if c.per_run and pretrain:  # per-run claims read pretraining seed 0's runs, or every seed of seed_values
+            pretrain = welch["seeds"] if welch is not None else "1"
         if src.controlled:
             extra, verdict, why, more = _ours(c, src, t, groups, words, verdict, why)
             lo, hi = extra.pop("lo"), extra.pop("hi")
@@ -401,6 +444,10 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             p, test = _welch(src, coefs[coefs["scope"] == t.scope], t.value)
             extra |= {"seed_means_p": round(p, 4), "seed_means_test": test,
                       "tests_disagree": _disagreement(lo, hi, p, t.value, c.choices(point))}
+        if welch is not None:  # the interval is the test on the seeds (where a family has 2+)
+            extra |= {"seed_means_p": round(welch["p"], 4), "seed_means_test": welch["how"] or welch["why"]}
+            if welch["why"] and src.controlled and verdict != "no signal":  # an interval that leaves out a source
+                verdict, why = "no signal", welch["why"]                    # of noise is no evidence
         if src.per_run and not c.per_run:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)

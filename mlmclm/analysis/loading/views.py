@@ -134,15 +134,17 @@ def detour_view(scores: pd.DataFrame) -> pd.DataFrame:
                      ignore_index=True)
 
 
-def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test") -> pd.DataFrame:
+def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test",
+                    every_seed: bool = False) -> pd.DataFrame:
     """Fig. 5: each run's score minus its model's mean over seeds and learning rates in ``lr_range``.
 
-    Only CLM and MLM-40% base models at the full budget. ``lr_range`` applies to the paper's grid (sources at the
+    Only CLM and MLM-40% base models at the full budget, of pretraining seed 0 unless ``every_seed`` (each seed is
+    a model of its own, centered on its own mean). ``lr_range`` applies to the paper's grid (sources at the
     ``paper`` scale); a scale of this repository spreads over its own stability grid (``stability_grid``: its default
     grid where it has none). Learning rates are those every model of the same source, size and dataset has (so that a
     model is not judged on learning rates another lacks), and only where there are at least two of them.
     """
-    models = _final(stability_grid(runs))
+    models = _final(stability_grid(runs), every_seed)
     in_range = models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001) | (models["scale"] != "paper")
     df = models[is_clm_or_mlm40(models) & in_range]
     df = df.dropna(subset=[split])
@@ -154,6 +156,18 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     df = df[df.groupby(keys)["lr"].transform("nunique") > 1]  # a spread over learning rates needs two of them
     mean = df.groupby([*keys, "model"])[split].transform("mean")
     return df.assign(centered=df[split] - mean).reset_index(drop=True)
+
+
+def model_spreads(centered: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    """Claim 4's spreads (Fig. 5) of `centered_scores`: per source, scale, size, task group, dataset and model (a
+    pretraining seed), its ``family`` ("CLM" or "MLM"), the standard deviation of its runs' centered scores (``sd``)
+    and their number (``runs``)."""
+    keys = ["source", "scale", "size", "task_group", "dataset", "family", "model"]
+    if centered.empty:
+        return pd.DataFrame(columns=[*keys, "sd", "runs"])
+    c = centered.assign(family=np.where(centered["objective"] == "clm", "CLM", "MLM"))
+    g = c.groupby(keys, observed=True)["centered"]
+    return g.std().rename("sd").to_frame().join(g.size().rename("runs")).reset_index()
 
 
 def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str = "test") -> pd.DataFrame:
