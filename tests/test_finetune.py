@@ -435,6 +435,10 @@ def test_each_dataset_runs_its_own_protocol(suite, tmp_path, capsys):
     assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--runs-dir",
                 str(tmp_path / "cli"), "--set", "per_dataset.multiemo_sentiment.lrs=[1e-4]") == 0
     assert [p.parent.name for p in (tmp_path / "cli").rglob("results.json")] == ["lr1e-03_sd0"]
+    # and so is a --set of a protocol field: it reaches a dataset whose per_dataset entry sets its own
+    assert _cli(suite, "--datasets", "multiemo_sentiment", "--lrs", "1e-3", "--seeds", "0", "--runs-dir",
+                str(tmp_path / "cli2"), "--set", "per_dataset.multiemo_sentiment.max_eval=3", "--set", "max_eval=2") == 0
+    assert [json.loads(p.read_text())["meta"]["n_test"] for p in (tmp_path / "cli2").rglob("results.json")] == [2]
     with pytest.raises(Exception, match="per_dataset names 'multiemo', which is not a dataset of the offline suite"):
         run_grid(ckpt, finetune_config(TINY, base + ["per_dataset.multiemo.lrs=[1e-3]"]), progress=False, root=working_root())
 

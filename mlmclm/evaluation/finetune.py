@@ -39,14 +39,14 @@ import collections
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .. import locks
-from ..config import FinetuneConfig, finetune_config, scale_config, to_dict
+from ..config import DatasetProtocol, FinetuneConfig, finetune_config, scale_config, to_dict
 from ..errors import FinetuneError
 from ..io import lr_text, provenance, repo_relative, shown, typed_path, write_json
 from ..paths import RESULTS, run_folder
@@ -290,10 +290,12 @@ def _cli_finetune(args) -> int:
         kept = group_datasets(args.suite or scale.finetune.suite, scale.finetune.datasets, args.groups.split(","))
         overrides.append(f"datasets=[{','.join(kept)}]")
     cfg = finetune_config(scale, overrides + args.overrides)
-    for key in ("lrs", "seeds"):  # an explicit grid on the command line is every dataset's
-        if getattr(args, key) is not None:
-            for entry in cfg.per_dataset.values():
-                setattr(entry, key, None)
+    # what the command line sets (--lrs, --seeds, --set epochs=6 ...) is every dataset's, a per_dataset entry's too
+    explicit = {key for key in ("lrs", "seeds") if getattr(args, key) is not None}
+    explicit |= {o.split("=", 1)[0].strip() for o in args.overrides} & {f.name for f in fields(DatasetProtocol)}
+    for entry in cfg.per_dataset.values():
+        for key in explicit:
+            setattr(entry, key, None)
     out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to, root=root)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {shown(run_folder(root / cfg.results_dir, cfg.scale, out['model_id']))}")

@@ -1,19 +1,20 @@
 """How a claim (`Claim`) is judged on each source's results: the statistic with its 95% interval, the evidence, the
 verdict and the reason for it (`verdicts`; the claims themselves are `claims.CLAIMS`).
 
-The interval: for a source with per-run results (this repository's, EncodEval's) one rule (`bootstrap.replica_scores`,
-`bootstrap.percentile_interval`): a Student-t interval over the models' pretraining-seed means, their spread pooled
-over the scale's families with 2+ seeds, each seed mean carrying its fine-tuning, learning-rate and test noise once
-(`bootstrap.seed_mean_replicas`; `coverage` shows it covers); where no family has 2+ seeds, a hierarchical bootstrap
-with the pretraining seeds held fixed (a verdict of ours is then "no signal", the reason says why). Beside it, the
-Welch test on each compared family's own seed means (`_welch`), and where the two disagree. A per-run claim with
-values per pretraining seed (claim 4's spreads: ``seed_values``) gets Welch's interval over them (`_seed_welch`), each
-value carrying its fine-tuning noise once; where a family has one seed, the hierarchical bootstrap over fine-tuning
-seeds and test instances (a verdict of ours is then "no signal"). For the paper, its printed half-widths (a
-difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k; a
-minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ
-only in their pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model
-size, no IR task, no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
+The interval: for a source with per-run results (this repository's, EncodEval's) one rule
+(`bootstrap.replica_scores`, `bootstrap.percentile_interval`): a Student-t interval over the models'
+pretraining-seed means, their spread pooled over the scale's families with 2+ seeds, each seed mean carrying its
+fine-tuning, learning-rate and test noise once (`bootstrap.seed_mean_replicas`; `coverage` shows it covers); where
+no family has 2+ seeds, a hierarchical bootstrap with the pretraining seeds held fixed (a verdict of ours is then
+"no signal", the reason says why). Beside it, the Welch test on each compared family's own seed means (`_welch`),
+and where the two disagree. A per-run claim with values per pretraining seed (claim 4's spreads: ``seed_values``)
+gets Welch's interval over them (`_seed_welch`), each value carrying its fine-tuning noise once; where a family has
+one seed, the hierarchical bootstrap over fine-tuning seeds and test instances (a verdict of ours is then "no
+signal"). For the paper, its printed half-widths (a difference of two independent means gets sqrt(ci_a^2 + ci_b^2);
+a mean of k such values sqrt(sum of squares) / k; a minimum over values the minimum of their bounds). Task-group
+averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ only in their
+pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model size, no IR
+task, no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
 model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
