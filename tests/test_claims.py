@@ -592,6 +592,22 @@ def test_calibration_report_finds_an_unequal_grid_an_edge_rate_a_wide_mean_and_r
     assert report.summary()["passed"].tolist() == [False, False, False, False] and not report.passed
 
 
+def test_runs_trained_with_another_protocol_are_an_unequal_grid(tmp_path):
+    """Two models on the same learning rates and seeds, one trained for 4 epochs and one for 6 (their results.json's
+    meta.config): their grids differ, and the report says at what."""
+    for model, epochs in (("m-clm-100", 6), ("m-mlm40-100", 6), ("m-mlm20-100", 4)):
+        for lr in (1e-4, 1e-3, 1e-2):
+            for seed in range(2):
+                write_run(tmp_path, model, "SC", "toy_sc", lr, seed, 0.7, 0.7,
+                          meta={"config": {"epochs": epochs, "max_train": 64}})
+    runs = results.load_run_tree(tmp_path, "ours", "x")
+    assert set(runs["protocol"]) == {"epochs 6, max_train 64", "epochs 4, max_train 64"}
+    report = evidence.calibration_report(runs)
+    assert report.unequal["model"].tolist() == ["m-mlm20-100"] and not report.passed
+    assert report.unequal["grid"].iloc[0].endswith("at epochs 4, max_train 64")
+    assert report.unequal["reference"].iloc[0].endswith("at epochs 6, max_train 64")
+
+
 # ----------------------------------------------------------------------------------------------- the committed runs
 
 

@@ -231,23 +231,28 @@ class Calibration:
         ])
 
 
-def _grid_text(pairs) -> str:
+def _grid_text(grid) -> str:
+    pairs, protocols = grid
     lrs, seeds = sorted({lr for lr, _ in pairs}), sorted({sd for _, sd in pairs})
     full = len(pairs) == len(lrs) * len(seeds)
+    shown = "; ".join(p for p in sorted(protocols) if p)
     return (f"lr {', '.join(f'{lr:g}' for lr in lrs)} x seeds {', '.join(map(str, seeds))}"
-            + ("" if full else f" ({len(pairs)} runs, not every pair)"))
+            + ("" if full else f" ({len(pairs)} runs, not every pair)") + (f" at {shown}" if shown else ""))
 
 
 def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
-    """(a): per source, scale and dataset, each model's set of (lr, seed) runs against the most common set."""
+    """(a): per source, scale and dataset, each model's set of (lr, seed) runs, and the protocols they were trained
+    with (``protocol``: epochs, sizes), against the most common set."""
     keys = ["source", "scale", "task_group", "dataset"]
+    runs = runs if "protocol" in runs else runs.assign(protocol="")
     grids = runs.groupby([*keys, "model"], sort=False).apply(
-        lambda r: frozenset(zip(r["lr"], r["seed"])), include_groups=False).rename("runs").reset_index()
+        lambda r: (frozenset(zip(r["lr"], r["seed"])), frozenset(r["protocol"])), include_groups=False
+    ).rename("runs").reset_index()
     rows = []
     for key, part in grids.groupby(keys, sort=False):
         counts = part["runs"].value_counts()
-        reference = max(counts.index, key=lambda g: (counts[g], len(g)))
-        for r in part[part["runs"] != reference].itertuples():
+        reference = max(counts.index, key=lambda g: (counts[g], len(g[0])))
+        for r in part[part["runs"].map(lambda g: g != reference)].itertuples():
             rows.append({**dict(zip(keys, key)), "model": r.model, "grid": _grid_text(r.runs),
                          "reference": _grid_text(reference)})
     return pd.DataFrame(rows, columns=[*keys, "model", "grid", "reference"])

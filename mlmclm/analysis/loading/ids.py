@@ -34,7 +34,7 @@ ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_step
               "pretrain_seed", "family"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
-               "test", "majority", "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w", "path"]
+               "test", "majority", "last_gain", "zero_shot", "protocol", "test_i", "test_w", "validation_i", "validation_w", "path"]
 # test_i / validation_i: a run's per-instance scores (arrays); test_w / validation_w: what each instance weighs in the
 # split's score (words for a tag accuracy, ``weights_i``), None where the score is the plain mean of the instances'.
 GRIDS = ("default", "stability")

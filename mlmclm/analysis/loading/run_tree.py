@@ -37,7 +37,8 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     None when absent), the majority-class baseline's test score (``majority``: ``baselines.majority.test``, points;
     NaN when absent), the validation gain over the last epoch (``last_gain``, points: the final score minus the one
     after the epoch before, from ``validation.curve``; NaN without a curve) and whether the model was scored zero-shot
-    (``zero_shot``: its ``meta.train_dataset`` is another dataset, as IR's sets trained on another set's pairs)."""
+    (``zero_shot``: its ``meta.train_dataset`` is another dataset, as IR's sets trained on another set's pairs) and
+    the protocol it was trained with (``protocol``: `protocol_text` of ``meta.config``)."""
     path = Path(path)
     doc = load_result(path) if doc is None else doc
     scores = [100 * float(doc[split]["score"]) for split in ("validation", "test")]
@@ -56,7 +57,7 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     zero_shot = meta.get("train_dataset", meta.get("dataset")) != meta.get("dataset")
     out = {"validation": scores[0], "test": scores[1], "majority": math.nan if majority is None else 100 * majority,
-           "last_gain": last_gain, "zero_shot": zero_shot,
+           "last_gain": last_gain, "zero_shot": zero_shot, "protocol": protocol_text(meta.get("config")),
            **{f"{split}_{k}": _instances(doc, split, key) for split in ("test", "validation")
               for k, key in (("i", "scores_i"), ("w", "weights_i"))}}
     for split, score in (("validation", scores[0]), ("test", scores[1])):
@@ -66,6 +67,18 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
             raise ResultFileError(f"{path}: {split}.weights_i do not reproduce its score from scores_i (a weighted "
                                   "mean): the file is damaged or its weights belong to other instances")
     return out
+
+
+# what a fine-tuning run's protocol sets beside its learning rate and seed (`config.DatasetProtocol`'s other fields)
+PROTOCOL = ("epochs", "max_steps", "max_train", "max_eval", "max_length", "batch_size")
+
+
+def protocol_text(config) -> str:
+    """The `PROTOCOL` settings of a results.json's ``meta.config`` ("epochs 6, max_steps -1, ..."); "" without one
+    (EncodEval's runs): runs compared with each other must share it (`evidence.calibration_report`)."""
+    if not isinstance(config, dict):
+        return ""
+    return ", ".join(f"{k} {config[k]}" for k in PROTOCOL if k in config)
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
@@ -144,14 +157,15 @@ def runs_frame(rows: list[dict], source: str, scale: str, grid: str = "default",
     if grid not in GRIDS:
         raise ConfigError(f"unknown grid {grid!r}: use {' or '.join(GRIDS)}")
     df = pd.DataFrame(rows, columns=["model", "task_group", "dataset", "lr", "seed", "validation", "test", "majority",
-                                     "last_gain", "zero_shot", "test_i", "test_w", "validation_i", "validation_w",
-                                     "path"])
+                                     "last_gain", "zero_shot", "protocol", "test_i", "test_w", "validation_i",
+                                     "validation_w", "path"])
     df = with_attributes(df, recorded_attributes)
     df["source"], df["scale"], df["grid"] = source, scale, grid
     df["seed"] = df["seed"].astype("int64")
     cols = ["lr", "validation", "test", "majority", "last_gain"]
     df[cols] = df[cols].astype("float64")
     df["zero_shot"] = df["zero_shot"].fillna(False).astype(bool)
+    df["protocol"] = df["protocol"].fillna("").astype(str)
     return df[RUN_COLUMNS].sort_values(["model", "task_group", "dataset", "lr", "seed"], ignore_index=True)
 
 
