@@ -34,9 +34,11 @@ ATTRIBUTES = ["size", "objective", "mask_ratio", "steps", "clm_steps", "mlm_step
               "pretrain_seed", "family"]
 SCORE_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "score", "ci", "n", "flag"]
 RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset", "grid", "lr", "seed", "validation",
-               "test", "majority", "last_gain", "zero_shot", "protocol", "test_i", "test_w", "validation_i", "validation_w", "path"]
+               "test", "majority", "last_gain", "zero_shot", "protocol", "test_i", "test_w", "validation_i",
+               "validation_w", "path"]
 # test_i / validation_i: a run's per-instance scores (arrays); test_w / validation_w: what each instance weighs in the
 # split's score (words for a tag accuracy, ``weights_i``), None where the score is the plain mean of the instances'.
+# protocol: the epochs and sizes a run was trained with (`run_tree.protocol_text`; "" where its results.json has none).
 GRIDS = ("default", "stability")
 SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 
