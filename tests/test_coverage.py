@@ -74,3 +74,20 @@ def test_seed_mean_replicas_give_the_student_t_interval_centred_on_the_estimate(
     half = aggregation.t95(4) * s * np.sqrt(2 / 3)
     assert list(fams["k"]) == [3, 3, 1] and (fams["dof"] == 4).all()
     assert abs((lo + hi) / 2 - 3.5) < 1e-9 and abs((hi - lo) / 2 - half) < 0.02 * half
+
+
+def test_welchs_interval_over_pretraining_seeds_covers():
+    """Claim 4's interval (`bootstrap.welch_interval`): three seeds a family whose values (a seed's spread) scatter
+    with unequal sds, 1,000 draws: the 95% interval of the difference covers the true one in 93-97% of them; with a
+    normal quantile in place of Student's (the 2-4 df ignored) it covers too rarely."""
+    rng = np.random.default_rng(0)
+    covered, narrow = [], []
+    for _ in range(1000):
+        values = pd.DataFrame({"family": ["MLM"] * 3 + ["CLM"] * 3, "coef": [1.0] * 3 + [-1.0] * 3,
+                               "value": np.r_[rng.normal(2.5, 0.6, 3), rng.normal(2.0, 0.2, 3)]})
+        w = bootstrap.welch_interval(values)
+        covered.append(w["lo"] <= 0.5 <= w["hi"])
+        half = (w["hi"] - w["lo"]) / 2 * 1.96 / bootstrap.student_quantile(w["dof"])
+        narrow.append(abs(w["value"] - 0.5) <= half)
+    assert 0.93 <= np.mean(covered) <= 0.97, np.mean(covered)
+    assert np.mean(narrow) < 0.90, np.mean(narrow)

@@ -287,6 +287,23 @@ def student_p(t: float, dof: float) -> float:
     return _betainc(dof / 2, 0.5, dof / (dof + t * t))
 
 
+def welch_interval(values: pd.DataFrame) -> dict:
+    """Welch's 95% interval of sum over families of coef x the mean of its values (``values``: ``family``, ``value``,
+    ``coef``; two or more values a family), with Satterthwaite's degrees of freedom: ``value``, ``lo``, ``hi``, the
+    two-sided ``p`` of 0, ``t`` and ``dof`` (NaN bounds where the values do not vary)."""
+    g = values.groupby("family")
+    k, coef, mean, var = g["value"].size(), g["coef"].first(), g["value"].mean(), g["value"].var(ddof=1)
+    value = float((coef * mean).sum())
+    terms = coef ** 2 * var / k
+    se2 = float(terms.sum())
+    if se2 == 0:
+        return {"value": value, "lo": float("nan"), "hi": float("nan"), "p": float("nan"), "t": float("nan"),
+                "dof": float("nan")}
+    dof = se2 ** 2 / float((terms ** 2 / (k - 1)).sum())
+    half, t = student_quantile(dof) * np.sqrt(se2), value / np.sqrt(se2)
+    return {"value": value, "lo": value - half, "hi": value + half, "p": student_p(t, dof), "t": t, "dof": dof}
+
+
 def student_quantile(dof: float, alpha: float = 0.05) -> float:
     """The t above which Student's t with ``dof`` (any positive real) degrees of freedom lies with two-sided
     probability ``alpha`` (`student_p` inverted by bisection; 1.96 in the limit for 5%)."""

@@ -8,13 +8,14 @@ fine-tuning, learning-rate and test noise once (`bootstrap.seed_mean_replicas`; 
 no family has 2+ seeds, a hierarchical bootstrap with the pretraining seeds held fixed (a verdict of ours is then
 "no signal", the reason says why). Beside it, the Welch test on each compared family's own seed means (`_welch`),
 and where the two disagree. A per-run claim with values per pretraining seed (claim 4's spreads: ``seed_values``)
-gets Welch's interval over them (`_seed_welch`), each value carrying its fine-tuning noise once; where a family has
-one seed, the hierarchical bootstrap over fine-tuning seeds and test instances (a verdict of ours is then "no
-signal"). For the paper, its printed half-widths (a difference of two independent means gets sqrt(ci_a^2 + ci_b^2);
-a mean of k such values sqrt(sum of squares) / k; a minimum over values the minimum of their bounds). Task-group
-averages (``dataset == "Avg"``) are compared, as in the paper's figures, and models that differ only in their
-pretraining seed are compared by their mean. Where a source's results cannot carry a claim (one model size, no IR
-task, no biphasic runs ...) the verdict is "not checkable at this scale", with the reason.
+gets Welch's interval over them (`_seed_welch`, `bootstrap.welch_interval`, which covers: tests/test_coverage.py),
+each value carrying its fine-tuning noise once; where a family has one seed, the hierarchical bootstrap over
+fine-tuning seeds and test instances (a verdict of ours is then "no signal"). For the paper, its printed half-widths
+(a difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k;
+a minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in
+the paper's figures, and models that differ only in their pretraining seed are compared by their mean. Where a
+source's results cannot carry a claim (one model size, no IR task, no biphasic runs ...) the verdict is "not
+checkable at this scale", with the reason.
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
 model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
@@ -259,20 +260,12 @@ def _seed_welch(c: Claim, src: _Source, split: str = "test") -> dict | None:
     nan = {"lo": float("nan"), "hi": float("nan"), "p": float("nan"), "seeds": seeds, "how": ""}
     if k.min() < 2:
         return nan | {"why": f"pretraining-seed noise not estimable: {', '.join(k.index[k < 2])} has one seed"}
-    g = values.groupby("family")
-    coef, mean, var = g["coef"].first(), g["value"].mean(), g["value"].var(ddof=1)
-    value = float((coef * mean).sum())
-    terms = coef ** 2 * var / k
-    se2 = float(terms.sum())
-    if se2 == 0:
+    w = bootstrap.welch_interval(values)
+    if np.isnan(w["lo"]):
         return nan | {"why": "the pretraining seeds' values do not vary"}
-    dof = se2 ** 2 / float((terms ** 2 / (k - 1)).sum())
-    half = bootstrap.student_quantile(dof) * np.sqrt(se2)
-    t = value / np.sqrt(se2)
-    p = bootstrap.student_p(t, dof)
-    return {"lo": value - half, "hi": value + half, "p": p, "seeds": seeds, "why": "",
-            "how": f"Welch over the pretraining seeds' values ({seeds} a family; {dof:.1f} df; fine-tuning noise "
-                   f"inside each), t {t:+.2f}, p {p:.3f}"}
+    return {"lo": w["lo"], "hi": w["hi"], "p": w["p"], "seeds": seeds, "why": "",
+            "how": f"Welch over the pretraining seeds' values ({seeds} a family; {w['dof']:.1f} df; fine-tuning "
+                   f"noise inside each), t {w['t']:+.2f}, p {w['p']:.3f}"}
 
 
 def _contrasts(c: Claim, src: _Source, point: pd.DataFrame) -> pd.DataFrame:
