@@ -287,13 +287,14 @@ def student_p(t: float, dof: float) -> float:
     return _betainc(dof / 2, 0.5, dof / (dof + t * t))
 
 
-def welch_interval(values: pd.DataFrame) -> dict:
+def welch_interval(values: pd.DataFrame, at: float | None = None) -> dict:
     """Welch's 95% interval of sum over families of coef x the mean of its values (``values``: ``family``, ``value``,
     ``coef``; two or more values a family), with Satterthwaite's degrees of freedom: ``value``, ``lo``, ``hi``, the
-    two-sided ``p`` of 0, ``t`` and ``dof`` (NaN bounds where the values do not vary)."""
-    g = values.groupby("family")
+    two-sided ``p`` of 0, ``t`` and ``dof`` (NaN bounds where the values do not vary). ``at``: the statistic the
+    interval and test are centred on, where it is not that sum (a claim's value at its point estimates)."""
+    g = values.groupby("family", sort=False)
     k, coef, mean, var = g["value"].size(), g["coef"].first(), g["value"].mean(), g["value"].var(ddof=1)
-    value = float((coef * mean).sum())
+    value = float((coef * mean).sum()) if at is None else float(at)
     terms = coef ** 2 * var / k
     se2 = float(terms.sum())
     if se2 == 0:

@@ -293,20 +293,17 @@ def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]
         return float("nan"), ""
     avg = src.averages
     wide = avg.pivot_table(index=["family", "model"], columns="task_group", values="score")
-    terms = []
+    parts = []
     for family, part in coefs.groupby("model", sort=False):
         x = wide.loc[family, list(part["task_group"])] if family in wide.index.get_level_values(0) else wide.iloc[0:0]
         y = (x * part["coef"].to_numpy()).sum(axis=1, min_count=len(part)).dropna()
         if len(y) < 2:
             return float("nan"), f"no test on the pretraining-seed means alone: {family} has one seed"
-        terms.append((y.var(ddof=1) / len(y), len(y) - 1))
-    se2 = sum(v for v, _ in terms)
-    if se2 == 0:
+        parts.append(pd.DataFrame({"family": family, "value": y.to_numpy(), "coef": 1.0}))
+    w = bootstrap.welch_interval(pd.concat(parts, ignore_index=True), at=value)
+    if np.isnan(w["p"]):
         return float("nan"), "no test on the pretraining-seed means alone: they do not vary"
-    dof = se2 ** 2 / sum(v ** 2 / d for v, d in terms)
-    t = value / np.sqrt(se2)
-    p = bootstrap.student_p(t, dof)
-    return p, f"Welch on the pretraining-seed means: t {t:+.2f}, {dof:.1f} df, p {p:.3f}"
+    return w["p"], f"Welch on the pretraining-seed means: t {w['t']:+.2f}, {w['dof']:.1f} df, p {w['p']:.3f}"
 
 
 def _disagreement(lo: float, hi: float, p: float, value: float, choices: int) -> str:
