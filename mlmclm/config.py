@@ -402,6 +402,7 @@ class FinetuneConfig:
 # ---- scales ----
 # Package data (shipped in the wheel, read through importlib.resources): what each scale maps (scales/) and the
 # template of its pretraining runs (recipes/).
+GRID_SECTIONS = ("stability", "control")  # a scale's grids with fields of their own on top of `finetune`
 SCALES_DIR = Path(str(resources.files("mlmclm") / "scales"))
 RECIPES_DIR = Path(str(resources.files("mlmclm") / "recipes"))
 
@@ -421,6 +422,9 @@ class ScaleConfig:
                                                                        # through `grid`: under this scale's name
     stability: dict = field(default_factory=dict)    # FinetuneConfig fields on top: study (c)'s own grid (none: the
                                                      # default grid, which must then span several learning rates)
+    control: dict = field(default_factory=dict)      # FinetuneConfig fields on top for the random-init controls' grid
+    # (none: the default grid): a random model wants other rates than pretrained ones; more rates for the control can
+    # only raise the bar pretrained models must clear. `per_dataset` entries are merged field by field.
     studies: list[str] = field(default_factory=list)          # the studies this scale can test (empty: all five)
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     seeded_intermediate_k: list[float] = field(default_factory=list)  # those of them evaluated at every pretraining
@@ -508,14 +512,22 @@ class ScaleConfig:
         if bad:
             raise ConfigError(f"unknown model size {bad[0]!r} in sizes; choose from {', '.join(SIZES)}")
         self._validate_beyond()
-        if not isinstance(self.stability, dict):  # its fields checked as FinetuneConfig's, named in full
-            raise ConfigError(f"stability must be a mapping of fine-tuning fields, got {self.stability!r}")
-        from_dict(FinetuneConfig, {**self.grid(), **self.stability}, "stability.")
+        for name in GRID_SECTIONS:  # their fields checked as FinetuneConfig's, named in full
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigError(f"{name} must be a mapping of fine-tuning fields, got {getattr(self, name)!r}")
+            from_dict(FinetuneConfig, self.grid(name), f"{name}.")
 
-    def grid(self) -> dict:
-        """The fields of this scale's fine-tuning grid (`finetune`), its `scale` this one: the grids are this
-        scale's (`finetune_config` loads them)."""
-        return {**to_dict(self.finetune), "scale": self.scale}
+    def grid(self, name: str = "default") -> dict:
+        """The fields of this scale's fine-tuning grid `name`, its `scale` this one (`finetune_config` loads them):
+        `finetune`; for a grid of `GRID_SECTIONS` its section's fields on top, a `per_dataset` entry field by field."""
+        fields = {**to_dict(self.finetune), "scale": self.scale}
+        for key, value in (getattr(self, name) if name in GRID_SECTIONS else {}).items():
+            if key == "per_dataset" and isinstance(value, dict):
+                value = {**fields["per_dataset"], **{d: {**(fields["per_dataset"].get(d) or {}), **entry}
+                                                     if isinstance(entry, dict) else entry
+                                                     for d, entry in value.items()}}
+            fields[key] = value
+        return fields
 
     def _validate_beyond(self):
         """The keys of the "beyond" study: two-objective phases, detour lengths among the CPT lengths, a CLM share
@@ -556,7 +568,7 @@ def scale_config(scale: str, overrides: typing.Sequence[str] = ()) -> ScaleConfi
     return load_config(ScaleConfig, SCALES_DIR / f"{scale}.yaml", overrides)
 
 
-def finetune_config(scale: ScaleConfig, overrides: typing.Sequence[str] = ()) -> FinetuneConfig:
-    """The fine-tuning config of `scale` (`scale_config`) with `key=value` overrides (`batch_size=16`,
-    `lrs=[1e-4, 1e-3]`)."""
-    return load_config(FinetuneConfig, scale.grid(), overrides)
+def finetune_config(scale: ScaleConfig, overrides: typing.Sequence[str] = (), grid: str = "default") -> FinetuneConfig:
+    """The fine-tuning config of `scale` (`scale_config`), its grid `grid` (`ScaleConfig.grid`), with `key=value`
+    overrides (`batch_size=16`, `lrs=[1e-4, 1e-3]`)."""
+    return load_config(FinetuneConfig, scale.grid(grid), overrides)

@@ -592,6 +592,20 @@ def test_calibration_report_finds_an_unequal_grid_an_edge_rate_a_wide_mean_and_r
     assert report.summary()["passed"].tolist() == [False, False, False, False] and not report.passed
 
 
+def test_a_control_on_more_rates_is_an_equal_grid_and_on_other_seeds_is_not(tmp_path):
+    """A random-init control fine-tuned on more learning rates than the pretrained models (`ScaleConfig.control`) is
+    no unequal grid (no claim compares it, and more rates only raise its bar); one on other seeds still is."""
+    _grid(tmp_path, ["m-clm-100", "m-mlm40-100"])
+    _grid(tmp_path, ["m-mlm40-100-0"], lrs=(1e-5, 1e-4, 1e-3, 1e-2), best=1e-4)
+    runs = results.load_run_tree(tmp_path, "ours", "x")
+    assert set(runs.loc[runs["model"] == "m-mlm40-100-0", "objective"]) == {"random"}
+    report = evidence.calibration_report(runs)
+    assert report.unequal.empty and report.passed, report.summary()
+    _grid(tmp_path, ["m-mlm40-100-0"], lrs=(1e-4,), seeds=[7])  # a seed the pretrained models were not tuned with
+    report = evidence.calibration_report(results.load_run_tree(tmp_path, "ours", "x"))
+    assert report.unequal["model"].tolist() == ["m-mlm40-100-0"] and not report.passed
+
+
 def test_runs_trained_with_another_protocol_are_an_unequal_grid(tmp_path):
     """Two models on the same learning rates and seeds, one trained for 4 epochs and one for 6 (their results.json's
     meta.config): their grids differ, and the report says at what."""

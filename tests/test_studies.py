@@ -382,6 +382,24 @@ def test_the_twin_sits_at_the_papers_own_places_on_every_axis():
     assert (21_000 + 6_000) * per_step < 59_000_000
 
 
+def test_the_random_init_control_has_its_own_grid():
+    """`ScaleConfig.control`: the twin's random-init control is fine-tuned on its own rates (lower ones: a random model
+    wants them), merged into each dataset's protocol field by field; every pretrained model on the default grid; a
+    scale without the section gives its control the default grid; a bad key is named in full."""
+    plan = studies.build_plan(scale_config("twin"))
+    grids = {e.model_id: e.grid for e in plan.evaluations.values()}
+    assert grids.pop("twin-mlm40-21k-0") == "control" and set(grids.values()) == {"default"}
+    control, default = (studies.grid_config(plan, g, studies.Paths(ROOT)) for g in ("control", "default"))
+    ir, ir_default = control.for_dataset("squad_retrieval"), default.for_dataset("squad_retrieval")
+    assert min(ir.lrs) < min(ir_default.lrs) and ir.epochs == ir_default.epochs == 6 and ir.seeds == ir_default.seeds
+    assert control.for_dataset("brown_upos") == default.for_dataset("brown_upos")
+    assert control.results_dir == default.results_dir  # one tree: the control's results beside the others'
+    tiny = studies.build_plan(scale_config("tiny"))
+    assert {e.grid for e in tiny.evaluations.values() if e.step == 0} == {"default"}
+    with pytest.raises(ConfigError, match="unknown config key control.per_dataset.squad_retrieval.lrz; did you mean"):
+        scale_config("twin", ["control.per_dataset.squad_retrieval.lrz=[1e-5]"])
+
+
 @pytest.mark.parametrize("scale", ["mini", "long"])
 def test_committed_runs_keep_their_identity_and_are_complete(scale):
     """The committed runs were written before identities (no `identity` in meta.json): a run's identity is the hash

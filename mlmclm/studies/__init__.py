@@ -37,7 +37,8 @@ from pathlib import Path
 from .. import workspace
 from ..analysis.drawing import notebooks
 from ..commands import runs_dir
-from ..config import BEYOND, NOTEBOOK_STUDY, STUDIES, ScaleConfig, scale_config, scale_names  # STUDIES: the one list
+from ..config import (BEYOND, GRID_SECTIONS, NOTEBOOK_STUDY, STUDIES, ScaleConfig,  # STUDIES: the one list
+                      scale_config, scale_names)
 from ..errors import ConfigError
 from ..evaluation.tasks import group_datasets
 from ..io import check_writable, repo_relative, shown
@@ -103,17 +104,20 @@ def group_overrides(scale: ScaleConfig, groups: str) -> list[str]:
 
 def check_overrides(overrides, plan: Plan, names) -> None:
     """Every `--set` on a grid must reach a grid that `names` fine-tune with: `finetune.X` where their only grid is
-    the stability grid and it sets its own X, or `stability.X` where none of them uses that grid, is refused."""
+    the stability (or control) grid and it sets its own X, or `stability.X` (`control.X`) where none of them uses
+    that grid, is refused."""
     grids = {e.grid for e in plan.evaluations.values()}
+    whose = {"stability": "the stability study's own grid", "control": "the random-init controls' own grid"}
     for item in overrides:
         key = item.partition("=")[0]
         section, _, name = key.partition(".")
         name = name.split(".")[0]
-        if section == "finetune" and grids == {"stability"} and name in plan.scale.stability:
-            raise ConfigError(f"--set {key} does not reach the stability grid, which sets its own {name}; set "
-                              f"stability.{name} instead")
-        if section == "stability" and "stability" not in grids:
-            raise ConfigError(f"--set {key} reaches only the stability study's own grid, which the studies run "
+        own = [g for g in grids if g in GRID_SECTIONS and name in getattr(plan.scale, g)]
+        if section == "finetune" and own and len(own) == len(grids):
+            raise ConfigError(f"--set {key} does not reach the {own[0]} grid, which sets its own {name}; set "
+                              f"{own[0]}.{name} instead")
+        if section in GRID_SECTIONS and section not in grids:
+            raise ConfigError(f"--set {key} reaches only {whose[section]}, which the studies run "
                               f"here ({', '.join(names)}) do not use; set finetune.{name} instead")
 
 

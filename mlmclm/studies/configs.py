@@ -5,7 +5,6 @@ shape, parent and named checkpoints), where its results folder is, and the fine-
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 from ..config import PretrainConfig, finetune_config, load_config
@@ -68,14 +67,12 @@ def decoder_path(spec: dict) -> str:
 
 
 def grid_configs(plan: Plan, paths: Paths, data_dir: Path | None = None) -> dict:
-    """The fine-tuning config of each grid the plan's evaluations use ("default", "stability", "reference": the same
-    grid as the default one, written to its own tree)."""
+    """The fine-tuning config of each grid the plan's evaluations use ("default"; "stability" and "control" with their
+    scale section's fields on top; "reference": the same grid as the default one, written to its own tree)."""
     return {g: grid_config(plan, g, paths, data_dir) for g in dict.fromkeys(e.grid for e in plan.evaluations.values())}
 
 
 def grid_config(plan: Plan, grid: str, paths: Paths, data_dir: Path | None = None):
     overrides = [f"results_dir={repo_relative(grid_root(paths.results, grid), paths.root)}"]
     overrides += [f"data_dir={repo_relative(data_dir, paths.root)}"] if data_dir else []
-    if grid == "stability":
-        overrides += [f"{k}={json.dumps(v)}" for k, v in plan.scale.stability.items()]
-    return finetune_config(plan.scale, overrides)
+    return finetune_config(plan.scale, overrides, grid)

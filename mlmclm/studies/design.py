@@ -50,8 +50,12 @@ class _Builder:
         return old
 
     def evaluate(self, study: str, run: Run, step: int | None = None, grid: str = "default") -> None:
+        """Fine-tune `run` at `step` (None: its final checkpoint) on `grid`; a random-init control (step 0) on the
+        scale's control grid where it has one."""
         if step is not None:
             run.checkpoints.add(step)
+        if step == 0 and grid == "default" and self.s.control:
+            grid = "control"
         model = run.id.at(step)
         e = self.evals.setdefault((str(model), grid), Evaluation(model, grid))
         e.studies.add(study)

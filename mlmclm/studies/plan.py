@@ -65,7 +65,7 @@ class Run:
 class Evaluation:
     """A fine-tuning grid on one checkpoint: a run's final one (`model.step` None) or an intermediate one."""
     model: ModelId
-    grid: str                                    # "default", "stability" or "reference"
+    grid: str                                    # "default", "stability", "control" or "reference"
     studies: set[str] = field(default_factory=set)
 
     @property

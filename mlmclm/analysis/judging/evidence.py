@@ -191,7 +191,7 @@ class Calibration:
     """The calibration criteria of one source's default grid (issue "Evidence that holds"):
 
     (a) ``unequal``: the models whose (learning rate, seed) runs differ from their comparison's grid (per source,
-        scale and dataset; the grid most of its models have): empty when the grids are equal;
+        scale and dataset; the grid most of its models have; random-init controls aside): empty when they are equal;
     (b) ``interior``: the share of (model, dataset) cells whose selected learning rate is not at the grid's smallest
         or largest (at least ``MIN_INTERIOR``); ``edge_cells`` lists the others;
     (c) ``wide``: the group means whose 95% half-width exceeds ``MAX_HALF_WIDTH`` points (or is missing);
@@ -232,7 +232,7 @@ class Calibration:
 
 
 def _grid_text(grid) -> str:
-    pairs, protocols = grid
+    pairs, protocols = grid[:2]
     lrs, seeds = sorted({lr for lr, _ in pairs}), sorted({sd for _, sd in pairs})
     full = len(pairs) == len(lrs) * len(seeds)
     shown = "; ".join(p for p in sorted(protocols) if p)
@@ -242,20 +242,31 @@ def _grid_text(grid) -> str:
 
 def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
     """(a): per source, scale and dataset, each model's set of (lr, seed) runs, and the protocols they were trained
-    with (``protocol``: epochs, sizes), against the most common set."""
+    with (``protocol``: epochs, sizes), against the most common set of the pretrained models. A random-init control
+    is held to its seeds and protocols only: no claim compares it, and a scale may give it more rates
+    (`ScaleConfig.control`: a random model wants others), which can only raise the bar pretrained models clear."""
     keys = ["source", "scale", "task_group", "dataset"]
     runs = runs if "protocol" in runs else runs.assign(protocol="")
     grids = runs.groupby([*keys, "model"], sort=False).apply(
-        lambda r: (frozenset(zip(r["lr"], r["seed"])), frozenset(r["protocol"])), include_groups=False
-    ).rename("runs").reset_index()
+        lambda r: (frozenset(zip(r["lr"], r["seed"])), frozenset(r["protocol"]), (r["objective"] == "random").all()),
+        include_groups=False).rename("runs").reset_index()
     rows = []
     for key, part in grids.groupby(keys, sort=False):
-        counts = part["runs"].value_counts()
+        pretrained = part[~part["runs"].map(lambda g: g[2])]
+        counts = (pretrained if len(pretrained) else part)["runs"].value_counts()
         reference = max(counts.index, key=lambda g: (counts[g], len(g[0])))
-        for r in part[part["runs"].map(lambda g: g != reference)].itertuples():
+        for r in part[part["runs"].map(lambda g: not _same_grid(g, reference))].itertuples():
             rows.append({**dict(zip(keys, key)), "model": r.model, "grid": _grid_text(r.runs),
                          "reference": _grid_text(reference)})
     return pd.DataFrame(rows, columns=[*keys, "model", "grid", "reference"])
+
+
+def _same_grid(grid, reference) -> bool:
+    """Whether a model's (runs, protocols, is a control) `grid` matches `reference`: a control's seeds and protocols,
+    every other model's runs and protocols."""
+    if grid[2]:
+        return {sd for _, sd in grid[0]} == {sd for _, sd in reference[0]} and grid[1] == reference[1]
+    return grid[:2] == reference[:2]
 
 
 def _edge_cells(runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
