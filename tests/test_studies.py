@@ -392,7 +392,8 @@ def test_the_random_init_control_has_its_own_grid():
     control, default = (studies.grid_config(plan, g, studies.Paths(ROOT)) for g in ("control", "default"))
     ir, ir_default = control.for_dataset("squad_retrieval"), default.for_dataset("squad_retrieval")
     assert min(ir.lrs) < min(ir_default.lrs) and ir.epochs == ir_default.epochs == 6 and ir.seeds == ir_default.seeds
-    assert control.for_dataset("brown_upos") == default.for_dataset("brown_upos")
+    tc, tc_default = control.for_dataset("brown_upos"), default.for_dataset("brown_upos")  # no per_dataset entry
+    assert min(tc.lrs) < min(tc_default.lrs) and dataclasses.replace(tc, lrs=tc_default.lrs) == tc_default
     assert control.results_dir == default.results_dir  # one tree: the control's results beside the others'
     tiny = studies.build_plan(scale_config("tiny"))
     assert {e.grid for e in tiny.evaluations.values() if e.step == 0} == {"default"}
