@@ -871,3 +871,18 @@ def test_student_quantile_inverts_student_p():
     assert all(abs(bootstrap.student_quantile(d) - results.t95(d)) < 1e-3 for d in (1, 2, 3, 7, 30))
     assert abs(bootstrap.student_quantile(1e6) - 1.96) < 1e-2 and np.isnan(bootstrap.student_quantile(0))
     assert abs(bootstrap.student_p(bootstrap.student_quantile(3.4), 3.4) - 0.05) < 1e-9
+
+
+def test_claims_3_and_3b_judge_the_checkpoints_every_seed_has():
+    """Where a scale evaluates some checkpoints at every pretraining seed (the twin: 5K, 10K, 20K of the paper's 42K),
+    claims 3 and 3b compare those only: the first quarter is 5K and 10K (not the seed-0 1K and 2K) and the last
+    checkpoint 20K (not the seed-0 40K); a scale without such checkpoints keeps all of them."""
+    steps = [500, 1000, 2500, 5000, 10000, 20000]
+    rows = pd.DataFrame({"source": "ours", "size": "twin", "task_group": "SC", "steps": steps, "total": 21000,
+                         "diff": 0.0, "scale": "twin"})
+    assert claims._early(rows)["steps"].tolist() == [2500, 5000]
+    assert claims._last(rows)["steps"].tolist() == [10000]
+    other = rows.assign(scale="x")  # no scale config: every checkpoint
+    assert claims._early(other)["steps"].tolist() == [500, 1000, 2500, 5000]
+    assert claims._last(other)["steps"].tolist() == [20000]
+    assert claims._early(rows.iloc[0:0]).empty

@@ -20,6 +20,7 @@ from ..loading import ids
 from ..loading import views
 from . import beyond
 from . import judge
+from . import matching
 from .comparisons import (CELL, base_runs, calls, chosen_models, compare, mean_diff, mean_over, min_over,
                           sd_difference, sort_rows, when_empty, widen)
 from .judge import TABLE_COLUMNS, Claim, verdict_table
@@ -224,11 +225,21 @@ def check_data_efficiency(scores: pd.DataFrame, runs=None, split="test") -> pd.D
     return sort_rows(out.merge(total, on=keys, how="left"), "steps")
 
 
+def _judged(rows):
+    """The checkpoints claims 3 and 3b compare: where a scale evaluates some at every pretraining seed
+    (`matching.seeded_steps`), those only; the others (the twin's 1K, 2K and 40K, at seed 0) stay in the tables."""
+    seeded = {scale: matching.seeded_steps(scale) for scale in rows["scale"].unique()}
+    return rows[np.array([not seeded[sc] or st in seeded[sc] for sc, st in zip(rows["scale"], rows["steps"])],
+                         dtype=bool)]
+
+
 def _early(rows):
+    rows = _judged(rows)
     return rows[(rows["steps"] > 0) & (rows["steps"] <= rows["total"] / 4)]
 
 
 def _last(rows):
+    rows = _judged(rows)
     return rows[rows["steps"] == rows.groupby(CELL)["steps"].transform("max")]
 
 

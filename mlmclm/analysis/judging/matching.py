@@ -30,6 +30,13 @@ def placement(scale: str):
         return None
 
 
+def seeded_steps(scale: str) -> set[int]:
+    """The intermediate checkpoints (in the scale's steps) that the scale evaluates at every pretraining seed
+    (`seeded_intermediate_k`); empty where it names none (every checkpoint then has the seeds it has)."""
+    s = placement(scale)
+    return {round(k * s.steps_per_k) for k in s.seeded_intermediate_k} if s is not None else set()
+
+
 def _same_ratio(a: pd.Series, ratio) -> pd.Series:
     return a.fillna(-1).astype(float) == (-1.0 if pd.isna(ratio) else float(ratio))
 
