@@ -12,6 +12,8 @@ whose places are all the paper's own (the twin) meets none of this. No torch her
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -30,11 +32,13 @@ def placement(scale: str):
         return None
 
 
-def seeded_steps(scale: str) -> set[int]:
+@functools.lru_cache(maxsize=None)
+def seeded_steps(scale: str) -> frozenset[int]:
     """The intermediate checkpoints (in the scale's steps) that the scale evaluates at every pretraining seed
-    (`seeded_intermediate_k`); empty where it names none (every checkpoint then has the seeds it has)."""
+    (`seeded_intermediate_k`); empty where it names none (every checkpoint then has the seeds it has). Cached: the
+    claims' checks read it for every bootstrap replica."""
     s = placement(scale)
-    return {round(k * s.steps_per_k) for k in s.seeded_intermediate_k} if s is not None else set()
+    return frozenset(round(k * s.steps_per_k) for k in s.seeded_intermediate_k) if s is not None else frozenset()
 
 
 def _same_ratio(a: pd.Series, ratio) -> pd.Series:

@@ -8,6 +8,7 @@ read as it should is a `ResultFileError` naming it. No torch import here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...config import DatasetProtocol
 from ...errors import ConfigError, ResultFileError
 from ...io import load_result
 from ...paths import misplaced
@@ -69,8 +71,8 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     return out
 
 
-# what a fine-tuning run's protocol sets beside its learning rate and seed (`config.DatasetProtocol`'s other fields)
-PROTOCOL = ("epochs", "max_steps", "max_train", "max_eval", "max_length", "batch_size")
+# what a fine-tuning run's protocol sets beside its learning rate and seed: `config.DatasetProtocol`'s other fields
+PROTOCOL = tuple(f.name for f in dataclasses.fields(DatasetProtocol) if f.name not in ("lrs", "seeds"))
 
 
 def protocol_text(config) -> str:
