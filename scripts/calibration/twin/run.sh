@@ -42,6 +42,10 @@ protocol() {
     # IR at 6 epochs on the two rates the finals chose: at 4 the CLM final still rose 1.19 points in its last epoch
     # at 5e-3 (twin-clm-21k-p1), the CLM 5K checkpoint up to 3.07
     ir6) ft ir-e6-n2048 IR squad_retrieval,nq_retrieval,vitaminc_retrieval 1.5e-3,5e-3 0,1 6 2048 1000 ;;
+    # IR at 6 epochs below the grid's low edge, on the 5K checkpoints: the claim seeds' MLM-40% 5K checkpoints chose
+    # the grid's lowest rate, 5e-4, at 6 epochs (twin-mlm40-21k-p1-2500 on all three IR sets, twin-mlm40-21k-2500 on
+    # squad), where at 4 epochs the calibration's chose 1.5e-3
+    ir6lo) ft ir-e6-n2048 IR squad_retrieval,nq_retrieval,vitaminc_retrieval 1.5e-4,5e-4,1.5e-3,5e-3 0,1 6 2048 1000 ;;
     # SC: longer's protocol (8,192 reviews x 3 epochs, 4,000 validation and test), its grid with a rate below; four
     # fine-tuning seeds, for the spread that sets how many SC needs for a 1-point half-width (SC_SEEDS=0,1 for the 5K
     # checkpoints, whose rate is what is asked of them)
@@ -50,7 +54,7 @@ protocol() {
     tc) ft tc-upos-e4-n2048 TC brown_upos 5e-4,1.5e-3,5e-3,1.5e-2,5e-2 0,1 4 2048 1000 ;;
     # QA: squad11 (extractive, 64-token windows, stride 16), a probe for a pretraining signal at this size
     qa) ft qa-squad-e4-n2048 QA squad11 5e-4,1.5e-3,5e-3 0,1 4 2048 1000 ;;
-    *) echo "unknown protocol $1 (ir, ir6, sc, tc, tc6, qa)" >&2; exit 2 ;;
+    *) echo "unknown protocol $1 (ir, ir6, ir6lo, sc, tc, tc6, qa)" >&2; exit 2 ;;
   esac
 }
 [ $# -gt 0 ] || set -- tc ir sc qa
