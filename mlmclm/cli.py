@@ -123,10 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         interrupted.append(signum)
         raise KeyboardInterrupt
 
+    def on_unraisable(hook):  # the KeyboardInterrupt landed in a finalizer (`__del__`), which swallows it: the
+        if isinstance(hook.exc_value, KeyboardInterrupt) and interrupted:  # signal again, from another thread, so
+            import threading  # that it reaches the main thread once the finalizer is left
+
+            threading.Timer(0.01, os.kill, (os.getpid(), interrupted[-1])).start()
+        else:
+            previous_hook(hook)
+
     ours = program and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored one stays so
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
     term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
     previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
+    previous_hook = sys.unraisablehook
+    if ours or term:
+        sys.unraisablehook = on_unraisable
     done = False
     try:
         status, done = _main(argv), True
@@ -162,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
         if term:
             signal.signal(signal.SIGTERM, previous_term)
+        if ours or term:
+            sys.unraisablehook = previous_hook
 
 
 def _end_process_group() -> None:

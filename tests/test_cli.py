@@ -138,6 +138,28 @@ def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, 
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")
 
 
+def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_command():
+    """A KeyboardInterrupt raised inside a `__del__` is swallowed by Python ("Exception ignored in ..."): the command
+    must still stop (it once went on building its corpus when Ctrl-C met a library's finalizer under load)."""
+    script = (
+        "import os, signal, sys, time\n"
+        "from mlmclm import cli\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(0.5)\n"  # the handler runs here, inside the finalizer
+        "def job(argv):\n"
+        "    Finalized()\n"
+        "    for _ in range(200):\n"
+        "        time.sleep(0.1)\n"
+        "    return 0\n"
+        "cli._main = job\n"
+        "sys.exit(cli.main())\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr[-1000:]
+    assert proc.stderr.strip().splitlines()[-1].endswith("re-run the same command to resume"), proc.stderr
+
+
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
 def test_a_test_run_stops_within_seconds_of_sigterm_or_ctrl_c(tmp_path, name):
     """`make test` can be stopped: SIGTERM or Ctrl-C while a test runs the command line in-process (`cli.main`)
