@@ -164,11 +164,17 @@ def check_writable(folder: str | Path, create: bool = True) -> None:
             if not os.access(existing, os.W_OK | os.X_OK):
                 raise OSError(errno.EACCES, f"{existing} is not a folder you can write in")
             return
-        made = missing_folders(folder)
+        made = []
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder):
-                pass
+            for attempt in range(5):  # another process's check of the same new folder may remove it under ours
+                made += [p for p in missing_folders(folder) if p not in made]
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    with tempfile.TemporaryFile(dir=folder):
+                        break
+                except FileNotFoundError:
+                    if attempt == 4:
+                        raise
         finally:
             remove_empty(made)
     except OSError as e:

@@ -130,6 +130,27 @@ def test_check_writable_names_the_folder(tmp_path):
         check_writable(tmp_path / "file" / "runs")
 
 
+def test_check_writable_survives_another_check_removing_the_new_folder(tmp_path, monkeypatch):
+    """Two commands started together check the same new folder: one's check removes what it made while the other
+    writes its probe file there (a study run once failed so). The check makes it again and still leaves nothing."""
+    import shutil
+    import tempfile
+
+    from mlmclm.io import check_writable
+
+    real, calls = tempfile.TemporaryFile, []
+
+    def raced(*args, dir=None, **kwargs):
+        calls.append(dir)
+        if len(calls) == 1:  # the other process's check removes the folders it made, ours among them
+            shutil.rmtree(tmp_path / "new")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", raced)
+    check_writable(tmp_path / "new" / "runs")
+    assert len(calls) == 2 and not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize("overrides,match", [
     ({"num_hidden_layer": 6}, "unknown model field model.overrides.num_hidden_layer; did you mean "
                               "model.overrides.num_hidden_layers?"),
