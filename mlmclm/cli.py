@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import signal
 
-    program, interrupted, me = argv is None, [], os.getpid()
+    program, interrupted, me, done = argv is None, [], os.getpid(), False
 
     def on_signal(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
         if os.getpid() != me and signum == signal.SIGTERM:  # a forked worker ends as by default; its parent reports
@@ -123,22 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         interrupted.append(signum)
         raise KeyboardInterrupt
 
-    def on_unraisable(hook):  # the KeyboardInterrupt landed in a finalizer (`__del__`), which swallows it: the
-        if isinstance(hook.exc_value, KeyboardInterrupt) and interrupted:  # signal again, from another thread, so
-            import threading  # that it reaches the main thread once the finalizer is left
-
-            threading.Timer(0.01, os.kill, (os.getpid(), interrupted[-1])).start()
-        else:
-            previous_hook(hook)
-
     ours = program and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored one stays so
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
     term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
     previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
     previous_hook = sys.unraisablehook
-    if ours or term:
-        sys.unraisablehook = on_unraisable
-    done = False
+    sys.unraisablehook = _signal_again(interrupted, previous_hook) if ours or term else previous_hook
     try:
         status, done = _main(argv), True
         return status
@@ -173,8 +163,21 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
         if term:
             signal.signal(signal.SIGTERM, previous_term)
-        if ours or term:
-            sys.unraisablehook = previous_hook
+        sys.unraisablehook = previous_hook
+
+
+def _signal_again(interrupted: list[int], previous):
+    """An unraisable hook: a KeyboardInterrupt of `main`'s that landed in a finalizer (`__del__`), which swallows it,
+    is signalled again from another thread, so that it reaches the main thread once the finalizer is left."""
+    import os
+    import threading
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and interrupted:
+            threading.Timer(0.01, os.kill, (os.getpid(), interrupted[-1])).start()
+        else:
+            previous(unraisable)
+    return hook
 
 
 def _end_process_group() -> None:
