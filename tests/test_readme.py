@@ -7,7 +7,8 @@ tables (``verdicts.csv``): a column headed "paper ..." against the paper's, the 
 and only that claim's rows: an "estimate [low, high]" must be one verdict row's three numbers, any other number one
 of them. Any other row is read against the folder's tables of models (``controls.csv``, ``models.csv``,
 ``seeds.csv``): a "score ± half-width" must be one cell's pair, any other number one of theirs. The committed files
-are read, as the notebooks last wrote them.
+are read, as the notebooks last wrote them. The README's answer (its first marked table) comes from the `twin` scale
+and leaves none of that scale's verdicts out.
 
 The README is the front door: at most ``README_BYTES``, every page of docs/ linked from it, and every relative link
 of the README and docs/ (files and #anchors) resolving."""
@@ -114,6 +115,42 @@ def test_readme_result_tables_come_from_the_written_tables():
                                  "table lost its <!-- numbers: ... --> marker")
     misses = [f"{page.relative_to(REPO)}: {miss}" for page in PAGES for miss in readme_misses(page.read_text())]
     assert not misses, "numbers that the tables the notebooks write do not hold:\n" + "\n".join(misses)
+
+
+ANSWER = "ours-twin"  # the scale the README's answer comes from (issue 45)
+
+
+def answer_gaps(readme: str, verdicts: pd.DataFrame) -> list[str]:
+    """What the README's answer (its first marked table) leaves out of the verdicts it names: every claim judged there
+    (a row with an estimate) has a row of its own, holding each group's estimate and verdict."""
+    m = MARKER.search(readme)
+    rows = {}
+    for line in m["table"].splitlines()[2:]:
+        claim = CLAIM_ROW.match(_cells(line)[0])
+        if claim:
+            rows[claim[1]] = line
+    gaps = []
+    for r in verdicts.dropna(subset=["estimate"]).itertuples():
+        claim, words = r.claim.split(".")[0], [f"{r.estimate:+.2f}", r.verdict]
+        line = rows.get(claim, "")
+        words += [r.group] if r.group != "all" else []
+        gaps += [f"claim {claim} {r.group}: {w!r} not in its row" for w in words if w not in line]
+    return gaps
+
+
+def test_the_answer_comes_from_the_twin_and_leaves_no_verdict_out():
+    readme = (REPO / "README.md").read_text()
+    assert MARKER.search(readme)["dirs"].strip() == ANSWER, f"the README's answer table names no {ANSWER!r}"
+    verdicts = pd.read_csv(_folder(ANSWER) / "verdicts.csv", dtype={"claim": str})
+    gaps = answer_gaps(readme, verdicts)
+    assert not gaps, "the README's answer leaves out verdicts of " + ANSWER + ":\n" + "\n".join(gaps)
+    table = ("<!-- numbers: x -->\n| claim | paper | ours |\n|---|---|---|\n"
+             "| 1. MLM | SC +3.42 | SC +0.87 reproduced |\n")
+    one = pd.DataFrame({"claim": ["1. MLM", "1. MLM", "3. CLM"], "group": ["SC", "TC", "IR"],
+                        "estimate": [0.87, -0.4, 1.0], "verdict": ["reproduced", "not reproduced", "inconclusive"]})
+    assert answer_gaps(table, one) == [f"claim {c}: {w!r} not in its row" for c, w in [
+        ("1 TC", "-0.40"), ("1 TC", "not reproduced"), ("1 TC", "TC"),
+        ("3 IR", "+1.00"), ("3 IR", "inconclusive"), ("3 IR", "IR")]]
 
 
 def _slug(heading: str) -> str:
