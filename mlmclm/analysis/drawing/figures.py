@@ -124,10 +124,14 @@ def fig5(runs: pd.DataFrame, out_dir: str | Path, split: str = "test") -> Drawn:
     has a stability grid), and results/samples/encodeval-610m-sst2.csv (the authors' sample,
     ``split="validation"``)."""
     c = views.centered_scores(runs, split=split)
+    # the figure draws pretraining seed 0; claim 4 pools every pretraining seed a source has: the caption says so
+    pretraining_seeds = views.centered_scores(runs, split=split, every_seed=True).groupby("source")["pretrain_seed"]
 
     def note(d):
         lrs, (lo, hi) = sorted(d["lr"].unique()), views.STABILITY_LRS
         over = f"{len(lrs)} learning rates ({lr_text(lrs[0])} to {lr_text(lrs[-1])}) x {d['seed'].nunique()} seeds"
+        n = pretraining_seeds.nunique().get(d["source"].iloc[0], 1)
+        over += f" of pretraining seed 0 (claim 4 pools all {n} pretraining seeds)" if n > 1 else ""
         if lrs[0] >= lo and lrs[-1] <= hi:
             return f"bars: ±1 sd over {over}; dots: runs"
         return (f"bars: ±1 sd over the whole grid, {over}; the paper's: over {lr_text(lo)} to {lr_text(hi)} only; "
