@@ -347,6 +347,10 @@ def test_fig5_says_what_its_bars_are(tmp_path, monkeypatch):
                               "the paper's: over 1e-05 to 1e-04 only; dots: runs")  # beyond the paper's range
     figures.fig5(runs[runs["lr"] <= 1e-4], tmp_path / "within")
     assert note(drawn[-1]) == "bars: ±1 sd over 2 learning rates (1e-05 to 1e-04) x 3 seeds; dots: runs"
+    seeds = pd.concat([runs, runs.assign(pretrain_seed=1, model=runs["model"] + "-p1")], ignore_index=True)
+    figures.fig5(seeds[seeds["lr"] <= 1e-4], tmp_path / "seeds")  # the figure draws seed 0, claim 4 pools both
+    assert note(drawn[-1]) == ("bars: ±1 sd over 2 learning rates (1e-05 to 1e-04) x 3 seeds of pretraining seed 0 "
+                               "(claim 4 pools all 2 pretraining seeds); dots: runs")
 
 
 def test_table11_spells_both_phases_in_the_budget_unit():
