@@ -277,7 +277,8 @@ def plot_spread(ax, df: pd.DataFrame, hue: str, colors: dict) -> None:
             ax.errorbar([x], [vals.mean()], yerr=[sd], fmt="o", ms=4, capsize=3, color=colors[level],
                         label=str(level))
     ax.axhline(0, color="0.5", lw=0.8, zorder=0)
-    ax.set_xticks(range(len(datasets)), datasets)
+    crowded = len(datasets) > 2  # three long names side by side overlap: break each at its underscores
+    ax.set_xticks(range(len(datasets)), [d.replace("_", "\n") if crowded else d for d in datasets])
     ax.set_xlim(-0.6, len(datasets) - 0.4)
 
 
