@@ -429,9 +429,10 @@ class ScaleConfig:
     intermediate_k: list[float] = field(default_factory=list)  # (b)'s evaluated checkpoints (empty: the paper's)
     seeded_intermediate_k: list[float] = field(default_factory=list)  # those of them evaluated at every pretraining
                                                                        # seed too (the others: seed 0 only)
-    pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs
+    pretrain_seeds: int = 1                 # pretraining seeds of every size's base CLM and MLM-40% runs (`claim_seeds`)
     calibration_seed: Optional[int] = None  # a pretraining seed of the base CLM and MLM-40% runs that no claim uses:
-                                            # trained (with seed 0's checkpoints) for calibrating the grids only
+                                            # trained (with seed 0's checkpoints) for calibrating the grids only; the
+                                            # claims' seeds skip it (`claim_seeds`), so seeds can be added after it
     seed_data_order: bool = False           # a pretraining seed also shuffles the data: data.seed = the recipe's +
                                             # the run's seed (off: every seed reads one order, as mini and long do)
     split_cpt_seeds: int = 1                # pretraining seeds of the 42k budget's CLM-then-MLM splits (claim 5) and
@@ -465,6 +466,14 @@ class ScaleConfig:
         return steps * 1000 / self.steps_per_k
 
     @property
+    def claim_seeds(self) -> list[int]:
+        """The pretraining seeds the claims use, in order: the first `pretrain_seeds` seeds from 0, the calibration
+        seed skipped (twin: 0, 1, 2 and, after its calibration seed 3, 4, 5, 6). The splits' and CPTs' seeds are the
+        first `split_cpt_seeds` of them, the beyond study's the first `beyond_seeds`."""
+        seeds = (n for n in range(self.pretrain_seeds + 1) if n != self.calibration_seed)
+        return list(seeds)[:self.pretrain_seeds]
+
+    @property
     def beyond(self) -> bool:
         """Whether the scale runs the "beyond" study (its `mixed` or `detour_k` name runs)."""
         return bool(self.mixed or self.detour_k)
@@ -489,9 +498,9 @@ class ScaleConfig:
         if bad:
             raise ConfigError(f"seeded_intermediate_k: {bad[0]} is not one of the evaluated checkpoints "
                               f"{self.intermediate_k or list(PAPER_INTERMEDIATE_K)} (intermediate_k)")
-        if self.calibration_seed is not None and self.calibration_seed < self.pretrain_seeds:
-            raise ConfigError(f"calibration_seed ({self.calibration_seed}) must be a seed no claim uses: "
-                              f"{self.pretrain_seeds} or more (pretrain_seeds is {self.pretrain_seeds})")
+        if self.calibration_seed is not None and self.calibration_seed < 1:
+            raise ConfigError(f"calibration_seed ({self.calibration_seed}) must be 1 or more: seed 0 is every "
+                              f"study's first pretraining seed (the claims' seeds skip the calibration seed)")
         if not 1 <= self.split_cpt_seeds <= self.pretrain_seeds:
             raise ConfigError(f"split_cpt_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
                               f"splits and CPT runs continue base runs of those seeds; got {self.split_cpt_seeds}")

@@ -344,9 +344,10 @@ def test_the_twin_sits_at_the_papers_own_places_on_every_axis():
     embedding and untied head 19.55% each), its final models at 205-225 tokens per body parameter (the 610M at 42K:
     215.4), every checkpoint the paper printed (1K ... 40K, the 10K split, the 12K CPT) an exact step here, so that it
     sits at the paper's tokens per parameter on the body, body + embedding and all-parameter axes alike (within 2%);
-    three pretraining seeds of every compared family (finals, the crossover checkpoints 5K/10K/20K, the split, both
-    CPTs) and a fourth, the calibration seed, that no evaluation uses; the base runs' CPT reads only text they did
-    not, inside the corpus (59.1M training tokens at the twin's BPE)."""
+    six pretraining seeds of every compared family (finals, the crossover checkpoints 5K/10K/20K, the split, both
+    CPTs: seeds 0, 1, 2, 4, 5, 6) and the calibration seed 3 between them, which no evaluation uses and no claim seed
+    repeats; the base runs' CPT reads only text they did not, inside the corpus (59.1M training tokens at the twin's
+    BPE)."""
     from mlmclm.analysis.loading.compute import AXES, AXIS_PARTS, parameter_counts
     from mlmclm.models.configuration import MlmClmConfig
 
@@ -367,12 +368,14 @@ def test_the_twin_sits_at_the_papers_own_places_on_every_axis():
         assert abs(mine / theirs - 1) < 0.02, axis
     assert all(float(k * s.steps_per_k).is_integer() for k in (*s.intermediate_k, 10, 12, 42))
     evaluated = {e.model_id for e in plan.evaluations.values()}
-    for seed in ("", "-p1", "-p2"):
+    assert s.claim_seeds == [0, 1, 2, 4, 5, 6]
+    for seed in ("", "-p1", "-p2", "-p4", "-p5", "-p6"):
         assert {f"twin-clm-21k{seed}", f"twin-mlm40-21k{seed}", f"twin-clm-5k-mlm40-21k{seed}",
                 f"twin-clm-dec21k-mlm40-27k{seed}", f"twin-mlm40-dec21k-mlm40-27k{seed}",
                 *(f"twin-{o}-21k{seed}-{step}" for o in ("clm", "mlm40") for step in (2500, 5000, 10000))} <= evaluated
     assert {f"twin-clm-21k-{step}" for step in (500, 1000, 20000)} <= evaluated
     assert "twin-clm-21k-p1-500" not in evaluated and "twin-mlm40-21k-0" in evaluated
+    assert not any("-p3" in m or "-p7" in m for m in evaluated)
     calibration = {r for r, run in plan.runs.items() if run.part == "calibration"}
     assert calibration == {"twin-clm-21k-p3", "twin-mlm40-21k-p3"}
     assert not any(e.run_id in calibration for e in plan.evaluations.values())
@@ -457,6 +460,20 @@ def test_split_cpt_seeds_continue_each_seeds_own_base_runs():
     assert len(studies.build_plan(scale_config("longer", [*paper_only, "split_cpt_seeds=1"])).runs) == len(runs) - 3
     with pytest.raises(ConfigError, match="split_cpt_seeds must be between 1 and pretrain_seeds"):
         scale_config("longer", ["split_cpt_seeds=4"])
+
+
+def test_claim_seeds_skip_the_calibration_seed():
+    """`ScaleConfig.claim_seeds`: the first `pretrain_seeds` seeds from 0 with the calibration seed left out, so that
+    seeds can be added to a scale after its calibration seed without ever comparing the models its grids were chosen
+    on; seed 0 cannot be the calibration seed."""
+    assert scale_config("longer").claim_seeds == [0, 1, 2]
+    assert scale_config("longer", ["calibration_seed=1"]).claim_seeds == [0, 2, 3]
+    assert scale_config("longer", ["calibration_seed=7"]).claim_seeds == [0, 1, 2]
+    plan = studies.build_plan(scale_config("longer", ["calibration_seed=1", "mixed=[]", "detour_k=[]"]))
+    assert plan.runs["mini-xs-clm-9240-p1"].part == "calibration" and "mini-xs-clm-9240-p3" in plan.runs
+    assert "mini-xs-clm-2200-mlm40-9240-p2" in plan.runs and "mini-xs-clm-2200-mlm40-9240-p1" not in plan.runs  # split_cpt_seeds 2
+    with pytest.raises(ConfigError, match="calibration_seed .0. must be 1 or more"):
+        scale_config("longer", ["calibration_seed=0"])
 
 
 def test_study_run_pretrain_only_trains_and_fine_tunes_nothing(tmp_path):

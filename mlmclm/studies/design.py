@@ -143,7 +143,7 @@ def build_plan(s: ScaleConfig) -> Plan:
         for objective in objectives:
             b.evaluate("scaling", b.base("scaling", size, objective))
         b.evaluate("scaling", b.base("scaling", size, MAIN), 0)
-        for seed in range(1, s.pretrain_seeds):
+        for seed in s.claim_seeds[1:]:
             for objective in ("clm", MAIN):
                 b.evaluate("scaling", b.base("scaling", size, objective, seed))
     # (b) data efficiency: the middle size's CLM and MLM-40 runs at intermediate checkpoints, and at the end
@@ -153,7 +153,7 @@ def build_plan(s: ScaleConfig) -> Plan:
         for k in s.intermediate_k or INTERMEDIATE:
             b.evaluate("data_efficiency", run, b.k(k))
         b.evaluate("data_efficiency", run)
-        for seed in range(1, s.pretrain_seeds) if s.seeded_intermediate_k else ():
+        for seed in s.claim_seeds[1:] if s.seeded_intermediate_k else ():
             run = b.base("data_efficiency", middle, objective, seed)
             for k in s.seeded_intermediate_k:
                 b.evaluate("data_efficiency", run, b.k(k))
@@ -192,7 +192,7 @@ def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
             if budget == TOTAL and 0 < clm < TOTAL:  # the splits of the full budget (claim 5) with more seeds
-                for seed in range(1, b.s.split_cpt_seeds):
+                for seed in b.s.claim_seeds[1:b.s.split_cpt_seeds]:
                     b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm, seed))
     clm_run = b.base("biphasic", middle, "clm")
     for objective in objectives[1:]:
@@ -211,7 +211,7 @@ def _cpt(b: _Builder, middle: str) -> None:
         b.evaluate("cpt", b.base("cpt", middle, objective))
         for steps in b.s.cpt_k or CPT:
             b.evaluate("cpt", b.cpt("cpt", middle, objective, steps))
-        for seed in range(1, b.s.split_cpt_seeds):  # claim 7 with more seeds: the longest CPT from those bases
+        for seed in b.s.claim_seeds[1:b.s.split_cpt_seeds]:  # claim 7 with more seeds: the longest CPT from those bases
             b.evaluate("cpt", b.base("cpt", middle, objective, seed))
             b.evaluate("cpt", b.cpt("cpt", middle, objective, max(b.s.cpt_k or CPT), seed))
     for name in b.s.cpt_decoders:  # models pretrained elsewhere: fine-tuned on the same grid, kept in their own tree
@@ -226,7 +226,7 @@ def _beyond(b: _Builder, middle: str) -> None:
     at each `detour_k` length beside the plain MLM-CPT of the same decayed MLM-40 model. The random-init control
     with them, so that the study alone carries its verdicts' gates."""
     b.evaluate(BEYOND, b.base(BEYOND, middle, MAIN), 0)
-    for seed in range(b.s.beyond_seeds):
+    for seed in b.s.claim_seeds[:b.s.beyond_seeds]:
         for objective in b.s.mixed:
             b.evaluate(BEYOND, b.base(BEYOND, middle, objective, seed, part=BEYOND))
         if b.s.mixed:
