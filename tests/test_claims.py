@@ -803,25 +803,50 @@ def test_a_row_of_ours_carries_the_paper_value_of_its_own_comparison(tmp_path):
     assert judge.reading(-5.6, -2.2, 3.35) == "excludes the paper's and 0 (opposite sign)"
 
 
-def test_the_interval_pools_the_seed_spread_and_the_welch_test_reads_each_familys_own(tmp_path):
-    """Three seeds of each family: CLM's agree, MLM's spread 3 points. The interval uses the spread pooled over both
-    (its words name it); the test on the seed means alone is Welch's, on each family's own, with its p-value, and a
-    row says where the two read the difference differently."""
+def test_the_interval_pairs_the_seeds_and_the_welch_test_reads_each_familys_own(tmp_path):
+    """Three seeds of each family: CLM's agree, MLM's spread 3 points. Where every compared family has the same 2+
+    seeds the interval is the paired test on them (issue 60: a seed's models share its lineage; its words name it, no
+    pooled term): mean +- t(2) x sd / sqrt(3) of the seeds' differences; the test on the seed means beside it is
+    Welch's, unpaired, on each family's own, with its p-value, and a row says where the two read the difference
+    differently. With MLM on one seed the pooled interval stands and says so."""
     rates = {"mini-m-clm-400-p1": 0.5, "mini-m-clm-400-p2": 0.5, "mini-m-mlm40-400-p1": 0.62,
              "mini-m-mlm40-400-p2": 0.56}
     scores, runs = _planted(tmp_path, 0.2, clm=0.5, mlm=0.59, **rates)
     v = claims.verdicts(scores, runs, ["1"], n_boot=300, full=True)
-    assert v["seed_term"].str.startswith("pretraining-seed term: ").all(), v["seed_term"]
-    assert v["seed_means_test"].str.startswith("Welch on the pretraining-seed means").all()
+    assert v["evidence"].str.contains("paired by pretraining seed \\(3 seeds").all(), v["evidence"]
+    assert v["seed_term"].str.startswith("none pooled").all(), v["seed_term"]
+    assert v["seed_means_test"].str.startswith("Welch on the pretraining-seed means, unpaired").all()
     assert v["seed_means_p"].between(0, 1).all()
+    avg = bootstrap.seed_averages(runs).pivot_table(index=["task_group", "pretrain_seed"], columns="family",
+                                                    values="score")
     for r in v.itertuples():
         interval_holds_0 = r.ci_low <= 0 <= r.ci_high
         assert (r.tests_disagree != "") == (interval_holds_0 != (r.seed_means_p >= 0.05)), r
+        d = (avg["mini-m-mlm40-400"] - avg["mini-m-clm-400"]).loc[r.scope]
+        half = results.t95(2) * d.std(ddof=1) / np.sqrt(3)
+        assert np.isclose(r.ci_low, d.mean() - half, atol=0.01) and np.isclose(r.ci_high, d.mean() + half, atol=0.01)
     spread = bootstrap.family_seed_spread(runs).set_index(["task_group", "family"])
     assert spread.loc[("SC", "mini-m-mlm40-400"), "k"] == 3 and spread.loc[("SC", "mini-m-clm-400"), "sd"] < 1
     assert spread.loc[("SC", "mini-m-mlm40-400"), "sd"] > 2
     one = claims.verdicts(*_planted(tmp_path / "one", 0.2), ["1"], n_boot=300, full=True)  # MLM: one seed
     assert one["seed_means_test"].str.contains("has one seed").all() and one["seed_means_p"].isna().all()
+    assert one["seed_term"].str.startswith("pretraining-seed term: ").all()
+
+
+def test_claim_5s_and_5b_weigh_and_gate_only_the_models_in_their_difference():
+    """On the twin's committed results: claim 5s (the split minus the better single objective, MLM-only there) gives
+    CLM-only no weight in its test, and claim 5b (the lowest other split minus CLM-only) is gated on those two models,
+    not on the split, which its difference does not read (an audit found CLM-only weighed -0.13 to -0.92 in 5s, and 5b
+    "no signal" for the split's unsettled SC)."""
+    data = results.load(REPO / "results", sources=["ours"], scale="twin")
+    scores, runs = (d[d["scale"] == "twin"] for d in (data.scores, data.runs))
+    d = judge.designs(scores, runs, [claims.CLAIMS["5s"], claims.CLAIMS["5b"]])
+    five_s = d[d["claim"] == "5s"]
+    assert set(five_s["model"]) == {"twin-clm-5k-mlm40-21k", "twin-mlm40-21k"}, five_s
+    assert set(five_s["coef"]) == {1.0, -1.0}
+    assert set(d.loc[d["claim"] == "5b", "model"]) == {"twin-clm-21k", "twin-mlm40-21k"}
+    pooled = results.pool_pretraining_seeds(scores)
+    assert claims.CLAIMS["5b"].models(pooled, runs, ["SC"]) == {"twin-clm-21k", "twin-mlm40-21k"}
 
 
 def _spreads(root, spreads: dict):

@@ -1,8 +1,9 @@
-"""The intervals of ours cover (issue 45, item 3): a simulation with known effects on a small case, and the pieces it
-rests on."""
+"""The intervals of ours cover (issue 45, item 3; issue 60, item 2: the verdicts' test under a scale's own seed
+structure): simulations with known effects on small cases, and the pieces they rest on."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mlmclm.analysis.judging import bootstrap, coverage
 from mlmclm.analysis.loading import aggregation, ids
@@ -91,3 +92,63 @@ def test_welchs_interval_over_pretraining_seeds_covers():
         narrow.append(abs(w["value"] - 0.5) <= half)
     assert 0.93 <= np.mean(covered) <= 0.97, np.mean(covered)
     assert np.mean(narrow) < 0.90, np.mean(narrow)
+
+
+def test_the_seed_test_pairs_models_of_one_seed_and_falls_back_to_welch():
+    """`bootstrap.seed_test`: families on the same pretraining seeds are paired (a seed's luck shared by both leaves
+    the difference: a tight interval, k - 1 df); families on different seeds get Welch's, a variance a family."""
+    luck = np.array([-2.0, 0.5, 1.5, 0.0, -1.0, 1.0])
+    a = pd.DataFrame({"family": "a", "seed": range(6), "value": 61.0 + luck + [0.1, -0.1, 0.0, 0.1, 0.0, -0.1]})
+    b = pd.DataFrame({"family": "b", "seed": range(6), "value": -(60.0 + luck)})  # coef -1 inside
+    paired = bootstrap.seed_test(pd.concat([a, b]))
+    assert paired["paired"] and paired["dof"] == 5 and np.isclose(paired["value"], 1.0)
+    assert paired["lo"] > 0.8 and paired["hi"] < 1.2 and paired["p"] < 1e-4
+    unpaired = bootstrap.seed_test(pd.concat([a, b[b["seed"] < 5]]))
+    assert not unpaired["paired"] and unpaired["seeds"] == "5-6" and unpaired["lo"] < 0 < unpaired["hi"]
+    assert np.isnan(bootstrap.seed_test(pd.concat([a.assign(value=1.0), b.assign(value=-1.0)]))["lo"])
+
+
+def _structured(seed: int = 0) -> pd.DataFrame:
+    """Seed group averages of a scale with the twin's kind of structure: two finals with a large seed variance (1.0)
+    and their checkpoints with a small one (0.04), six pretraining seeds, a seed's effects correlated within a
+    lineage (0.8), not across the two objectives of one seed."""
+    fams = [("m-clm-100", "clm", False, 1.0), ("m-mlm40-100", "mlm40", False, 1.0),
+            ("m-clm-100-50", "clm", True, 0.04), ("m-mlm40-100-50", "mlm40", True, 0.04)]
+    sd = np.sqrt([f[3] for f in fams])
+    root = np.array([f[1] for f in fams])
+    rho = np.where(root[:, None] == root[None, :], 0.8, 0.0)
+    np.fill_diagonal(rho, 1.0)
+    effects = np.random.default_rng(seed).multivariate_normal(np.zeros(4), np.outer(sd, sd) * rho, size=6)
+    rows = [{"source": "ours", "scale": "x", "model": f[0] + (f"-p{s}" if s else ""), "family": f[0],
+             "objective": f[1], "intermediate": f[2], "cpt_steps": 0, "pretrain_seed": s, "task_group": "SC",
+             "score": 60.0 + j + effects[s, j]} for s in range(6) for j, f in enumerate(fams)]
+    return pd.DataFrame(rows)
+
+
+def test_the_verdict_test_covers_under_the_scales_own_seed_structure_and_the_pooled_interval_does_not():
+    """`coverage.simulate_designs`: 1,000 draws of a scale whose finals vary 25 times more from seed to seed than its
+    checkpoints, correlated within a seed: the paired test covers the finals' and the checkpoints' differences in
+    93-97% of them; the pooled interval (one variance for every family, families independent) covers the finals'
+    difference too rarely, so the check can fail."""
+    averages = _structured()
+    st = coverage.seed_structure(averages)
+    var = st.variance.set_index("stage")["variance"]
+    assert var["final"] > 5 * var["checkpoint"] and (st.variance["dof"] == 10).all()
+    assert st.rho.set_index("kind").loc["lineage", "rho"] > 0.3
+    designs = pd.DataFrame({"claim": ["1", "1", "3", "3"], "scope": "SC", "task_group": "SC", "choices": 1,
+                            "model": ["m-mlm40-100", "m-clm-100", "m-clm-100-50", "m-mlm40-100-50"],
+                            "coef": [1.0, -1.0, 1.0, -1.0]})
+    table = coverage.simulate_designs(averages, designs, replicas=1000).set_index("claim")
+    assert table["covered"].between(0.93, 0.97).all(), table
+    assert table.loc["1", "covered_pooled"] < 0.92, table
+    assert (table["seeds"] == 6).all()
+
+
+@pytest.mark.parametrize("option", [["--replicas", "0"], ["--n-boot", "0"], ["--seed", "-1"]])
+def test_the_coverage_command_refuses_its_own_bad_arguments_in_one_line(option, capsys):
+    """`mlmclm coverage` with zero replicas, zero interval replicas or a negative seed: one line, before any work."""
+    from mlmclm import cli
+
+    assert cli.main(["coverage", "--scale", "twin", *option]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--replicas and --n-boot must be 1 or more" in err[0], err

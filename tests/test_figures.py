@@ -257,9 +257,11 @@ def test_controls_in_figures_and_tables(tmp_path, monkeypatch):
 
 def _long(cells=()):
     """Scores of ours at a long-like scale (TC group averages): CLM and MLM-40% at 4,620 steps with three pretraining
-    seeds, checkpoints at 220 and 1,100, the 25/75 split and 2,420 steps of CPT from each base, plus ``cells``."""
-    base = [(f"mini-xs-{o}-4620{p}", "TC", s + d, 0.2) for o, s in (("clm", 90.0), ("mlm40", 89.0))
-            for p, d in (("", 0.0), ("-p1", 0.5), ("-p2", 1.0))]
+    seeds (seed by seed, MLM-40% minus CLM is -1, -0.5, -1.5), checkpoints at 220 and 1,100, the 25/75 split and 2,420
+    steps of CPT from each base, plus ``cells``."""
+    base = [(f"mini-xs-{o}-4620{p}", "TC", s + d, 0.2) for o, s, ds in (("clm", 90.0, (0.0, 0.5, 1.0)),
+                                                                         ("mlm40", 89.0, (0.0, 1.0, 0.5)))
+            for p, d in zip(("", "-p1", "-p2"), ds)]
     return scores_frame([*base, ("mini-xs-clm-4620-220", "TC", 88.0, 0.3), ("mini-xs-mlm40-4620-220", "TC", 84.0, 0.5),
                          ("mini-xs-clm-4620-1100", "TC", 89.0, 0.3), ("mini-xs-mlm40-4620-1100", "TC", 87.0, 1.0),
                          ("mini-xs-clm-1100-mlm40-4620", "TC", 91.5, 0.2),
@@ -325,13 +327,14 @@ def test_fig4_scales_pools_the_final_models_and_gives_every_point_its_interval(t
     assert (gap, final) == ([84.0 - 88.0], [89.5 - 90.5])  # the final models: the means over pretraining seeds
     ax = drawn[0].axes[0]
     (bar, *_), (final_bar, *_) = (c.lines[2][0].get_segments() for c in ax.containers)  # every point has its bar
-    # the verdicts' interval (bootstrap.seed_mean_replicas): Student-t on the seed spread pooled over the two final
-    # families (sd 0.5, 3 seeds each: 4 df), a one-seed checkpoint's mean drawn with the whole sd; percentiles of
-    # SEED_MEAN_DRAWS replicas, within a few percent of the exact bound
+    # the verdicts' interval: for the one-seed checkpoints (bootstrap.seed_mean_replicas) Student-t on the seed spread
+    # pooled over the two final families (sd 0.5, 3 seeds each: 4 df), a one-seed checkpoint's mean drawn with the
+    # whole sd (percentiles of SEED_MEAN_DRAWS replicas, within a few percent of the exact bound); for the finals,
+    # three seeds each, the test paired by seed (bootstrap.seed_test): the seeds' differences -1, -0.5, -1.5
     half = results.t95(4) * 0.5 * math.sqrt(1 + 1)
     assert bar[:, 1].tolist() == pytest.approx([-4.0 - half, -4.0 + half], rel=0.05)
-    half = results.t95(4) * 0.5 * math.sqrt(1 / 3 + 1 / 3)
-    assert final_bar[:, 1].tolist() == pytest.approx([-1.0 - half, -1.0 + half], rel=0.05)
+    half = results.t95(2) * 0.5 / math.sqrt(3)
+    assert final_bar[:, 1].tolist() == pytest.approx([-1.0 - half, -1.0 + half], rel=1e-4)
     assert ax.get_xlabel() == "tokens per body parameter"
     assert drawn[0]._suptitle.get_text().splitlines()[0] == "Fig. 4 across scales: MLM-40% minus CLM"
 

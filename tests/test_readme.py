@@ -5,8 +5,9 @@ results cannot drift apart. A table is marked by a comment naming where its numb
 A row that starts with a claim ("| 7. ...", or one of ours beyond the paper, "| B1. ...") is read against the verdicts
 tables (``verdicts.csv``): a column headed "paper ..." against the paper's, the others against the named folder's,
 and only that claim's rows: an "estimate [low, high]" must be one verdict row's three numbers, any other number one
-of them. Any other row is read against the folder's tables of models (``controls.csv``, ``models.csv``,
-``seeds.csv``): a "score ± half-width" must be one cell's pair, any other number one of theirs. The committed files
+of them, and in a column headed "share ..." a percentage one row's ``effect_share``. Any other row is read against the
+folder's tables of models (``controls.csv``, ``models.csv``, ``seeds.csv``): a "score ± half-width" must be one
+cell's pair, any other number one of theirs. The committed files
 are read, as the notebooks last wrote them. The README's answer (its first marked table) comes from the `twin` scale
 and leaves none of that scale's verdicts out.
 
@@ -25,6 +26,7 @@ from helpers import REPO
 NUMBER = re.compile(r"[-+]?\d+\.\d+")
 TRIPLE = re.compile(r"([-+]?\d+\.\d+) \[([-+]?\d+\.\d+), ([-+]?\d+\.\d+)\]")  # estimate [low, high]
 PAIR = re.compile(r"([-+]?\d+\.\d+) ± (\d+\.\d+)")  # score ± half-width, as the README writes it
+SHARE = re.compile(r"([-+]?\d+)%")  # in a column headed "share ...": a claim row's effect_share, in percent
 CELL_PAIR = re.compile(r"(\d+\.\d+) \(±(\d+\.\d+)\)")  # as the tables write it
 MARKER = re.compile(r"<!-- numbers: (?P<dirs>[^>]+?) -->\n(?P<table>(?:\|.*\n)+)")
 CLAIM_ROW = re.compile(r"^(B?\d+[bs]?)\.\s")  # the paper's claims (1, 3b), our stricter 5s and ours beyond it (B1)
@@ -59,7 +61,7 @@ def _missing(cell: str, tuples: list[tuple], pattern: re.Pattern) -> list[str]:
 
 def _verdict_numbers(name: str, claim: str) -> list[tuple]:
     """(estimate, low, high) of each row of ``claim`` in ``name``'s verdicts table; for a row of ours also the paper's
-    matched (estimate, low, high) and the pretraining effect."""
+    matched (estimate, low, high), the pretraining effect and the smallest difference its test detects."""
     v = pd.read_csv(_folder(name) / "verdicts.csv", dtype={"claim": str})
     v = v[v["claim"].str.split(".").str[0] == claim].dropna(subset=["estimate"])
     out = list(zip(v["estimate"], v["low"], v["high"]))
@@ -67,7 +69,15 @@ def _verdict_numbers(name: str, claim: str) -> list[tuple]:
         matched = v.dropna(subset=["paper_estimate"])
         out += list(zip(matched["paper_estimate"], matched["paper_low"], matched["paper_high"]))
         out += [(x,) for x in v["pretraining_effect"].dropna()]
+        out += [(x,) for x in v["detectable"].dropna()] if "detectable" in v else []
     return out
+
+
+def _verdict_shares(name: str, claim: str) -> list[float]:
+    """The ``effect_share`` of each row of ``claim`` in ``name``'s verdicts table (none for the paper's)."""
+    v = pd.read_csv(_folder(name) / "verdicts.csv", dtype={"claim": str})
+    v = v[v["claim"].str.split(".").str[0] == claim]
+    return list(v["effect_share"].dropna()) if "effect_share" in v else []
 
 
 def _model_numbers(names: list[str]) -> list[tuple]:
@@ -102,7 +112,10 @@ def readme_misses(readme: str) -> list[str]:
             for head, cell in zip(header[1:], row[1:]):
                 if claim:
                     source = "paper" if head.lower().startswith("paper") else ours[0]
-                    bad = _missing(cell, _verdict_numbers(source, claim[1]), TRIPLE)
+                    shares = SHARE.findall(cell) if head.lower().startswith("share") else []
+                    bad = _missing(SHARE.sub("", cell) if shares else cell, _verdict_numbers(source, claim[1]), TRIPLE)
+                    bad += [f"{x}%" for x in shares
+                            if not any(round(100 * v) == int(x) for v in _verdict_shares(source, claim[1]))]
                 else:
                     bad = _missing(cell, models, PAIR)
                 misses += [f"{row[0][:30]!r} / {head!r}: {x}" for x in bad]

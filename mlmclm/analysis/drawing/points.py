@@ -1,7 +1,8 @@
 """A figure point and its interval: models that differ only in their pretraining seed pooled into one point
 (`pool`), the one function that computes every point's estimate and 95% half-width (`interval`), and MLM-40% minus
 CLM per checkpoint with the difference's half-width (`mlm_lead`, for Fig. 4 across scales and the crossover tables:
-the verdicts' interval of it, `bootstrap.seed_mean_replicas`, where the scale has pretraining seeds to pool).
+the verdicts' interval of it, `bootstrap.seed_test` on the two families' seeds, or where one has a single seed
+`bootstrap.seed_mean_replicas`, where the scale has pretraining seeds to pool).
 No torch import here.
 """
 
@@ -61,19 +62,35 @@ def pool(scores: pd.DataFrame) -> pd.DataFrame:
 
 def _seed_mean_half_widths(scores: pd.DataFrame, pairs: pd.DataFrame) -> list[float]:
     """Per row of ``pairs`` (``model_mlm`` minus ``model_clm``, seed-0 ids), the 95% half-width of the difference that
-    the verdicts give it (`bootstrap.seed_mean_replicas` and `bootstrap.percentile_interval`, the judge's defaults: the
-    same replicas, so the same interval); NaN where the scale's task group has no model with 2+ pretraining seeds."""
+    the verdicts give it: where both families have 2+ pretraining seeds, the test on them (`bootstrap.seed_test`,
+    paired by seed where they share their seeds); else the pooled interval (`bootstrap.seed_mean_replicas` and
+    `bootstrap.percentile_interval`, the judge's defaults: the same replicas, so the same interval); NaN where the
+    scale's task group has no model with 2+ pretraining seeds."""
     out = []
     for (source, scale), part in pairs.groupby(["source", "scale"], sort=False):
         avg = ids.group_averages(scores[(scores["source"] == source) & (scores["scale"] == scale)])
         fams, draws = bootstrap.seed_mean_replicas(avg)
         col = {(g, f): i for i, (g, f) in enumerate(zip(fams["task_group"], fams["model"]))}
         for r in part.itertuples():
+            values = pd.concat([_seed_values(avg, r.task_group, r.model_mlm, 1.0),
+                                _seed_values(avg, r.task_group, r.model_clm, -1.0)], ignore_index=True)
+            k = values.groupby("family").size()
+            if len(k) == 2 and k.min() >= 2:
+                t = bootstrap.seed_test(values)
+                out.append((r.Index, (t["hi"] - t["lo"]) / 2))
+                continue
             a, b = col.get((r.task_group, r.model_mlm)), col.get((r.task_group, r.model_clm))
             gap = pd.DataFrame({"scope": "gap", "value": draws[:, a] - draws[:, b] if None not in (a, b) else np.nan})
             bounds = bootstrap.percentile_interval(gap)
             out.append((r.Index, float((bounds["hi"] - bounds["lo"]).iloc[0]) / 2 if len(bounds) else np.nan))
     return [h for _, h in sorted(out)]
+
+
+def _seed_values(avg: pd.DataFrame, group: str, family: str, coef: float) -> pd.DataFrame:
+    """A family's pretraining seeds' group averages in ``group``, times ``coef`` (``family``, ``seed``, ``value``)."""
+    rows = avg[(avg["task_group"] == group) & (avg["family"] == family)]
+    return pd.DataFrame({"family": family, "seed": rows["pretrain_seed"].fillna(0).astype(int).to_numpy(),
+                         "value": coef * rows["score"].to_numpy(dtype=float)})
 
 
 def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:

@@ -394,9 +394,11 @@ def show_reference(reference: results.Results | None, data: results.Results, con
 # `claims.verdicts`), named in their column name and captions (issue 36, item 7; issue 45: one interval a statistic).
 LEAD_COLUMN = "MLM-40% minus CLM (ours, ± 95%)"
 LEAD_METHOD = ("± 95%: where the scale has models with 2+ pretraining seeds, the verdicts table's interval of the "
-               "same difference (claim 1 for the decayed final models): Student-t over the pretraining-seed means, "
-               "their spread pooled over the scale's families, as Fig. 4 across scales draws it; else the two "
-               "models' half-widths over fine-tuning seeds combined as their root sum of squares")
+               "same difference (claim 1 for the decayed final models): where both models have 2+ seeds, Student-t "
+               "on their seeds' differences, paired by seed where they share their seeds (else Welch); where one "
+               "has a single seed, Student-t over the pretraining-seed means with their spread pooled over the "
+               "scale's families; as Fig. 4 across scales draws it; else the two models' half-widths over "
+               "fine-tuning seeds combined as their root sum of squares")
 
 
 def _axis_columns(axis: str, paper_size: str) -> tuple[str, str]:

@@ -1,5 +1,7 @@
-"""The intervals of ours. Every interval of a group average, or of a statistic of them (a difference, a mean of
-differences ...), comes from one set of replicas (`replica_scores`) and one percentile rule (`percentile_interval`):
+"""The intervals of ours. A verdict's interval, where every family it compares has 2+ pretraining seeds, is the test
+on those seeds (`seed_test`: paired by seed where the families share their seeds, else Welch). Every other interval
+of a group average, or of a statistic of them (a difference, a mean of differences ...), comes from one set of
+replicas (`replica_scores`) and one percentile rule (`percentile_interval`):
 where a scale's task group has models with 2+ pretraining seeds, the replicas are drawn from the pretraining-seed
 means alone (`seed_mean_replicas`: a Student-t interval on the spread of seeds pooled over the scale's families, each
 seed mean carrying its fine-tuning, learning-rate-choice and test-instance noise once); where none has, a
@@ -287,7 +289,7 @@ def student_p(t: float, dof: float) -> float:
     return _betainc(dof / 2, 0.5, dof / (dof + t * t))
 
 
-def welch_interval(values: pd.DataFrame, at: float | None = None) -> dict:
+def welch_interval(values: pd.DataFrame, at: float | None = None, alpha: float = 0.05) -> dict:
     """Welch's 95% interval of sum over families of coef x the mean of its values (``values``: ``family``, ``value``,
     ``coef``; two or more values a family), with Satterthwaite's degrees of freedom: ``value``, ``lo``, ``hi``, the
     two-sided ``p`` of 0, ``t`` and ``dof`` (NaN bounds where the values do not vary). ``at``: the statistic the
@@ -301,8 +303,35 @@ def welch_interval(values: pd.DataFrame, at: float | None = None) -> dict:
         return {"value": value, "lo": float("nan"), "hi": float("nan"), "p": float("nan"), "t": float("nan"),
                 "dof": float("nan")}
     dof = se2 ** 2 / float((terms ** 2 / (k - 1)).sum())
-    half, t = student_quantile(dof) * np.sqrt(se2), value / np.sqrt(se2)
+    half, t = student_quantile(dof, alpha) * np.sqrt(se2), value / np.sqrt(se2)
     return {"value": value, "lo": value - half, "hi": value + half, "p": student_p(t, dof), "t": t, "dof": dof}
+
+
+def seed_test(values: pd.DataFrame, at: float | None = None, alpha: float = 0.05) -> dict:
+    """The verdicts' test on the pretraining seeds, for a statistic sum over families of coef x the family's mean
+    (``values``: ``family``, ``seed`` (its pretraining seed), ``value``: that seed's coef x group average; two or more
+    seeds a family). Where every family has the same seeds, the models of one seed share its lineage (one data order,
+    one initialisation, checkpoints of one run, a split or CPT continuing that seed's base run) and may correlate:
+    the test is paired, a one-sample t over the seeds' contributions y_s = sum_f value_fs (k - 1 degrees of freedom),
+    whatever the families' own variances and correlations. Otherwise, Welch's (`welch_interval`): a variance per
+    family, families independent. ``value``, ``lo``, ``hi``, ``p``, ``t``, ``dof``, ``paired`` and ``seeds``
+    (the k, or "2-3" where families differ); NaN bounds where the contributions do not vary. ``alpha``: 1 - the
+    interval's level (Bonferroni's 0.05 / choices where a claim chose among comparisons)."""
+    fams = values.groupby("family", sort=False)["seed"].agg(lambda x: tuple(sorted(x)))
+    k = fams.map(len)
+    seeds = f"{k.min()}" if k.min() == k.max() else f"{k.min()}-{k.max()}"
+    if fams.nunique() > 1:
+        return welch_interval(values.assign(coef=1.0), at, alpha) | {"paired": False, "seeds": seeds}
+    y = values.groupby("seed")["value"].sum()
+    n, mean = len(y), float(y.mean())
+    value = mean if at is None else float(at)
+    se = float(y.std(ddof=1)) / np.sqrt(n) if n > 1 else float("nan")
+    if not se > 0:
+        return {"value": value, "lo": float("nan"), "hi": float("nan"), "p": float("nan"), "t": float("nan"),
+                "dof": float("nan"), "paired": True, "seeds": seeds}
+    half, t = student_quantile(n - 1, alpha) * se, value / se
+    return {"value": value, "lo": value - half, "hi": value + half, "p": student_p(t, n - 1), "t": t,
+            "dof": float(n - 1), "paired": True, "seeds": seeds}
 
 
 def student_quantile(dof: float, alpha: float = 0.05) -> float:

@@ -1,5 +1,10 @@
-"""Whether the intervals of ours cover: a simulation with known effects drawn from a scale's own variance components
-(issue 45, item 3). No torch import here.
+"""Whether the intervals of ours cover: simulations with known effects drawn from a scale's own variance components
+(issues 45 and 60). No torch import here.
+
+The verdicts' test (`bootstrap.seed_test`, paired by pretraining seed) is checked by `simulate_designs`:
+`seed_structure` estimates, from a scale's seed group averages, a seed variance per stage (checkpoints, finals, splits, CPTs) and the
+correlation of two families' seed effects at one seed (sharing a base run, or only the seed); each claim's design
+(`judge.designs`) is drawn from it and judged. The pooled interval of the group averages is checked as follows.
 
 `components` estimates, from a scale's default-grid runs, per dataset the fine-tuning-seed noise of the test and
 validation scores and their correlation (one run's luck shows in both), the learning-rate profile (how much each rate
@@ -24,6 +29,8 @@ from ...errors import ConfigError
 from ..loading import aggregation
 from ..loading import results
 from . import bootstrap
+from . import claims
+from . import judge
 
 CELL = ["model", "task_group", "dataset", "lr"]
 
@@ -143,6 +150,155 @@ def simulate(runs: pd.DataFrame, replicas: int = 1000, n_boot: int = 2000, seed:
     return pd.DataFrame(rows)
 
 
+def stage(averages: pd.DataFrame) -> pd.Series:
+    """Each row's stage: "checkpoint" (an intermediate checkpoint), "CPT" (continued pretraining), "split" (CLM then
+    MLM from scratch), else "final"."""
+    cpt = pd.to_numeric(averages["cpt_steps"], errors="coerce").fillna(0) > 0
+    inter = averages["intermediate"].astype("boolean").fillna(False).astype(bool)
+    split = averages["objective"].astype(str).str.contains(r"\+")
+    return pd.Series(np.select([inter, cpt, split], ["checkpoint", "CPT", "split"], "final"), index=averages.index)
+
+
+def _root(averages: pd.DataFrame) -> pd.Series:
+    """The objective a row's lineage starts from ("clm" or "mlm"): a CPT, split or checkpoint shares the base run of
+    its first objective with every model of that seed that starts the same way."""
+    first = averages["objective"].astype(str).str.split("+").str[0]
+    return first.where(first == "clm", "mlm")
+
+
+@dataclass
+class SeedStructure:
+    """The spread of a pretraining seed's group average around its family's mean, per task group: ``variance`` per
+    stage (pooled over the stage's families with 2+ seeds, its ``dof``), and the correlation of two families' seed
+    effects at the same seed (``rho``: "lineage" where both start from one base run, "seed" where they only share the
+    seed and its data order), from the families' common seeds. ``families``: per family its group, stage, root and
+    seeds."""
+
+    variance: pd.DataFrame
+    rho: pd.DataFrame
+    families: pd.DataFrame
+
+    def covariance(self, group: str, fams: list[str]) -> np.ndarray:
+        """The covariance of the seed effects of ``fams`` in ``group`` (made positive semi-definite)."""
+        f = self.families.set_index(["task_group", "family"]).loc[[(group, x) for x in fams]]
+        var = self.variance.set_index(["task_group", "stage"])["variance"]
+        sd = np.sqrt(var.reindex(list(zip(f.index.get_level_values(0), f["stage"]))).fillna(0).to_numpy())
+        rho = self.rho.set_index(["task_group", "kind"])["rho"]
+        same = f["root"].to_numpy()[:, None] == f["root"].to_numpy()[None, :]
+        r = np.where(same, rho.get((group, "lineage"), 0.0), rho.get((group, "seed"), 0.0))
+        np.fill_diagonal(r, 1.0)
+        w, v = np.linalg.eigh(np.outer(sd, sd) * r)
+        return (v * w.clip(min=0)) @ v.T
+
+
+def seed_structure(averages: pd.DataFrame) -> SeedStructure:
+    """`SeedStructure` of one scale's pretrained models' group averages (each pretraining seed its own row,
+    `bootstrap.seed_averages`; the random-init controls left out)."""
+    a = averages[averages["objective"] != "random"].copy()
+    a = a.assign(stage=stage(a), root=_root(a), seed=a["pretrain_seed"].fillna(0).astype(int))
+    a["r"] = a["score"] - a.groupby(["task_group", "family"])["score"].transform("mean")
+    a["k"] = a.groupby(["task_group", "family"])["score"].transform("size")
+    multi = a[a["k"] > 1]
+    per = multi.groupby(["task_group", "stage", "family"])["r"].agg(ss=lambda r: float((r ** 2).sum()), k="size")
+    v = per.assign(dof=per["k"] - 1).groupby(["task_group", "stage"])[["ss", "dof"]].sum()
+    variance = v.assign(variance=v["ss"] / v["dof"]).reset_index()[["task_group", "stage", "variance", "dof"]]
+    var = variance.set_index(["task_group", "stage"])["variance"]
+    sums = {}
+    for group, part in multi.groupby("task_group"):
+        wide = part.pivot_table(index="seed", columns="family", values="r")
+        info = part.drop_duplicates("family").set_index("family")
+        for x, y in combinations(wide.columns, 2):
+            both = wide[[x, y]].dropna()
+            if len(both) < 2:
+                continue
+            kind = "lineage" if info.at[x, "root"] == info.at[y, "root"] else "seed"
+            scale = np.sqrt(var.get((group, info.at[x, "stage"]), np.nan)
+                            * var.get((group, info.at[y, "stage"]), np.nan))
+            if not scale > 0:
+                continue
+            s = sums.setdefault((group, kind), [0.0, 0.0])  # residuals about each family's mean: E[sum] = (n - 1) cov
+            s[0] += float((both[x] * both[y]).sum()) / scale
+            s[1] += len(both) - 1
+    rho = pd.DataFrame([{"task_group": g, "kind": k, "rho": float(np.clip(v[0] / v[1], -1, 1)), "dof": v[1]}
+                        for (g, k), v in sums.items()], columns=["task_group", "kind", "rho", "dof"])
+    fams = a.groupby(["task_group", "family"], sort=False).agg(stage=("stage", "first"), root=("root", "first"),
+                                                               seeds=("seed", lambda x: tuple(sorted(x))))
+    return SeedStructure(variance, rho, fams.reset_index())
+
+
+def _seed_bounds(effects: np.ndarray, coef: np.ndarray, have: np.ndarray, keys: list, seeds: list, alpha: float
+                 ) -> tuple[float, float, float]:
+    """One draw of a design judged by the verdicts' test: (value, lo, hi). ``effects``: (seeds, families), ``have``:
+    which family has which seed."""
+    if have.all():  # every family on the same seeds: the paired test, y_s = sum_j coef_j x_sj
+        y = effects @ coef
+        value = float(y.mean())
+        half = bootstrap.student_quantile(len(y) - 1, alpha) * y.std(ddof=1) / np.sqrt(len(y))
+        return value, value - half, value + half
+    vals = pd.DataFrame([{"family": keys[j], "seed": s, "value": coef[j] * effects[i, j]}
+                         for i, s in enumerate(seeds) for j in range(len(keys)) if have[i, j]])
+    value = float(vals.groupby("family", sort=False)["value"].mean().sum())
+    t = bootstrap.seed_test(vals, at=value, alpha=alpha)
+    return value, t["lo"], t["hi"]
+
+
+def _pooled_covers(value: float, keys: list, coef: np.ndarray, k: list[int], spread: pd.DataFrame, alpha: float,
+                   rng: np.random.Generator) -> bool:
+    """Whether the pooled interval (each group's seed sd over all its families, ``spread``; families independent)
+    holds the true 0: its sd drawn as the estimate it is (the spread's chi-square on the pooled dof)."""
+    se2 = 0.0
+    for j, (group, _) in enumerate(keys):
+        sd, dof = spread.at[group, "sd"], int(spread.at[group, "dof"])
+        se2 += coef[j] ** 2 * (sd * np.sqrt(rng.chisquare(dof) / dof)) ** 2 / k[j]
+    dof = int(spread.loc[list(dict.fromkeys(g for g, _ in keys)), "dof"].min())
+    return bool(abs(value) <= bootstrap.student_quantile(dof, alpha) * np.sqrt(se2))
+
+
+def simulate_designs(averages: pd.DataFrame, designs: pd.DataFrame, replicas: int = 1000, seed: int = 0
+                     ) -> pd.DataFrame:
+    """Coverage of the verdicts' test (`bootstrap.seed_test`: paired by seed where the compared families share their
+    seeds) on every claim's design (``designs``: `judge.designs`), under the scale's own seed structure
+    (`seed_structure`: a variance per stage, correlated seed effects within a seed): per replica each family of a
+    design gets, at each of its own seeds, a seed effect drawn jointly with the other families' at that seed; the
+    statistic's true value is 0. Beside it, the pooled interval the verdicts used before (one seed variance for every
+    family of the group, families independent: Student-t on the pooled dof). One row per claim and scope:
+    ``covered``, ``covered_pooled``, ``width`` (mean of the test's), ``seeds``, ``replicas``."""
+    st = seed_structure(averages)
+    pooled = bootstrap.pretraining_seed_spread(None, averages=averages[averages["objective"] != "random"])
+    rng, rows = np.random.default_rng(seed), []
+    for (claim, scope), d in designs.groupby(["claim", "scope"], sort=False):
+        d = d[d["coef"].abs() > 0]
+        fams = st.families.set_index(["task_group", "family"])
+        keys = list(zip(d["task_group"], d["model"]))
+        if any(k not in fams.index for k in keys):
+            continue
+        seeds = [fams.loc[k, "seeds"] for k in keys]
+        if min(len(s) for s in seeds) < 2:
+            continue
+        everyone = sorted(set().union(*seeds))
+        alpha = 0.05 / int(d["choices"].max())
+        # the joint seed effects of every (group, family) of the design at each seed: groups independent
+        effects = np.zeros((replicas, len(everyone), len(keys)))
+        for group in dict.fromkeys(d["task_group"]):
+            idx = [i for i, k in enumerate(keys) if k[0] == group]
+            cov = st.covariance(group, [keys[i][1] for i in idx])
+            draw = rng.multivariate_normal(np.zeros(len(idx)), cov, size=(replicas, len(everyone)),
+                                           method="eigh")
+            effects[:, :, idx] = draw
+        coef = d["coef"].to_numpy()
+        have = np.array([[s in seeds[j] for j in range(len(keys))] for s in everyone])  # (seeds, families)
+        hits, hits_pooled, widths = [], [], []
+        spread = pooled.set_index("task_group")
+        for b in range(replicas):
+            value, lo, hi = _seed_bounds(effects[b], coef, have, keys, everyone, alpha)
+            hits.append(lo <= 0 <= hi)
+            widths.append(hi - lo)
+            hits_pooled.append(_pooled_covers(value, keys, coef, [len(x) for x in seeds], spread, alpha, rng))
+        rows.append({"claim": claim, "scope": scope, "covered": np.mean(hits), "covered_pooled": np.mean(hits_pooled),
+                     "width": np.mean(widths), "seeds": len(everyone), "replicas": replicas})
+    return pd.DataFrame(rows, columns=["claim", "scope", "covered", "covered_pooled", "width", "seeds", "replicas"])
+
+
 def summary(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per task group: the coverage over every pair of families (``covered``: the mean; ``lowest``, ``highest``: the
     pairs' extremes), the pairs and the draws."""
@@ -152,17 +308,35 @@ def summary(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _coverage_cli(args) -> int:
+    if args.replicas < 1 or args.n_boot < 1 or args.seed < 0:
+        raise ConfigError(f"--replicas and --n-boot must be 1 or more and --seed 0 or more, got {args.replicas}, "
+                          f"{args.n_boot} and {args.seed}")
     folder = Path(args.results_dir).resolve() if args.results_dir else args.root / "results"
-    runs = results.load(folder, sources=["ours"], scale=args.scale).runs
+    data = results.load(folder, sources=["ours"], scale=args.scale)
+    runs, scores = data.runs, data.scores
     if runs.empty:
         raise ConfigError(f"no runs of scale {args.scale!r} under {folder / 'runs'}")
+    averages = bootstrap.seed_averages(aggregation.default_grid(runs))
+    st = seed_structure(averages)
+    stages = "; ".join(f"{r.task_group} {r.stage} {r.variance:.3f} ({r.dof} df)" for r in st.variance.itertuples())
+    print(f"seed structure of {args.scale} (a pretraining seed's group average about its family's mean): variance by "
+          f"stage {stages}; correlation of two families' seed effects at one seed " + "; ".join(
+              f"{r.task_group} {r.kind} {r.rho:+.2f}" for r in st.rho.itertuples()))
+    designs = judge.designs(scores, runs, [c for c in claims.CLAIMS.values() if not c.per_run])
+    table = simulate_designs(averages, designs, args.replicas, args.seed)
+    print(f"coverage of the verdicts' 95% intervals on every claim's design, {args.replicas} replicas drawn from that "
+          f"structure (covered: the test on the compared families' own seeds; covered_pooled: the pooled interval, "
+          f"one seed variance for every family, families independent):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}") if not table.empty else
+          "  no claim compares families with 2+ pretraining seeds each")
     c = components(runs)
     print(f"variance components of {args.scale} (points): pretraining-seed sd of a group average "
           + ", ".join(f"{g} {v:.2f}" for g, v in c.pretraining.items()) + "; fine-tuning-seed sd (test) "
           + ", ".join(f"{d} {v:.2f}" for d, v in c.noise["sd_test"].items()))
     table = summary(simulate(runs, args.replicas, args.n_boot, args.seed))
-    print(f"coverage of the 95% intervals of every difference of two families, {args.replicas} simulated replicas "
-          f"of the scale ({args.n_boot} interval replicas each):")
+    print(f"coverage of the pooled 95% intervals of every difference of two families (the group averages' "
+          f"intervals of the figures), {args.replicas} simulated replicas of the scale under the pooled interval's own "
+          f"assumptions ({args.n_boot} interval replicas each):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 

@@ -268,42 +268,83 @@ def _seed_welch(c: Claim, src: _Source, split: str = "test") -> dict | None:
                    f"noise inside each), t {w['t']:+.2f}, p {w['p']:.3f}"}
 
 
+# a family's average raised by this many points to read the statistic's weight on it (`_contrasts`): the checks' last
+# decimal, below the gaps between the models a claim chooses between (a full point made CLM-only claim 5s's "better
+# extreme", weighing it -0.13 to -0.92 where its statistic does not read it)
+NUDGE = 0.01
+
+
 def _contrasts(c: Claim, src: _Source, point: pd.DataFrame) -> pd.DataFrame:
     """How the statistic moves with each family's group average (``scope``, ``model``: the seed-0 id, ``task_group``,
-    ``coef``): the statistic of the point estimates with one family's average raised by a point, minus the statistic
-    (exact for a difference or a mean of differences; for a minimum or a choice, at the point estimates)."""
+    ``coef``): its derivative at the point estimates, the statistic with one family's average raised by `NUDGE`
+    points minus the statistic, over `NUDGE` (exact for a difference or a mean of differences; for a minimum or a
+    choice, the one the point estimates make: a nudge too small to change which model is chosen). The averages are
+    taken to the checks' two decimals first, so that the nudge moves a rounded difference by exactly itself."""
     fams, _ = bootstrap.seed_mean_replicas(src.averages, 2, src.seed, src.spread)
-    base = fams["score"].to_numpy()
-    frame = bootstrap.as_scores(fams, np.vstack([base, base + np.eye(len(base))]), src.averages)
+    base = fams["score"].to_numpy().round(2)
+    frame = bootstrap.as_scores(fams, np.vstack([base, base + NUDGE * np.eye(len(base))]), src.averages)
     rows = c.rows(frame)
     dist = c.measure(rows, point) if not rows.empty else pd.DataFrame(columns=["source", "scope", "value"])
     at = dist.pivot_table(index="source", columns="scope", values="value")
-    coef = (at.drop(index=0, errors="ignore") - at.loc[0]) if 0 in at.index else at.iloc[0:0]
+    coef = ((at.drop(index=0, errors="ignore") - at.loc[0]) / NUDGE).round(3) if 0 in at.index else at.iloc[0:0]
     coef = coef.set_axis(coef.index.astype(int) - 1).stack().rename("coef").reset_index()
     coef = coef[coef["coef"].abs() > 1e-6]
     return fams.iloc[coef["source"]][["model", "task_group"]].reset_index(drop=True).assign(
         scope=coef["scope"].to_numpy(), coef=coef["coef"].to_numpy())
 
 
-def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]:
-    """The test on the pretraining-seed means alone (Welch, with Satterthwaite's degrees of freedom): per family, its
-    seeds' contributions y_i = sum over groups of coef x the seed's group average; se^2 = sum_f var(y_f) / k_f; the
-    two-sided p of ``value`` / se. (NaN, why) where a family in the statistic has one seed."""
-    if coefs.empty:
-        return float("nan"), ""
-    avg = src.averages
-    wide = avg.pivot_table(index=["family", "model"], columns="task_group", values="score")
+def _seed_contributions(src: _Source, coefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """Per family in a statistic (``coefs``: `_contrasts`' rows of one scope) and pretraining seed, the seed's
+    contribution to it, sum over groups of coef x the seed's group average (``family``, ``seed``, ``value``); (None,
+    why) where a family has one seed."""
+    wide = src.averages.assign(pretrain_seed=src.averages["pretrain_seed"].fillna(0).astype(int)).pivot_table(
+        index=["family", "pretrain_seed"], columns="task_group", values="score")
     parts = []
     for family, part in coefs.groupby("model", sort=False):
         x = wide.loc[family, list(part["task_group"])] if family in wide.index.get_level_values(0) else wide.iloc[0:0]
         y = (x * part["coef"].to_numpy()).sum(axis=1, min_count=len(part)).dropna()
         if len(y) < 2:
-            return float("nan"), f"no test on the pretraining-seed means alone: {family} has one seed"
-        parts.append(pd.DataFrame({"family": family, "value": y.to_numpy(), "coef": 1.0}))
-    w = bootstrap.welch_interval(pd.concat(parts, ignore_index=True), at=value)
+            return None, f"{family} has one seed"
+        parts.append(pd.DataFrame({"family": family, "seed": y.index.to_numpy(), "value": y.to_numpy()}))
+    return pd.concat(parts, ignore_index=True), ""
+
+
+def _seed_interval(src: _Source, coefs: pd.DataFrame, value: float, choices: int) -> dict | None:
+    """The verdict's interval where every family in the statistic has 2+ pretraining seeds (`bootstrap.seed_test`:
+    paired by seed where the families share their seeds, else Welch with a variance a family), centred on ``value``,
+    Bonferroni's for ``choices``: ``lo``, ``hi``, ``p`` and how; None where a family has one seed (the pooled interval
+    then stands) or the contributions do not vary. ``detectable``: the smallest true difference the test finds at 80%
+    power, (t_{1 - alpha/2} + t_{0.8}) x its standard error (what the seeds can show at their spread)."""
+    if coefs.empty:
+        return None
+    values, _ = _seed_contributions(src, coefs)
+    if values is None:
+        return None
+    t = bootstrap.seed_test(values, at=value, alpha=0.05 / choices)
+    if np.isnan(t["lo"]):
+        return None
+    q = bootstrap.student_quantile(t["dof"], 0.05 / choices)
+    t["detectable"] = (q + bootstrap.student_quantile(t["dof"], 0.4)) * (t["hi"] - t["lo"]) / 2 / q
+    how = (f"paired by pretraining seed ({t['seeds']} seeds, the same for every compared family; {t['dof']:.0f} df)"
+           if t["paired"] else f"Welch over each family's own pretraining seeds ({t['seeds']} a family; "
+                               f"{t['dof']:.1f} df)")
+    return t | {"how": f"{how}, fine-tuning noise inside each seed's mean; t {t['t']:+.2f}, p {t['p']:.3f}"}
+
+
+def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]:
+    """The unpaired test on the pretraining-seed means (Welch, with Satterthwaite's degrees of freedom): per family,
+    its seeds' contributions y_i (`_seed_contributions`); se^2 = sum_f var(y_f) / k_f; the two-sided p of ``value`` /
+    se. Beside a paired interval it shows what the pairing adds. (NaN, why) where a family in the statistic has one
+    seed."""
+    if coefs.empty:
+        return float("nan"), ""
+    values, why = _seed_contributions(src, coefs)
+    if values is None:
+        return float("nan"), f"no test on the pretraining-seed means alone: {why}"
+    w = bootstrap.welch_interval(values.assign(coef=1.0), at=value)
     if np.isnan(w["p"]):
         return float("nan"), "no test on the pretraining-seed means alone: they do not vary"
-    return w["p"], f"Welch on the pretraining-seed means: t {w['t']:+.2f}, {w['dof']:.1f} df, p {w['p']:.3f}"
+    return w["p"], f"Welch on the pretraining-seed means, unpaired: t {w['t']:+.2f}, {w['dof']:.1f} df, p {w['p']:.3f}"
 
 
 def _disagreement(lo: float, hi: float, p: float, value: float, choices: int) -> str:
@@ -398,6 +439,16 @@ def _ours(c: Claim, src: _Source, t, groups: list, words, verdict: str, why: str
     return extra, verdict, why, notes
 
 
+def _sizes(extra: dict, value: float, paired: dict | None) -> dict:
+    """A row of ours in proportion: the statistic as a share of what pretraining adds (``effect_share``), the
+    smallest difference its seed test detects (``detectable``), and no pooled seed term where that test made it."""
+    effect = extra.get("pretraining_effect", np.nan)
+    return {"effect_share": round(value / effect, 2) if effect and not pd.isna(effect) else np.nan,
+            "detectable": round(paired["detectable"], 2) if paired else np.nan,
+            "seed_term": "none pooled: the compared families' own pretraining seeds" if paired else extra.get(
+                "seed_term")}
+
+
 def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
     the verdict and the reason for it; for a scale of ours also the paper's estimate of the same comparison and our
@@ -420,6 +471,8 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     coefs = _contrasts(c, src, point) if tested else pd.DataFrame(columns=["scope"])
     out = []
     for t in table.itertuples():
+        paired = _seed_interval(src, coefs[coefs["scope"] == t.scope], t.value, c.choices(point)) if tested else None
+        t = t._replace(lo=paired["lo"], hi=paired["hi"]) if paired else t  # the test on the seeds, not pooled
         verdict, why = _call(t.lo, t.hi, words)
         notes, extra, lo, hi = [detail], {}, t.lo, t.hi
         groups = [t.scope] if t.scope in ids.GROUPS else sorted(set(point["task_group"]))
@@ -429,7 +482,7 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
         if src.controlled:
             extra, verdict, why, more = _ours(c, src, t, groups, words, verdict, why)
             lo, hi = extra.pop("lo"), extra.pop("hi")
-            extra |= _beside_paper(c, src, t.scope, groups, lo, hi, paper)
+            extra |= _beside_paper(c, src, t.scope, groups, lo, hi, paper) | _sizes(extra, t.value, paired)
             notes += more
         if tested:
             p, test = _welch(src, coefs[coefs["scope"] == t.scope], t.value)
@@ -439,14 +492,14 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             extra |= {"seed_means_p": round(welch["p"], 4), "seed_means_test": welch["how"] or welch["why"]}
             if welch["why"] and src.controlled and verdict != "no signal":  # an interval that leaves out a source
                 verdict, why = "no signal", welch["why"]                    # of noise is no evidence
-        if src.per_run and not c.per_run:
+        if src.per_run and not c.per_run and paired is None:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)
             if fixed and src.controlled and verdict != "no signal":  # ours: an interval that leaves out a source of
                 verdict, why = "no signal", ""                       # noise is no evidence
             why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
-        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({how})"
+        statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({paired['how'] if paired else how})"
         out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
                     "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(lo, 2),
                     "ci_high": round(hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
@@ -455,10 +508,12 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
 
 
 # a row of ours also carries (blank for the paper's rows): the paper's estimate of the same comparison and which of its
-# models that reads (`matching.paper_at`), our interval against it, what pretraining adds in the group, the compared
-# models below the random-init control, and the pretraining-seed term of the interval
+# models that reads (`matching.paper_at`), our interval against it, what pretraining adds in the group (and the
+# statistic as a share of it, ``effect_share``: probes whose pretraining gains differ compare so), the smallest
+# difference its test finds at 80% power (``detectable``: what the seeds can show), the compared models below the
+# random-init control, and the pretraining-seed term of the interval
 BESIDE_PAPER = ["paper_estimate", "paper_low", "paper_high", "paper_config", "vs_paper", "pretraining_effect",
-                "below_control", "seed_term"]
+                "effect_share", "detectable", "below_control", "seed_term"]
 # a row with per-run results also carries the test on the pretraining-seed means alone (`_welch`: its p-value and
 # words) and where that test and the interval read the statistic differently (`_disagreement`)
 SEED_MEANS = ["seed_means_p", "seed_means_test", "tests_disagree"]
@@ -473,10 +528,11 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     and a verdict.
 
     Every claim gets a statistic that is positive when the claim holds as the paper states it (`Claim.paper`), and its
-    95% interval: for a source with per-run results (this repository's, EncodEval's) the percentile interval of
-    ``n_boot`` replicas of `bootstrap.replica_scores` (Student-t over the pretraining-seed means, the spread pooled
-    over the scale's families; Bonferroni's where a claim chose among comparisons), for the paper its printed
-    half-widths. Models
+    95% interval: for a source with per-run results (this repository's, EncodEval's), where every compared family has
+    2+ pretraining seeds, the test on those seeds (`_seed_interval`, `bootstrap.seed_test`: paired by seed where the
+    families share their seeds, else Welch; issue 60), else the percentile interval of ``n_boot`` replicas of
+    `bootstrap.replica_scores` (Student-t over the pretraining-seed means, the spread pooled over the scale's
+    families); Bonferroni's where a claim chose among comparisons; for the paper its printed half-widths. Models
     that differ only in their pretraining seed are one model, their mean (`aggregation.pool_pretraining_seeds`). The
     verdict is "reproduced" (for the paper: "supported")
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
@@ -486,9 +542,9 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
     criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
     the scale with 2+ pretraining seeds); ``reason`` says which; a compared model that does not beat the control is
-    named "below" it or "not clear of" it, as its score is. ``seed_term``: the pooled spread used; ``SEED_MEANS``:
-    the Welch test on the compared families' own seed means (p-value and words, or why there is none) and where it
-    and the interval disagree. Beside it: the paper's estimate of the same comparison (``paper``: the
+    named "below" it or "not clear of" it, as its score is. ``seed_term``: the pooled spread used (where it is);
+    ``SEED_MEANS``: the unpaired Welch test on the compared families' own seed means (p-value and words, or why there
+    is none) and where it and the interval disagree. Beside it: the paper's estimate of the same comparison (``paper``: the
     paper's scores, default those in ``scores``; read at our models' places, `matching.paper_at`), our interval
     against it, and the group's pretraining effect (`BESIDE_PAPER`). A source whose results cannot carry the claim
     gets "not checkable at this scale" (the paper's own sources, e.g. for claims 4 and 6 that need per-run results:
@@ -509,6 +565,22 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
     more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER, *SEED_MEANS] if full else []
     return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
+
+
+def designs(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], split: str = "test",
+            rule: str = "per_seed") -> pd.DataFrame:
+    """Each claim's design on one scale's runs, as its verdict reads it: per claim (``claim``: its key) and scope, the
+    families in the statistic (``model``: the seed-0 id, ``task_group``) and their weights (``coef``, `_contrasts`);
+    what `coverage.simulate_designs` draws. Per-run claims and claims the runs cannot carry are left out."""
+    out, sources = [], {s: _source(scores, runs, s, scores.iloc[0:0], 2, 0, rule) for s in runs["source"].unique()}
+    for c in (c for c in claims if not c.per_run):
+        for src in sources.values():
+            point = c.rows(src.scores, src.runs, split)
+            if src.averages.empty or point.empty or c.unavailable(point):
+                continue
+            out.append(_contrasts(c, src, point).assign(claim=c.key, choices=c.choices(point)))
+    cols = ["claim", "scope", "model", "task_group", "coef", "choices"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
 def verdict_table(judged: pd.DataFrame) -> pd.DataFrame:
