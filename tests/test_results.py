@@ -392,7 +392,10 @@ def test_crossover_table_puts_the_paper_at_our_tokens_per_parameter_on_every_axi
     assert table["paper 610M (all)"].tolist() == ["-1.00", ""]
     assert table[tables.LEAD_COLUMN].tolist() == ["+0.50 ± 0.40", "+1.50"]
     assert "± 95%" in tables.LEAD_COLUMN
-    assert table["Model"].tolist() == ["316,228 steps", "3,000,000 steps (decayed final)"]
+    assert table["Model"].tolist() == ["316,228 steps (the paper's 1,437.4K)",  # longer: 220 steps for 1K of the paper's
+                                       "3,000,000 steps (decayed final; the paper's 13,636.4K)"]
+    assert tables._steps_label("twin", 2500, False) == "2,500 steps (the paper's 5K)"
+    assert tables._steps_label("nowhere", 2500, True) == "2,500 steps (decayed final)"
     body_only = tables.crossover_table(lead, {"body": per_axis["body"]})  # one axis: its two columns only
     assert list(body_only.columns)[-2:] == ["Tokens per body parameter", "paper 610M (body)"]
 

@@ -110,7 +110,7 @@ def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
 
     def draw(ax, d):
         plot_lines(ax, d, "steps", "Objective", OBJECTIVE_COLORS, band=True)
-        steps_axis(ax)
+        steps_axis(ax, d["scale"].iloc[0])
     return draw_per_source(
         v, out_dir, "fig04_data_efficiency", "Fig. 4: performance during pretraining", draw, "pretraining step",
         "objective", tables="Tables 6-9", per_size=True, controls=controls, x="steps",
@@ -216,7 +216,7 @@ def fig9(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
     table17.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``, ``controls``)."""
     def draw(ax, d):
         plot_lines(ax, d, "cpt_steps", "base", BASE_COLORS, grid=_cpt_lengths(d), dodge=0.015 * d["cpt_steps"].max())
-        steps_axis(ax)
+        steps_axis(ax, d["scale"].iloc[0])
     v = ids.group_averages(views.cpt_view(pool(scores)))
     return draw_per_source(
         v, out_dir, "fig09_cpt_length", "Fig. 9: performance by CPT length", draw, "MLM continued-pretraining steps",
@@ -338,7 +338,7 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
                 for start in sorted(p["start"].unique()):
                     ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
                 ax.set(title=f"{ids.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
-                steps_axis(ax)
+                steps_axis(ax, scale)
             finish(fig, axes, f"Fig. 12: pretraining loss, {size} ({source_label(source, scale)})", None)
         file = f"fig12_cpt_loss_{size}" if curves["size"].nunique() > 1 else "fig12_cpt_loss"
         paths.append(save_source(fig, out_dir, source, scale, file))

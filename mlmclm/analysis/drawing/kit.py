@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
 from ...io import atomic_path
+from ..judging import matching
 from ..loading import ids
 
 STYLE = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper", font_scale=1.1),
@@ -337,8 +338,16 @@ def positions(values, key=None) -> dict:
     return {v: i for i, v in enumerate(sorted(set(values), key=key))}
 
 
-def steps_axis(ax) -> None:
+def steps_axis(ax, scale: str | None = None) -> None:
+    """Steps in engineering notation (10k); for a scale of ours whose step is not the paper's, a second axis above
+    in the paper's steps at the same fraction of the 42K budget (`config.ScaleConfig.paper_steps`: the twin's 5k is
+    the paper's 10k), so that a reader meets the paper's units."""
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+    cfg = matching.placement(scale) if scale else None
+    if cfg is not None and cfg.steps_per_k != 1000:
+        top = ax.secondary_xaxis("top", functions=(cfg.paper_steps, lambda x: x * cfg.steps_per_k / 1000))
+        top.xaxis.set_major_formatter(EngFormatter(sep=""))
+        top.set_xlabel("the paper's step", fontsize="small")
 
 
 def palettes(view: pd.DataFrame, name: str, levels) -> dict:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import lr_text, write_text
+from ..judging import matching
 from ..loading import aggregation
 from ..loading import compute
 from ..loading import ids
@@ -432,6 +433,15 @@ def _interpolate(curve: tuple[np.ndarray, np.ndarray], tpp: float) -> float:
     return float(np.interp(np.log(tpp), x, gap)) if inside else float("nan")
 
 
+def _steps_label(scale: str, steps: int, final: bool) -> str:
+    """A checkpoint of ours in its scale's steps and in the paper's, at the same fraction of the 42K budget
+    ("2,500 steps (the paper's 5K)"; `config.ScaleConfig.paper_steps`); the scale's alone where it has no config."""
+    cfg = matching.placement(scale)
+    words = (["decayed final"] if final else []) + ([f"the paper's {cfg.paper_steps(steps) / 1000:,.1f}K".replace(
+        ".0K", "K")] if cfg is not None else [])
+    return f"{steps:,} steps" + (f" ({'; '.join(words)})" if words else "")
+
+
 def crossover_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M") -> pd.DataFrame:
     """Issue 26's question in one table: MLM-40% minus CLM of ours at each intermediate checkpoint and at the end
     (``lead``: `points.mlm_lead`, ± the verdicts' 95% half-width of the difference, ``LEAD_METHOD``),
@@ -448,7 +458,7 @@ def crossover_table(lead: pd.DataFrame, per_axis: dict, paper_size: str = "610M"
     rows = []
     for r in ours.sort_values(["scale", "task_group", "_tpp"]).itertuples():
         row = {"Scale": r.scale, "Size": r.size, "Group": r.task_group,
-               "Model": f"{r.steps:,} steps" + (" (decayed final)" if r.final else ""),
+               "Model": _steps_label(r.scale, r.steps, r.final),
                "Pretraining seeds": int(r.pretrain_seeds), LEAD_COLUMN: _lead_cell(r.gap, r.gap_ci)}
         for axis, per_token in per_axis.items():
             tpp = r.steps * per_token.get(r.size, np.nan)
