@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The five studies at $(SCALE) (a scale of mlmclm/scales/: tiny, mini, long, longer, small, paper), then the five notebooks: `make reproduce SCALE=tiny`.
+# The five studies at $(SCALE) (a scale of mlmclm/scales/: tiny, mini, long, longer, twin, small, paper), then the five notebooks: `make reproduce SCALE=tiny`.
 reproduce: $(STAMP)
 	$(VENV)/bin/mlmclm reproduce --scale $(SCALE)
 

@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", required=True)
     for verb, help_, add_options in _verbs():  # notebooks: its --help and the rest of its line are its own
         add_options(sub.add_parser(verb, help=help_, add_help=verb != "notebooks"))
-    commands.state_paths(parser)
+    commands.finish_parsers(parser)
     return parser
 
 

@@ -25,15 +25,23 @@ PATH_DESTS = {"runs_dir", "checkpoints_dir", "data_dir", "results_dir", "output_
               "model_dir", "config"}  # the options and arguments that name a file or folder
 
 
-def state_paths(parser) -> None:
-    """End the --help of every verb under `parser` that takes a path (`PATH_DESTS`) with how paths are read
-    (`PATHS`): called once on the whole command line, so that no verb is left out."""
+def every_parser(parser):
+    """`parser` and every verb's parser under it, depth first."""
+    yield parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in set(action.choices.values()):
-                state_paths(sub)
-        elif action.dest in PATH_DESTS:
-            parser.epilog = PATHS
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from every_parser(sub)
+
+
+def finish_parsers(parser) -> None:
+    """End the --help of every verb under `parser` that takes a path (`PATH_DESTS`) with how paths are read
+    (`PATHS`), and take no option by a prefix of its name (`--model` is not `--model-id`): called once on the whole
+    command line, so that no verb is left out."""
+    for p in every_parser(parser):
+        p.allow_abbrev = False
+        if any(action.dest in PATH_DESTS for action in p._actions):
+            p.epilog = PATHS
 
 
 def recipe_names() -> list[str]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import verbs as _verbs
 from mlmclm import cli
 from mlmclm.commands import recipe_names
@@ -72,3 +73,21 @@ def test_data_dir_moves_the_task_suite_too(tmp_path, monkeypatch):
         except SystemExit:
             pass
     assert seen == [(tmp_path / "d", tmp_path / "d" / "tasks")] * 2
+
+
+def test_an_option_is_never_taken_by_a_prefix_of_its_name():
+    """argparse's prefix matching would read `finetune ... --model x` as `--model-id x`, silently: every parser of
+    the command line takes an option by its whole name only, and a prefix is refused."""
+    parser = _parser()
+    assert parser.parse_args(["finetune", "ckpt", "--scale", "tiny", "--model-id", "x"]).model_id == "x"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["finetune", "ckpt", "--scale", "tiny", "--model", "x"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["study", "run", "all", "--scale", "tiny", "--pretrain"])
+
+
+def test_study_plan_and_run_name_every_study_by_default():
+    """`mlmclm study plan --scale twin` plans every study, as `study plan all` does (it failed for want of a name)."""
+    parser = _parser()
+    assert parser.parse_args(["study", "plan", "--scale", "twin"]).name == "all"
+    assert parser.parse_args(["study", "run", "scaling"]).name == "scaling"

@@ -67,7 +67,7 @@ def add_options(p) -> None:
     for action, help_ in (("plan", "print the runs, shared segments, fine-tuning runs and compute"),
                           ("run", "train and fine-tune what is missing (safe to interrupt and re-run)")):
         a = sp.add_parser(action, help=help_)
-        a.add_argument("name", help=f"{', '.join(STUDIES)} or all")
+        a.add_argument("name", nargs="?", default="all", help=f"{', '.join(STUDIES)} or all (default: all)")
         a.add_argument("--scale", default="mini", help=f"{', '.join(scale_names())} (default: mini)")
         runs_dir(a, "the pretraining runs' folders and the fine-tuning results")
         a.add_argument("--checkpoints-dir", default=None, help="default checkpoints")
