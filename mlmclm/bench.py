@@ -496,7 +496,7 @@ BENCHES = {
 }
 
 
-def _cli(args) -> int:
+def bench_command(args) -> int:
     started, root = time.perf_counter(), working_root()
     compute, line = BENCHES[args.bench]
     rows = compute(args)

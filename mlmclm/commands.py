@@ -193,30 +193,30 @@ def bench_options(p) -> None:  # long: the argparse table of the five benchmarks
 
 
 def _pretrain(args) -> int:
-    from .training.pretrain import _run_cli
+    from .training.pretrain import pretrain_command
 
-    return _run_cli(args)
+    return pretrain_command(args)
 
 
 def _data(args) -> int:
-    from .training.pretrain import _data_cli
+    from .training.pretrain import data_command
 
-    return _data_cli(args)
+    return data_command(args)
 
 
 def _finetune(args) -> int:
-    from .evaluation.finetune import _cli_finetune
+    from .evaluation.finetune import finetune_command
 
-    return _cli_finetune(args)
+    return finetune_command(args)
 
 
 def _bench(args) -> int:
-    from .bench import _cli
+    from .bench import bench_command
 
-    return _cli(args)
+    return bench_command(args)
 
 
 def _gpu_check(args) -> int:
-    from .gpu_check import _cli
+    from .gpu_check import gpu_check_command
 
-    return _cli(args)
+    return gpu_check_command(args)

@@ -369,7 +369,7 @@ def _options(args) -> dict:
     return options
 
 
-def _cli(args) -> int:
+def gpu_check_command(args) -> int:
     options = _options(args)
     print(f"{'at_s':>8} {'elapsed':>8}  check, size, variant, batch, MFU, peak memory, value, note "
           f"(budget {options['budget']:.0f} s)", flush=True)

@@ -340,3 +340,16 @@ def test_the_schedule_is_built_in_one_place():
              for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Name) and node.func.id == "Schedule"]
     assert len(built) == 1 and built[0].startswith("mlmclm/config.py:"), built
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name of ours with a leading underscore stays in its module: a verb's job is imported by a public name
+    (`commands._pretrain` calls `pretrain.pretrain_command`, not `_run_cli`)."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            ours = isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("mlmclm"))
+            if ours:  # torch's own private helpers are torch's business
+                found += [f"{path.relative_to(ROOT)}: {a.name} from {node.module}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)

@@ -279,7 +279,7 @@ class _Grid:
 
 # ----------------------------------------------------------------------------------------------- command line
 
-def _cli_finetune(args) -> int:
+def finetune_command(args) -> int:
     root = args.root  # --runs-dir and --data-dir: read from the working directory, named as the config names
     folders = (("results_dir", typed_path(args.runs_dir, root)), ("data_dir", typed_path(args.data_dir, root)))
     overrides = [f"{key}={value}" for key, value in (("suite", args.suite), *folders) if value is not None]

@@ -549,7 +549,7 @@ def _recorded_identity(meta_path: Path) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
-def _run_cli(args) -> int:
+def pretrain_command(args) -> int:
     cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), args.root
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
         _check_before_work(cfg, cfg.schedule(), root, create=False)
@@ -561,7 +561,7 @@ def _run_cli(args) -> int:
     return 0
 
 
-def _data_cli(args) -> int:
+def data_command(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(args.root)
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, root=args.root)
