@@ -1,5 +1,6 @@
 """The command line: model introspection and clear one-line errors."""
 
+import signal
 import subprocess
 import sys
 
@@ -155,7 +156,9 @@ def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_command():
         "    return 0\n"
         "cli._main = job\n"
         "sys.exit(cli.main())\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    # SIGINT back to its default in the child: a test run started in the background inherits an ignored SIGINT
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.returncode == 130, proc.stderr[-1000:]
     assert proc.stderr.strip().splitlines()[-1].endswith("re-run the same command to resume"), proc.stderr
 
