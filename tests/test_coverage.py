@@ -1,6 +1,9 @@
 """The intervals of ours cover (issue 45, item 3; issue 60, item 2: the verdicts' test under a scale's own seed
 structure): simulations with known effects on small cases, and the pieces they rest on."""
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,3 +155,20 @@ def test_the_coverage_command_refuses_its_own_bad_arguments_in_one_line(option, 
     assert cli.main(["coverage", "--scale", "twin", *option]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--replicas and --n-boot must be 1 or more" in err[0], err
+
+
+@pytest.mark.parametrize("models, says", [(["mini-m-clm-840", "mini-m-clm-840-p1"], "1 family at most"),
+                                          (["mini-m-clm-840", "mini-m-mlm40-840"], "1 seed(s) at most")])
+def test_the_coverage_command_refuses_a_scale_that_cannot_show_coverage(models, says, tmp_path, capsys):
+    """One family (nothing to compare) or no family with 2+ seeds (no seed variance): one line naming what is missing
+    and the command that trains it, not a traceback or a coverage of 0.000."""
+    from mlmclm import cli
+
+    committed = Path(__file__).resolve().parents[1] / "results"
+    shutil.copytree(committed / "paper", tmp_path / "paper")
+    for model in models:
+        shutil.copytree(committed / "runs" / "mini" / model, tmp_path / "runs" / "mini" / model)
+    assert cli.main(["coverage", "--scale", "mini", "--results-dir", str(tmp_path), "--replicas", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot show coverage" in err[0] and says in err[0], err
+    assert "mlmclm study run all --scale mini --set pretrain_seeds=2" in err[0]

@@ -307,6 +307,19 @@ def summary(pairs: pd.DataFrame) -> pd.DataFrame:
                          "pairs": g.size(), "replicas": g["replicas"].max()}).reset_index()
 
 
+def _check_estimable(averages: pd.DataFrame, scale: str, folder: Path) -> None:
+    """Refuse (one line) a scale whose results cannot give the simulation its parts: a seed variance needs a family
+    with 2+ pretraining seeds, a difference two families in one task group."""
+    seeds = averages.groupby(["task_group", "family"])["pretrain_seed"].nunique()
+    families = seeds.groupby(level="task_group").size()
+    if seeds.empty or seeds.max() < 2 or families.max() < 2:
+        raise ConfigError(f"the results of scale {scale!r} under {folder / 'runs'} cannot show coverage: it needs two "
+                          f"families (models that differ in more than their pretraining seed) in one task group and "
+                          f"a family with 2+ pretraining seeds; they have {families.max() if len(families) else 0} "
+                          f"famil{'y' if families.max() == 1 else 'ies'} at most and {seeds.max() if len(seeds) else 0}"
+                          f" seed(s) at most (train them: mlmclm study run all --scale {scale} --set pretrain_seeds=2)")
+
+
 def _coverage_cli(args) -> int:
     if args.replicas < 1 or args.n_boot < 1 or args.seed < 0:
         raise ConfigError(f"--replicas and --n-boot must be 1 or more and --seed 0 or more, got {args.replicas}, "
@@ -317,6 +330,7 @@ def _coverage_cli(args) -> int:
     if runs.empty:
         raise ConfigError(f"no runs of scale {args.scale!r} under {folder / 'runs'}")
     averages = bootstrap.seed_averages(aggregation.default_grid(runs))
+    _check_estimable(averages, args.scale, folder)
     st = seed_structure(averages)
     stages = "; ".join(f"{r.task_group} {r.stage} {r.variance:.3f} ({r.dof} df)" for r in st.variance.itertuples())
     print(f"seed structure of {args.scale} (a pretraining seed's group average about its family's mean): variance by "
