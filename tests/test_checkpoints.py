@@ -192,8 +192,24 @@ def test_weights_changed_since_saved_fail_verification_and_resume_takes_the_last
                                                              "recorded when it was saved")
     assert ck.last_verified(root) == step_dir(root, 2)
     said = capsys.readouterr().out
-    assert all(f"{step_dir(root, s)}: damaged checkpoint (hf/model.safetensors: its sha256" in said for s in (4, 6))
+    assert f"{step_dir(root, 4)}: damaged checkpoint (hf/model.safetensors: its sha256 is not the one recorded when " \
+           "it was saved); removed with the 1 after it, its steps are trained again" in said
     assert store.checkpoint_steps(root) == [2]
+
+
+def test_resume_goes_back_before_the_first_checkpoint_whose_files_changed_however_many_good_ones_follow(tmp_path,
+                                                                                                       capsys):
+    """A checkpoint is written again only by training its steps again: an edited file in an early one (here its
+    recorded hf/config.json) removes it and every later one, so that the re-run writes each again (issue 63)."""
+    root = tmp_path / "run"
+    for step in (2, 4, 6):
+        _write(root, step)
+    (step_dir(root, 4) / "hf" / "config.json").write_text('{"edited": true}')
+    assert ck.first_damaged(root) == (step_dir(root, 4), "hf/config.json: its sha256 is not the one recorded when it "
+                                                         "was saved")
+    assert ck.last_verified(root) == step_dir(root, 2) and store.checkpoint_steps(root) == [2]
+    assert "removed with the 1 after it" in capsys.readouterr().out
+    assert ck.first_damaged(root) is None and ck.last_verified(root) == step_dir(root, 2)
 
 
 # ---- whose checkpoints: a folder belongs to one run identity ----

@@ -33,17 +33,30 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..fetch import sha256
 from ..io import write_json, write_text
-from ..paths import CONFIG, OWNER, REMOVED, STATE, TMP, removed_dir, step_dir, step_folders, tmp_dir
+from ..paths import CONFIG, OWNER, REMOVED, STATE, TMP, removed_dir, step_dir, step_folders, step_of, tmp_dir
 from ..store import checkpoint_steps, complete, damage, last, owner, read_state
 
 
 def last_verified(root: str | Path) -> Path | None:
-    """The run's last complete checkpoint whose weights match their recorded hashes; later ones that do not are
-    named and removed (the run's writer, before it resumes: their steps are trained again)."""
-    while (path := last(root)) is not None and (fault := damage(path, verify=True)):
-        print(f"{path}: damaged checkpoint ({fault}); removed, its steps are trained again", flush=True)
-        remove(path)
-    return path
+    """The run's last complete checkpoint, with it every one before it matching the hashes recorded when it was
+    saved: from the first that does not (`first_damaged`, named in one line), every checkpoint is removed (the run's
+    writer, before it resumes: their steps are trained again, which writes them again)."""
+    if (bad := first_damaged(root)) is not None:
+        path, fault = bad
+        later = sum(s > step_of(path) for s in checkpoint_steps(root))
+        print(f"{path}: damaged checkpoint ({fault}); removed{f' with the {later} after it' if later else ''}, "
+              "its steps are trained again", flush=True)
+        drop_after(root, step_of(path) - 1)
+    return last(root)
+
+
+def first_damaged(root: str | Path) -> tuple[Path, str] | None:
+    """The run's first complete checkpoint whose files do not match the hashes recorded when it was saved, and what
+    is wrong (`store.damage` with `verify`); None when every one matches."""
+    for step in checkpoint_steps(root):
+        if fault := damage(step_dir(root, step), verify=True):
+            return step_dir(root, step), fault
+    return None
 
 
 
