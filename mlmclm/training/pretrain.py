@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.distributed.checkpoint import CheckpointException
 
 from .. import locks, store
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
@@ -52,7 +53,7 @@ from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..paths import CONFIG, LOG, META, hf_dir, run_folder, step_dir, step_of, tmp_dir
 from ..runlog import CSV_FIELDS, finished, log_end, truncate
 from ..runs import ModelId, config_identity, id_of, legacy_identity
-from . import checkpoints, corpus, trackers
+from . import checkpoints, corpus, reshard, trackers
 from .build import (Built, build, check_data_prepared, distributed_setup, micro_batch_from_memory,
                     start_accelerator)
 from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
@@ -163,8 +164,12 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
             trainer = Trainer(cfg, schedule, run_dir, ckpt_root, accelerator, build(work, schedule, accelerator, root),
                               report_to, work.init.path, root)
             return trainer.run()
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"{cfg.run_id}: interrupted at step {trainer.step if trainer else 0}") from None
+        except BaseException as e:  # Ctrl-C or SIGTERM, raised where it landed (a checkpoint writer may wrap it)
+            if not _signalled(e):
+                raise
+            raise KeyboardInterrupt(trainer.interruption() if trainer else f"{cfg.run_id}: interrupted at step 0") \
+                from None
+
 
 
 def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, root: Path) -> bool:
@@ -210,6 +215,7 @@ class Trainer:
     init_path: str | None = None  # init.path resolved against the working root (`PretrainConfig.resolved`)
     root: Path | None = None  # the working root (where the init run's record is found: `store.find_checkpoint`)
     step: int = 0  # the step being trained: what an interruption reports
+    writing: int | None = None  # the checkpoint being written (None: none), which an interruption names
     # resume
     start: int = 0  # the step training resumes after (0: none done)
     elapsed: float = 0.0  # wall time of this run's earlier sessions
@@ -277,7 +283,7 @@ class Trainer:
         resume_from = own or (store.find_checkpoint(self.init_path, self.root, cfg.init.step) if cfg.init.optimizer
                               else None)
         if resume_from is not None:
-            accelerator.load_state(str(resume_from))
+            reshard.load_state(accelerator, resume_from, self.built.model, self.built.optimizer)
             state = store.read_state(resume_from)
             self.start = state["step"]
             if own:
@@ -431,9 +437,24 @@ class Trainer:
             checkpoints.prune(self.ckpt_root, self.named, self.cfg.checkpoint.keep_last)
 
     def save(self, step: int, causal: bool, state: dict) -> None:
-        """`_save_checkpoint`, its trainer state stamped with the run's identity, its config.yaml the run's."""
+        """`_save_checkpoint`, its trainer state stamped with the run's identity, its config.yaml the run's; `writing`
+        names its step meanwhile."""
+        self.writing = step
         _save_checkpoint(self.accelerator, self.ckpt_root, step, self.built.model, self.built.tokenizer, causal,
                          {**state, "identity": identity(self.cfg)}, to_yaml(self.cfg))
+        self.writing = None
+
+    def interruption(self) -> str:
+        """What an interruption says: the step it stopped, or the checkpoint it stopped writing (left under its
+        temporary name, which no reader takes for a checkpoint and a resume removes) and the last complete one,
+        where a re-run resumes."""
+        if self.writing is None:
+            return f"{self.cfg.run_id}: interrupted at step {self.step}"
+        last = store.last(self.ckpt_root)
+        kept = last is not None and step_of(last) == self.writing  # stopped once it was published
+        return (f"{self.cfg.run_id}: interrupted {'after' if kept else 'while'} writing checkpoint {self.writing}"
+                f"{'' if kept else ', which is not kept'}; the last complete checkpoint is "
+                f"{shown(last) if last else 'none (the run starts over)'}")
 
     # ---- the end ----
     def end(self) -> None:
@@ -459,6 +480,21 @@ class Trainer:
             "data": {"shards": (Path(self.cfg.data.root) / "shards" / self.built.shards.name).as_posix(), **shard_meta},
             **self.provenance,
         })
+
+
+def _signalled(e: BaseException) -> bool:
+    """Whether `e` is the KeyboardInterrupt of Ctrl-C or SIGTERM (`cli.main` raises it), or an error it caused: one
+    that torch.distributed.checkpoint gathered from the processes (`CheckpointException`: a process's interruption
+    inside the checkpoint writer), or one raised while it propagated."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        if isinstance(e, CheckpointException) and any(_signalled(f[0]) for f in e.failures.values()):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _within(parts, first: int, end: int) -> list:
