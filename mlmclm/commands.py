@@ -126,6 +126,9 @@ def finetune_options(f) -> None:
                                                     "the hub id's name)")
     runs_dir(f, "its results, <model-id>/,")
     f.add_argument("--data-dir", default=None, help="offline: the built suite; paper: a local hub mirror")
+    f.add_argument("--trust-remote-code", action="store_true",
+                   help="run the checkpoint's own code where its config.json names some (auto_map), as the paper's "
+                        "released MLMvsCLM/* models do; off by default, recorded in meta.trust_remote_code")
     f.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="any fine-tuning config field, e.g. --set batch_size=16 (repeatable)")
     report_to(f, "each run (config, validation curve, scores, train loss)")

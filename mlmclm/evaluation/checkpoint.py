@@ -2,6 +2,12 @@
 or EuroBert converted to mlmclm on the fly (`models.convert.from_hf`), any other encoder through `AutoModel`, a GGUF
 causal LM through its dequantised transformers folder (`gguf_folder`), or a hub id where a hub is reachable. Then
 its body under a new head for a task (`load_model`), and the context a protocol runs on it (`max_length`).
+
+A checkpoint whose config.json names code of its own (`auto_map`, e.g. the paper's released `SLModel`s) for a model
+type transformers does not know is opened only with an explicit opt-in, `trust_remote_code=True` (`mlmclm finetune
+--trust-remote-code`): that code then runs in this process. Without it, a one-line refusal (`check_own_code`). Every
+encoder must attend bidirectionally, as the protocol fine-tunes: a config that says `"is_causal": true` is loaded
+with it false, and a body whose first token's states still ignore the second token is refused.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class Checkpoint:
     kind: str = "mlmclm"        # "mlmclm", "converted" (Llama-family or EuroBert) or "encoder" (AutoModel)
     model_type: str = "mlmclm"  # config.json's model_type
     body: dict | None = None    # "converted": the mlmclm body's weights (MlmClmModel state dict)
+    trust_remote_code: bool = False  # the opt-in to run the checkpoint's own code (config.json's auto_map)
 
 
 def _local_folder(path: str | Path) -> tuple[Path, str | None]:
@@ -58,7 +65,7 @@ def _local_folder(path: str | Path) -> tuple[Path, str | None]:
     from huggingface_hub import snapshot_download
 
     try:
-        local = snapshot_download(str(path), allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"])
+        local = snapshot_download(str(path), allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "*.py"])
     except Exception as e:  # offline, unknown id, no access: all one answer
         raise FinetuneError(f"{path}: no such folder, and the hub did not provide it "
                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
@@ -100,12 +107,54 @@ def _silent_hf():
             hf_logging.enable_progress_bar()
 
 
-def _open_body(path: Path, model_type: str):
+def check_own_code(path: Path, config: dict, trust_remote_code: bool) -> None:
+    """Refuse in one line a checkpoint whose config.json (`config`) names code of its own (`auto_map`) for a model
+    type transformers does not know, unless `trust_remote_code`: loading it runs that code. A type transformers knows
+    loads with transformers' own code without the opt-in (and with the checkpoint's own code with it), an mlmclm
+    checkpoint with mlmclm's."""
+    from transformers import CONFIG_MAPPING
+
+    own, model_type = config.get("auto_map"), config.get("model_type")
+    if trust_remote_code or not own or model_type == MlmClmConfig.model_type or model_type in CONFIG_MAPPING:
+        return
+    named = ", ".join(f"{k}: {v if isinstance(v, str) else ' / '.join(filter(None, v))}" for k, v in own.items()
+                      ) if isinstance(own, dict) else str(own)
+    raise FinetuneError(f"{path}: its config.json names code of its own for a {model_type!r} model, which "
+                        f"transformers does not know (auto_map {named}); fine-tuning it runs that code in this "
+                        f"process: read it, then pass --trust-remote-code (trust_remote_code=True in Python)")
+
+
+def _hf_kwargs(path: Path, trust_remote_code: bool) -> dict:
+    """What `AutoModel.from_pretrained` takes for an encoder: the opt-in to its own code, stated either way (never
+    None: transformers would ask on the terminal), and `is_causal=False` where its config says true (the protocol
+    fine-tunes bidirectionally; `_open_body` checks that the body then attends both ways)."""
+    causal = json.loads((path / "config.json").read_text()).get("is_causal") is True
+    return {"trust_remote_code": trust_remote_code, **({"is_causal": False} if causal else {})}
+
+
+def _first_token_states(body, hidden_size: int) -> list:
+    """`body`'s hidden states of a first token followed by two different second tokens (equal under causal
+    attention), or a ValueError when it gives no (batch, tokens, hidden) `last_hidden_state`."""
+    with torch.inference_mode():
+        states = [body(input_ids=torch.tensor([[0, second]]), attention_mask=torch.ones(1, 2, dtype=torch.long))
+                  for second in (1, 2)]
+    states = [getattr(s, "last_hidden_state", None) for s in states]
+    if any(s is None or tuple(s.shape) != (1, 2, hidden_size) for s in states):
+        raise ValueError(f"its output has no (batch, tokens, {hidden_size}) last_hidden_state")
+    return [s[0, 0] for s in states]
+
+
+def _open_body(path: Path, model_type: str, trust_remote_code: bool = False):
     """The config and, for a converted model, the mlmclm body weights of a model that is not an mlmclm checkpoint;
-    an encoder is run once on two tokens to check that it gives hidden states."""
+    an encoder is run on two tokens to check that it gives hidden states, from bidirectional attention."""
     from transformers import AutoConfig, AutoModel
 
-    hf_config = AutoConfig.from_pretrained(path)
+    kwargs = _hf_kwargs(path, trust_remote_code)
+    try:
+        hf_config = AutoConfig.from_pretrained(path, **kwargs)
+    except (ValueError, OSError, ImportError) as e:
+        raise FinetuneError(f"{path}: transformers cannot read its config "
+                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     archs = hf_config.architectures or []
     if model_type not in CONVERTED and (getattr(hf_config, "is_encoder_decoder", False) or any(
             a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)):
@@ -114,29 +163,31 @@ def _open_body(path: Path, model_type: str):
                             f"encoders and the decoders mlmclm converts ({', '.join(CONVERTED)}) are supported")
     try:
         with _silent_hf():
-            body = AutoModel.from_pretrained(path, dtype=torch.float32)
+            body = AutoModel.from_pretrained(path, dtype=torch.float32, **kwargs)
         if model_type in CONVERTED:
             ours = from_hf(body)
             return ours.config, {k: v.detach().clone() for k, v in ours.state_dict().items()}
-        with torch.inference_mode():
-            hidden = body(input_ids=torch.tensor([[0, 1]]), attention_mask=torch.ones(1, 2, dtype=torch.long))
-        hidden = getattr(hidden, "last_hidden_state", None)
-        if hidden is None or tuple(hidden.shape) != (1, 2, hf_config.hidden_size):
-            raise ValueError(f"its output has no (batch, tokens, {hf_config.hidden_size}) last_hidden_state")
-    except (ValueError, TypeError, KeyError, AttributeError, OSError, ConversionError) as e:
+        first = _first_token_states(body, hf_config.hidden_size)
+    except (ValueError, TypeError, KeyError, AttributeError, OSError, ImportError, ConversionError) as e:
         raise FinetuneError(f"{path}: the {model_type!r} model has no usable hidden states "
                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if torch.equal(*first):
+        raise FinetuneError(f"{path}: the {model_type!r} encoder attends causally (its first token ignores the "
+                            f"second), and the protocol fine-tunes every model bidirectionally; set its config.json "
+                            f"so that it attends both ways")
     return hf_config, None
 
 
-def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path) -> Checkpoint:
+def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path,
+                    trust_remote_code: bool = False) -> Checkpoint:
     """Check that `path` is a transformers checkpoint with a fast tokenizer whose model mlmclm can fine-tune (an
     mlmclm checkpoint; a Llama-family decoder or EuroBert, converted here; any other encoder through AutoModel);
     `path` may be a hub id where a hub is reachable (`root`: the working root its run's record is found under). A
     run's checkpoint folder stands for its final checkpoint, a `step_N` folder for that step: that one, or a one-line
     refusal when it is damaged or not written (never another step in its place: `store.pretrained_model`). Its id
     defaults to the folder's name (the run's name for its final checkpoint, `<run>-<step>` for another), its step
-    comes from the folder name, meta.json or trainer_state.json."""
+    comes from the folder name, meta.json or trainer_state.json. `trust_remote_code`: the opt-in to run the
+    checkpoint's own code (`check_own_code`), off by default."""
     from transformers import AutoTokenizer
 
     path, hub_id = _local_folder(path)
@@ -150,7 +201,9 @@ def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path
         model_id = model_id or run_model_id
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
-    model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    hf_json = json.loads((path / "config.json").read_text())
+    model_type = hf_json.get("model_type")
+    check_own_code(path, hf_json, trust_remote_code)
     if not any((path / w).is_file() for w in _WEIGHTS):
         raise FinetuneError(f"{path} is not a checkpoint: no weights ({', '.join(_WEIGHTS)})")
     for weights in sorted(path.glob("*.safetensors")):
@@ -159,8 +212,8 @@ def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path
     if not any((path / f).is_file() for f in _TOKENIZER_FILES):
         raise FinetuneError(f"{path} has no tokenizer (none of {', '.join(_TOKENIZER_FILES)})")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as e:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, ImportError) as e:
         raise FinetuneError(f"{path} has no tokenizer that transformers can load: {str(e).splitlines()[0]}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise FinetuneError(f"{path}: the tokenizer must be a fast tokenizer (offsets are needed for TC and QA)")
@@ -168,7 +221,7 @@ def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path
         kind, config, body = "mlmclm", MlmClmConfig.from_pretrained(path), None
     else:
         kind = "converted" if model_type in CONVERTED else "encoder"
-        config, body = _open_body(path, model_type)
+        config, body = _open_body(path, model_type, trust_remote_code)
     if len(tokenizer) > getattr(config, "vocab_size", math.inf):
         raise FinetuneError(f"{path}: the tokenizer has {len(tokenizer):,} tokens but the model only "
                             f"{config.vocab_size:,} embeddings")
@@ -180,7 +233,7 @@ def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path
     step = run_step if run_step is not None else named_step if named_step is not None else _recorded_step(path)
     model_id = check_name(model_id or (path.parent.name if named_step is not None else path.name),
                           "the model id (--model-id)")
-    return Checkpoint(path, model_id, step, config, tokenizer, pad_id, kind, model_type, body)
+    return Checkpoint(path, model_id, step, config, tokenizer, pad_id, kind, model_type, body, trust_remote_code)
 
 
 def _recorded_step(path: Path) -> int | None:
@@ -222,6 +275,7 @@ def load_model(ckpt: Checkpoint, task: Task, seed: int, backend: str | None, dev
     with _silent_hf():
         if ckpt.kind == "encoder":
             body = AutoModel.from_pretrained(ckpt.path, dtype=torch.float32,
+                                             **_hf_kwargs(ckpt.path, ckpt.trust_remote_code),
                                              **({"attn_implementation": hf_attn_implementation(backend)}
                                                 if backend else {}))
             return EncoderWithHead(body, task.group, len(task.labels or ())).to(device)

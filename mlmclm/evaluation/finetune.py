@@ -125,18 +125,19 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
              pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none",
-             *, root: Path) -> dict:
+             *, root: Path, trust_remote_code: bool = False) -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
     results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
     results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
     fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan).
     `report_to`: a tracker each run is also logged to (`trackers.log_run`). `root`: the working root the config's
-    results_dir and data_dir resolve against (`io.working_root`, read by the entrance). Returns counts and wall
-    time."""
+    results_dir and data_dir resolve against (`io.working_root`, read by the entrance). `trust_remote_code`: the
+    opt-in to run a checkpoint's own code (`checkpoint.check_own_code`; `meta.trust_remote_code`). Returns counts
+    and wall time."""
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
     trackers.accelerator_kwargs(report_to, root / cfg.results_dir)  # a missing tracker package: refused before work
-    ckpt = open_checkpoint(model_dir, model_id, root=root)
+    ckpt = open_checkpoint(model_dir, model_id, root=root, trust_remote_code=trust_remote_code)
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
     with locks.hold(run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under it
@@ -259,7 +260,7 @@ class _Grid:
                 result["baselines"] = {"majority": self.floors[task.name]}
             result["meta"] = {
                 "model_id": ckpt.model_id, "checkpoint": repo_relative(ckpt.path, self.root), "step": ckpt.step,
-                "model_type": ckpt.model_type,
+                "model_type": ckpt.model_type, "trust_remote_code": ckpt.trust_remote_code,
                 "scale": cfg.scale, "suite": cfg.suite, "group": task.group, "dataset": task.name,
                 "train_dataset": trainer.name, "metric": task.metric, "lr": lr, "seed": seed,
                 "attention_backend": attention_backend(model), "is_causal": cfg.is_causal, "max_length": self.length,
@@ -296,7 +297,8 @@ def finetune_command(args) -> int:
     for entry in cfg.per_dataset.values():
         for key in explicit:
             setattr(entry, key, None)
-    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to, root=root)
+    out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to, root=root,
+                   trust_remote_code=args.trust_remote_code)
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {shown(run_folder(root / cfg.results_dir, cfg.scale, out['model_id']))}")
     return 0

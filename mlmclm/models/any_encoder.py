@@ -3,7 +3,10 @@
 `EncoderWithHead` wraps the encoder's body with the head mlmclm's own models have for the task group: mean pooling +
 linear layer (SC), a linear layer on every token (TC), start/end logits (QA), none for IR (the body's mean-pooled
 hidden states are the embeddings). The heads' losses and outputs are `modeling`'s, so a BERT and an mlmclm model are
-fine-tuned by the same code. Attention is the encoder's own (bidirectional); `is_causal=True` is refused.
+fine-tuned by the same code. Attention is the encoder's own (bidirectional); `is_causal=True` is refused. The body
+may be a checkpoint's own code (transformers' `trust_remote_code`, which `evaluation.checkpoint` takes as an explicit
+opt-in, e.g. the paper's released `SLModel`s): it needs only to take `input_ids` and `attention_mask` and return a
+`last_hidden_state`.
 """
 
 from __future__ import annotations
