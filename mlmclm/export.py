@@ -6,7 +6,9 @@ converts it (`mlmclm.to_hf`, same weights, equal logits) to transformers' own `E
 use: the default for a checkpoint last trained with MLM) or `LlamaForCausalLM` (causal use: the default after CLM),
 copies the tokenizer, and writes a model card (README.md): the run, the step, the objective, the tokens seen, the
 run's phase schedule and data from the checkpoint's own record (`store.run_record`: the results folder its
-`run.json` names, else the config.yaml its step folder holds; checked to be its run's), and the paper.
+`run.json` names, else the config.yaml its step folder holds; checked to be its run's), and the paper. It publishes
+the files of a run's checkpoint that were recorded when it was saved (`published`: their sha256 verified, the model
+loaded from them alone); a file added to `hf/` since is left out, named in one line.
 `AutoModelForMaskedLM` / `AutoModelForCausalLM` then load OUT with no mlmclm import, as the card's snippet does. Its files are readable by all, as the user's umask allows.
 """
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from .errors import ConfigError, ResultFileError
 from .io import atomic_path, check_writable, read_json, shown, umask
-from .paths import CONFIG, OWNER
+from .paths import CONFIG, HF, OWNER
 from .runs import RESTORE, Record
 from .store import owner, pretrained_model, read_state, run_record
 
@@ -115,6 +118,19 @@ def _recipe(record: Record) -> dict:
             "training data": json.dumps(manifest)[:500] if manifest else data.get("corpus")}
 
 
+def published(hf: Path, state: dict) -> tuple[list[Path], list[str]]:
+    """(the files of the transformers folder `hf` an export publishes, the names of those it leaves out): of a run's
+    checkpoint, those its trainer state recorded when it was saved (`checkpoints.write_state`; a file added since is
+    in no record, so nothing vouches for it: it never ships); of a folder without that record (a transformers folder,
+    a checkpoint saved before every file was recorded), every file it holds."""
+    files = sorted(p for p in hf.iterdir() if p.is_file())
+    if not isinstance(state.get("files"), dict):
+        return files, []
+    recorded = {*state["files"], *(state.get("weights") or {})}
+    return ([p for p in files if f"{HF}/{p.name}" in recorded],
+            [f"{HF}/{p.name}" for p in files if f"{HF}/{p.name}" not in recorded])
+
+
 def _check_out(out: Path) -> None:
     """Refuse, before any work, an output that is a file, lies under one, is a non-empty folder or cannot be made."""
     above = next((p for p in (out, *out.parents) if p.exists()), None)
@@ -155,16 +171,23 @@ def export(checkpoint: str | Path, out: str | Path, fmt: str | None = None, *, r
     fmt = fmt or ("llama" if str(state.get("objective", "")).startswith("clm") else "eurobert")
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose eurobert or llama")
-    ours = (MlmClmForMaskedLM if fmt == "eurobert" else MlmClmForCausalLM).from_pretrained(hf)
+    files, left_out = published(hf, state)
+    with tempfile.TemporaryDirectory() as view:  # the recorded files alone: nothing added since is read
+        for f in files:
+            (Path(view) / f.name).symlink_to(f.resolve())
+        ours = (MlmClmForMaskedLM if fmt == "eurobert" else MlmClmForCausalLM).from_pretrained(view)
     model = to_hf(ours.eval(), fmt)
     with atomic_path(out, is_dir=True) as tmp:
         model.save_pretrained(tmp)
-        for f in sorted(hf.iterdir()):
-            if f.is_file() and f.name not in _NOT_COPIED:
+        for f in files:
+            if f.name not in _NOT_COPIED:
                 shutil.copyfile(f, tmp / f.name)
         _limit_tokenizer(tmp, ours.config.max_position_embeddings)
         (tmp / "README.md").write_text(model_card(model_id, fmt, state, record, ours.config.to_dict(), str(out)))
         _readable(tmp)
+    if left_out:
+        print(f"{shown(hf.parent)}: left out of the export, not among the files recorded when the checkpoint was "
+              f"saved (added since): {', '.join(left_out)}", flush=True)
     return out
 
 

@@ -196,3 +196,32 @@ def test_the_cards_snippet_loads_the_folder_it_sits_in_and_the_files_are_world_r
     proc = subprocess.run([sys.executable, "-c", snippet + "\nprint(type(model).__name__)"], capture_output=True,
                           text=True, env={**env, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0 and "EuroBertForMaskedLM" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_export_publishes_only_the_files_recorded_when_the_checkpoint_was_saved(run, tmp_path, capsys):
+    """Issue 63: a file added to a checkpoint's hf/ after it was recorded (here one that would change the exported
+    tokenizer's special tokens) is left out of the export, named in one line; a recorded file edited since is refused
+    in one line with the command that writes the checkpoint again (`store.repair_command`)."""
+    from transformers import AutoTokenizer
+
+    from mlmclm import cli
+
+    root, step = run
+    plain = AutoTokenizer.from_pretrained(export(step, tmp_path / "plain", "eurobert", root=working_root()))
+    copied, _ = _copy(run, tmp_path)
+    added = copied / "hf" / "special_tokens_map.json"
+    added.write_text(json.dumps({"mask_token": "zzz", "pad_token": "zzz", "cls_token": "zzz"}))
+    capsys.readouterr()
+    assert cli.main(["export", str(copied), str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].endswith("left out of the export, not among the files recorded when the checkpoint was saved "
+                            "(added since): hf/special_tokens_map.json") and str(copied) in said[0], said
+    assert not (tmp_path / "out" / "special_tokens_map.json").exists()
+    tok = AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert tok.all_special_tokens == plain.all_special_tokens and "zzz" not in tok.all_special_tokens
+    added.unlink()
+    config = copied / "hf" / "tokenizer_config.json"
+    config.write_text(config.read_text().replace("}", ', "mask_token": "zzz"}', 1))
+    _one_line_error(["export", str(copied), str(tmp_path / "edited")], capsys, "hf/tokenizer_config.json: its sha256",
+                    "write it again by re-running its run's pretraining: mlmclm pretrain")
+    assert not (tmp_path / "edited").exists()
