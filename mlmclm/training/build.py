@@ -4,8 +4,9 @@
    the launch and the batch, the tracker started;
 2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
    `corpus.prepare_shards`; built by a run of one process, found prepared by a launch of several:
-   `check_data_prepared`), the model (`build_model`: from scratch, a run's checkpoint or a transformers decoder,
-   `models.convert.load_hf_decoder`) and its optimizer (`run_optimizer`), prepared by accelerate;
+   `check_data_prepared`; checked against their record and the model: `check_init_vocabulary`), the model
+   (`build_model`: from scratch, a run's checkpoint or a transformers decoder, `models.convert.load_hf_decoder`)
+   and its optimizer (`run_optimizer`), prepared by accelerate;
 3. `micro_batch_from_memory` (with `micro_batch_size: auto`, once the run's state is loaded): the largest
    micro-batch whose forward and backward fit the GPU beside the optimizer's state.
 
@@ -123,6 +124,7 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
         hf_model, hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file)
     # one process builds what is missing; a multi-process launch finds it prepared (`check_data_prepared`)
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched(), root=root)
+    check_init_vocabulary(cfg, tokenizer, root)
     if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
         raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
                           f"phase; set data.mask_token to an existing token (e.g. "
@@ -143,13 +145,36 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
 
 
 def check_data_prepared(cfg: PretrainConfig, root: Path) -> None:
-    """Under a multi-process launch, on every process before the accelerator starts (so before any barrier): the
-    run's tokenizer and shards are there and whole, else one line saying how to prepare them (`mlmclm data`). A
-    launch never builds data: its other processes would wait at a barrier while the main one tokenises. `root`: the
-    working root `cfg` is resolved against."""
+    """Before any folder is made (`pretrain`'s checks before work, `--dry-run`'s too): the data the run would read,
+    checked against its record and the model (`corpus.prepare_shards`: whole, made by the run's tokenizer, no id
+    past its vocabulary; `check_init_vocabulary`). Under a multi-process launch, on every process before any
+    barrier, the tokenizer and shards must be there, else one line saying how to prepare them (`mlmclm data`): a
+    launch never builds data (its other processes would wait at a barrier while the main one tokenises). A run of
+    one process checks what it finds on disk; what is missing `build` makes and checks. `root`: the working root
+    `cfg` is resolved against."""
+    alone = not launched()
+    if alone and (cfg.init.kind == "hf" or not corpus.tokenizer_on_disk(cfg.data)):
+        return  # made (or downloaded) by `build`, which checks it then
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
     tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=False, root=root)
-    corpus.prepare_shards(cfg, tokenizer, build=False, root=root)
+    check_init_vocabulary(cfg, tokenizer, root)
+    if not alone or corpus.shards_dir(cfg, tokenizer).exists():
+        corpus.prepare_shards(cfg, tokenizer, build=False, root=root)
+
+
+def check_init_vocabulary(cfg: PretrainConfig, tokenizer, root: Path) -> None:
+    """A run that starts from a run's checkpoint (init.kind=run) trains its embeddings on the run's tokens: the
+    checkpoint's vocabulary must be the run's tokenizer's, else one line saying so (an id past it would crash a
+    step; a smaller one would give the tokens other meanings)."""
+    if cfg.init.kind != "run":
+        return
+    src = store.find_checkpoint(cfg.init.path, root, cfg.init.step)
+    vocab = MlmClmConfig.from_pretrained(hf_dir(src)).vocab_size
+    if vocab != len(tokenizer):
+        raise ConfigError(f"init checkpoint {src} has a {vocab:,}-token vocabulary, the run's tokenizer "
+                          f"{len(tokenizer):,} (data.tokenizer={cfg.data.tokenizer}, data.vocab_size="
+                          f"{cfg.data.vocab_size}); set data.tokenizer and data.vocab_size to those its run was "
+                          "trained with")
 
 
 def build_model(cfg: PretrainConfig, tokenizer, hf_model, root: Path) -> MlmClmForMaskedLM:

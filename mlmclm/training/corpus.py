@@ -10,12 +10,15 @@
 Every step is cached: a second build with the same inputs does nothing.
 - `prepare_tokenizer`, `prepare_shards`: a pretraining run's tokenizer and shards, built once under a lock in folders
   named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them;
-  shards are checked whole (`shards_fault`) every time they are found. With `build=False` (a multi-process launch,
-  which never builds data: `mlmclm data` prepares it beforehand) what is missing or partial is refused in one line.
+  shards are checked whole (`shards_fault`) and against their record and the run's tokenizer, whose vocabulary is
+  the model's (`shards_mismatch`: the tokenizer's key and vocabulary size in meta.json, no token id past it) every
+  time they are found. With `build=False` (a multi-process launch, which never builds data: `mlmclm data` prepares
+  it beforehand) what is missing, partial or another tokenizer's is refused in one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -282,8 +285,8 @@ def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, vali
             f.close()
         write_json(tmp / "meta.json", {
             "tokens": counts, "documents": n_docs, "seed": seed, "shuffled": shuffle, "valid_every": valid_every,
-            "vocab_size": len(tokenizer), "bos_token_id": bos, "eos_token_id": eos,
-            "pad_token_id": tokenizer.pad_token_id, "mask_token_id": tokenizer.mask_token_id,
+            "tokenizer": tokenizer_key(tokenizer), "vocab_size": len(tokenizer), "bos_token_id": bos,
+            "eos_token_id": eos, "pad_token_id": tokenizer.pad_token_id, "mask_token_id": tokenizer.mask_token_id,
             "order_sha256": hashlib.sha256(np.asarray(order or [], dtype=np.int64).tobytes()).hexdigest()
             if shuffle else None,
         })
@@ -340,10 +343,24 @@ def tokenizer_key(tokenizer) -> str:
     return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
 
 
+def tokenizer_dir(data: DataSpec) -> Path:
+    """The folder of the tokenizer a run trains (data.tokenizer=train), named by its corpus and vocabulary."""
+    chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
+    return Path(data.root) / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
+
+
+def tokenizer_on_disk(data: DataSpec) -> bool:
+    """Whether the run's tokenizer can be read without making or downloading it: trained already, or a local path."""
+    if data.tokenizer == "train":
+        return (tokenizer_dir(data) / "tokenizer.json").exists()
+    return Path(data.tokenizer).exists()
+
+
 def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True, *, root: Path):
     """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
     with a mask (and pad) token added when missing. `build=False`: a tokenizer to train that is not trained yet is
-    refused (`not_prepared`; `root`: the working root `cfg` is resolved against, `PretrainConfig.resolved`)."""
+    refused (`not_prepared`; `root`: the working root `cfg` is resolved against, `PretrainConfig.resolved`), and a
+    vocabulary smaller than data.vocab_size is not said again (it was when the tokenizer was made)."""
     data, folder = cfg.data, Path(cfg.data.root)
     if hf_tokenizer is not None:
         tok = hf_tokenizer
@@ -354,8 +371,7 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
             tok.add_special_tokens({"bos_token": SPECIAL_TOKENS["bos_token"]})
         return tok
     if data.tokenizer == "train":
-        chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
-        path = folder / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
+        path = tokenizer_dir(data)
         if not build and not (path / "tokenizer.json").exists():
             raise not_prepared(cfg, f"its tokenizer {path} is not trained", root)
         with locks.hold(path.parent):  # one builder at a time; the second finds it built
@@ -363,7 +379,7 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
                 texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
                 train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
         tok = load_tokenizer(str(path))
-        if len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":
+        if build and len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":  # said once: as made
             print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
                   f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
                   "give a larger corpus", flush=True)
@@ -371,14 +387,21 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
     return load_tokenizer(data.tokenizer, data.mask_token)
 
 
-def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: Path) -> Path:
-    """The run's token shards (`build_shards`) in a folder named by its corpus, its tokenizer, its data seed and its
-    token cap; a hub corpus keeps its own order. Shards found are checked whole (`shards_fault`): partial ones are
-    refused, naming the folder to remove. `build=False`: shards not built yet are refused too (`not_prepared`).
-    `root`: the working root `cfg` is resolved against (`PretrainConfig.resolved`), which a refusal's command needs."""
-    data, folder = cfg.data, Path(cfg.data.root)
-    out = folder / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
+def shards_dir(cfg: PretrainConfig, tokenizer) -> Path:
+    """The folder of a run's token shards, named by its corpus, its tokenizer, its data seed and its token cap."""
+    data = cfg.data
+    return Path(data.root) / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
         f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
+
+
+def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: Path) -> Path:
+    """The run's token shards (`build_shards`) in their folder (`shards_dir`); a hub corpus keeps its own order.
+    Shards found are checked whole (`shards_fault`) and made by the run's tokenizer, every id inside its vocabulary
+    (`shards_mismatch`): others are refused, naming the folder to remove and the command that makes them again.
+    `build=False`: shards not built yet are refused too (`not_prepared`). `root`: the working root `cfg` is resolved
+    against (`PretrainConfig.resolved`), which a refusal's command needs."""
+    data, folder = cfg.data, Path(cfg.data.root)
+    out = shards_dir(cfg, tokenizer)
     if build and not (out / "meta.json").exists():
         with locks.hold(out.parent):  # one builder at a time; the second finds them built
             if not (out / "meta.json").exists():
@@ -390,6 +413,10 @@ def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: 
             raise not_prepared(cfg, f"its shards {out} are {fault}", root)
         raise ConfigError(f"shards {out}: {fault}; remove that folder and prepare them again: "
                           f"{prepare_command(cfg, root)}")
+    if mismatch := shards_mismatch(out, tokenizer):
+        raise ConfigError(f"shards {out}: {mismatch}; remove that folder and make them again with the run's "
+                          f"tokenizer: {prepare_command(cfg, root)}, or set data.tokenizer (data.vocab_size) to the "
+                          "one they were made with")
     return out
 
 
@@ -409,6 +436,56 @@ def shards_fault(out: Path) -> str | None:
             return (f"partial: {split}.bin is missing" if size is None else
                     f"partial: {split}.bin holds {size:,} bytes, meta.json says {4 * count:,} ({count:,} tokens)")
     return None
+
+
+def shards_mismatch(out: Path, tokenizer) -> str | None:
+    """What makes the whole shards `out` another tokenizer's (None when nothing does): their record (meta.json: the
+    tokenizer's key, when recorded; its vocabulary size; the bos and eos ids that separate documents) against the
+    run's tokenizer, whose vocabulary is the model's, then their tokens: an id at or past it (`max_token_id`)."""
+    meta, vocab = json.loads((out / "meta.json").read_text()), len(tokenizer)
+    recorded, key = meta.get("tokenizer"), tokenizer_key(tokenizer)
+    if recorded is not None and recorded != key:
+        return f"they were tokenised with another tokenizer (meta.json: tokenizer {recorded}; the run's is {key})"
+    made = meta.get("vocab_size")
+    if made != vocab:
+        made = f"a {made:,}-token vocabulary" if isinstance(made, int) else "a vocabulary meta.json does not record"
+        return f"they were tokenised with {made}, the model has {vocab:,} (the run's tokenizer)"
+    ids = {k: (meta.get(f"{k}_token_id"), getattr(tokenizer, f"{k}_token_id")) for k in ("bos", "eos")}
+    if any(a != b for a, b in ids.values()):
+        return (f"their documents are separated by bos/eos ids {ids['bos'][0]}/{ids['eos'][0]}, the run's tokenizer "
+                f"has {ids['bos'][1]}/{ids['eos'][1]}")
+    for split in meta["tokens"]:
+        top = max_token_id(out, split)
+        if top >= vocab:
+            return f"{split}.bin holds token id {top} >= vocab_size {vocab} (the model's, the run's tokenizer's)"
+    return None
+
+
+VERIFIED = "verified.json"  # the shards' largest token ids as last read, each by its stream's size and time
+
+
+def max_token_id(out: Path, split: str) -> int:
+    """The largest token id of the shards' stream `split` (-1 when empty), read in chunks once, then remembered in
+    `out/verified.json` for the file as it is (its size and modification time: a file changed since is read again),
+    so that a launch's processes do not each read again what `mlmclm data` read (a read-only folder: read each time)."""
+    path, stamp_path = out / f"{split}.bin", out / VERIFIED
+    st = path.stat()
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    stamp = stamp if isinstance(stamp, dict) else {}
+    seen = stamp.get(split)
+    if isinstance(seen, dict) and (seen.get("bytes"), seen.get("mtime_ns")) == (st.st_size, st.st_mtime_ns) \
+            and isinstance(seen.get("max_token_id"), int):
+        return seen["max_token_id"]
+    top, chunk = -1, 1 << 24
+    if st.st_size:
+        tokens = np.memmap(path, dtype=np.uint32, mode="r")
+        top = max(int(tokens[i:i + chunk].max()) for i in range(0, len(tokens), chunk))
+    with contextlib.suppress(OSError):
+        write_json(stamp_path, {**stamp, split: {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "max_token_id": top}})
+    return top
 
 
 def prepare_command(cfg: PretrainConfig, root: Path) -> str:

@@ -165,11 +165,10 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
                               report_to, work.init.path, root)
             return trainer.run()
         except BaseException as e:  # Ctrl-C or SIGTERM, raised where it landed (a checkpoint writer may wrap it)
-            if not _signalled(e):
+            if (cause := _stop_cause(e)) is None:
                 raise
-            raise KeyboardInterrupt(trainer.interruption() if trainer else f"{cfg.run_id}: interrupted at step 0") \
-                from None
-
+            raise KeyboardInterrupt(trainer.interruption(cause) if trainer else f"{cfg.run_id}: interrupted at step "
+                                    "0") from None
 
 
 def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, root: Path) -> bool:
@@ -444,15 +443,17 @@ class Trainer:
                          {**state, "identity": identity(self.cfg)}, to_yaml(self.cfg))
         self.writing = None
 
-    def interruption(self) -> str:
-        """What an interruption says: the step it stopped, or the checkpoint it stopped writing (left under its
-        temporary name, which no reader takes for a checkpoint and a resume removes) and the last complete one,
-        where a re-run resumes."""
+    def interruption(self, cause: str = "signal") -> str:
+        """What an interruption says (`cause`: `_stop_cause`): the step it stopped, or the checkpoint it stopped
+        writing (left under its temporary name, which no reader takes for a checkpoint and a resume removes) and the
+        last complete one, where a re-run resumes."""
+        why = "interrupted" if cause == "signal" else "stopped as another process of the launch ended (its line " \
+            "says why)"
         if self.writing is None:
-            return f"{self.cfg.run_id}: interrupted at step {self.step}"
+            return f"{self.cfg.run_id}: {why} at step {self.step}"
         last = store.last(self.ckpt_root)
         kept = last is not None and step_of(last) == self.writing  # stopped once it was published
-        return (f"{self.cfg.run_id}: interrupted {'after' if kept else 'while'} writing checkpoint {self.writing}"
+        return (f"{self.cfg.run_id}: {why} {'after' if kept else 'while'} writing checkpoint {self.writing}"
                 f"{'' if kept else ', which is not kept'}; the last complete checkpoint is "
                 f"{shown(last) if last else 'none (the run starts over)'}")
 
@@ -482,19 +483,25 @@ class Trainer:
         })
 
 
-def _signalled(e: BaseException) -> bool:
-    """Whether `e` is the KeyboardInterrupt of Ctrl-C or SIGTERM (`cli.main` raises it), or an error it caused: one
-    that torch.distributed.checkpoint gathered from the processes (`CheckpointException`: a process's interruption
-    inside the checkpoint writer), or one raised while it propagated."""
-    seen = set()
+PEER_ENDED = "Connection closed by peer"  # gloo's words for a collective whose other process has ended
+
+
+def _stop_cause(e: BaseException) -> str | None:
+    """Why the run stopped, when `e` says it was stopped: "signal" when it is the KeyboardInterrupt of Ctrl-C or
+    SIGTERM (`cli.main` raises it) or an error it caused (torch.distributed.checkpoint gathers each process's in a
+    `CheckpointException`; one raised while it propagated holds it as its context); "peer" when a collective failed
+    as another process of the launch ended (`PEER_ENDED`); None for any other error."""
+    causes, seen = [], set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, KeyboardInterrupt):
-            return True
-        if isinstance(e, CheckpointException) and any(_signalled(f[0]) for f in e.failures.values()):
-            return True
+            return "signal"
+        if isinstance(e, CheckpointException):
+            causes += [_stop_cause(failure) for failure, _ in e.failures.values()]
+        elif isinstance(e, RuntimeError) and PEER_ENDED in str(e):
+            causes.append("peer")
         e = e.__cause__ or e.__context__
-    return False
+    return "signal" if "signal" in causes else "peer" if "peer" in causes else None
 
 
 def _within(parts, first: int, end: int) -> list:
