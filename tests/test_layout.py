@@ -85,6 +85,7 @@ FUNCTION_LEVEL = {
                                           for m in ("mlmclm.analysis.judging.claims",
                                                     "mlmclm.analysis.judging.evidence",
                                                     "mlmclm.analysis.drawing.figures",
+                                                    "mlmclm.analysis.loading.published",
                                                     "mlmclm.analysis.loading.results")},
 }
 # Function-level imports of light modules that have no reason to be there, in files this test's author did not edit;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -482,3 +483,39 @@ def test_the_crossover_plus_minus_is_the_verdicts_interval_of_the_same_differenc
     for group in ("SC", "TC"):
         assert abs(final.at[group, "gap"] - v.at[group, "value"]) < 0.006
         assert abs(final.at[group, "gap_ci"] - (v.at[group, "ci_high"] - v.at[group, "ci_low"]) / 2) < 0.006
+
+
+@pytest.mark.parametrize("table, text, says", [("table05.csv", "", "empty (no header)"),
+                                               ("table05.csv", "table,model,task_group,dataset,score,ci\n",
+                                                "a header and no rows"),
+                                               ("table01.csv", "setting,value\nLayers,28\n", "missing column(s) size"),
+                                               ("table07.csv", "a,b\n1,2\n1,2,3,4\n", "not a readable CSV")])
+def test_an_empty_or_damaged_paper_table_is_refused_naming_it_before_a_notebook_writes(table, text, says, tmp_path):
+    """An empty, header-only or damaged table of the paper's: one line naming the file and how to restore it, from
+    the notebooks' setup, before any figure or table is written (it was a pandas error naming no file)."""
+    from mlmclm import notebooks
+
+    shutil.copytree(PAPER, tmp_path / "results" / "paper")
+    (tmp_path / "results" / "paper" / table).write_text(text)
+    with pytest.raises(ResultFileError, match=re.escape(f"{table}: {says}")) as e:
+        notebooks.setup(tmp_path, results_dir="results", sources=["paper"], scales=None,
+                        figures_dir=str(tmp_path / "figures"), tables_dir=str(tmp_path / "tables"))
+    assert "git checkout -- results/paper" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "figures").exists() and not (tmp_path / "tables").exists()
+
+
+@pytest.mark.parametrize("text, says", [("", "empty (no header)"), ("x,y\n1,2\n", "missing column(s) claim, group")])
+def test_an_empty_verdicts_table_is_refused_naming_it_before_a_notebook_writes(text, says, tmp_path):
+    """A verdicts table the notebooks would add their rows to, empty or without its columns: one line naming it
+    and what to do, before anything is written (a header-only one is read as holding no rows)."""
+    from mlmclm import notebooks
+
+    shutil.copytree(PAPER, tmp_path / "results" / "paper")
+    (tmp_path / "tables" / "ours-mini").mkdir(parents=True)
+    (tmp_path / "tables" / "ours-mini" / "verdicts.csv").write_text(text)
+    with pytest.raises(ResultFileError, match=re.escape(f"verdicts.csv: {says}")) as e:
+        notebooks.setup(tmp_path, results_dir="results", sources=["paper"], scales=None,
+                        figures_dir=str(tmp_path / "figures"), tables_dir=str(tmp_path / "tables"))
+    assert "delete it" in str(e.value)
+    (tmp_path / "tables" / "ours-mini" / "verdicts.csv").write_text("claim,group\n")
+    assert notebooks.read_verdicts(tmp_path / "tables" / "ours-mini" / "verdicts.csv").empty

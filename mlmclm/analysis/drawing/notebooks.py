@@ -82,6 +82,26 @@ class Context:
         return judged[["claim", "scale", "source", "scope", "evidence", "verdict"]]
 
 
+def read_verdicts(path: Path):
+    """A verdicts table the notebooks wrote (its claims and groups at least); an empty or damaged one is refused in
+    one line naming it (`published.read_table`)."""
+    from ..loading.published import read_table
+
+    return read_table(path, ["claim", "group"], "delete it: the notebooks write it again whole (mlmclm notebooks)",
+                      rows=False, dtype=str, keep_default_na=False)
+
+
+def check_tables(results_dir: Path, tables_dir: Path, sources: list[str]) -> None:
+    """Before a notebook writes anything: the paper's Table 1 (the other tables are read by `results.load`) and every
+    verdicts table it would add its rows to, readable (each refused in one line naming the file otherwise)."""
+    from ..loading.published import load_architecture
+
+    if "paper" in sources:
+        load_architecture(results_dir / "paper")
+    for path in [*Path(tables_dir).glob("verdicts.csv"), *sorted(Path(tables_dir).glob("*/verdicts.csv"))]:
+        read_verdicts(path)
+
+
 def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]) -> list[Path]:
     """Per source and scale, the verdicts table ``<tables_dir>/<source>/verdicts.csv`` (`claims.TABLE_COLUMNS`): the
     rows of ``claim_keys`` replaced by ``judged``'s (``claims.verdicts(..., full=True)`` with a ``scale`` column), the
@@ -95,8 +115,8 @@ def write_verdicts(judged: pd.DataFrame, tables_dir: Path, claim_keys: list[str]
     paths = []
     for (source, scale), part in table.groupby([table["source"], table["scale"]], sort=False):
         path = Path(tables_dir) / output_subdir(source, scale) / "verdicts.csv"
-        old = (pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file()
-               else pd.DataFrame(columns=part.columns)).reindex(columns=part.columns)
+        old = (read_verdicts(path) if path.is_file() else pd.DataFrame(columns=part.columns)).reindex(
+            columns=part.columns)
         old = old[~old["claim"].str.split(".").str[0].isin(claim_keys)]
         both = pd.concat([old.astype(str), part.astype(str).replace({"nan": "", "<NA>": ""})], ignore_index=True)
         order = pd.DataFrame({"c": both["claim"].str.split(".").str[0].map(list(claims.CLAIMS).index),
@@ -259,6 +279,7 @@ def setup(root: Path, *, results_dir: str, sources, scales, figures_dir: str | N
         out = papermill_output()
         figures_dir = figures_dir or (out.parent / "figures" if out else "figures")
         tables_dir = tables_dir or (out.parent / "tables" if out else "results/tables")
+    check_tables(res_dir, _resolve(root, tables_dir), sources)
     if run_study:
         _run_study(study, scales, res_dir)
     ours = _our_scales(root, res_dir, scales, sources)

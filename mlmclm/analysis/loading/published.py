@@ -13,21 +13,42 @@ from .ids import DATASETS, SCORE_COLUMNS, with_attributes
 from .run_tree import runs_frame
 
 
+RESTORE = "the paper's tables ship with this repository: restore it (git checkout -- results/paper)"
+PAPER_COLUMNS = ["table", "model", "task_group", "dataset", "score", "ci"]
+
+
+def read_table(path: str | Path, columns, fix: str, rows: bool = True, **kwargs) -> pd.DataFrame:
+    """A CSV table (the paper's, ours) holding at least ``columns`` (and a row, with ``rows``); an empty, unreadable
+    or incomplete one is a `ResultFileError` naming the file, what is wrong and ``fix``."""
+    try:
+        df = pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError:
+        raise ResultFileError(f"{path}: empty (no header); {fix}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"{path}: not a readable CSV ({str(e).splitlines()[0]}); {fix}") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ResultFileError(f"{path}: missing column(s) {', '.join(missing)}; {fix}")
+    if rows and df.empty:
+        raise ResultFileError(f"{path}: a header and no rows; {fix}")
+    return df
+
+
 def load_paper(paper_dir: str | Path) -> pd.DataFrame:
     """Tables 2-17 (results/paper/table02.csv ... table17.csv) as scores, with a ``table`` column."""
     files = sorted(Path(paper_dir).glob("table[0-9][0-9].csv"))
-    frames = [pd.read_csv(f) for f in files if f.name != "table01.csv"]
+    frames = [read_table(f, PAPER_COLUMNS, RESTORE) for f in files if f.name != "table01.csv"]
     if not frames:
         raise ResultFileError(f"{paper_dir}: no table02.csv ... table17.csv")
     df = pd.concat(frames, ignore_index=True)
-    df = with_attributes(df[["table", "model", "task_group", "dataset", "score", "ci"]])
+    df = with_attributes(df[PAPER_COLUMNS])
     df["source"], df["scale"], df["n"], df["flag"] = "paper", "paper", pd.NA, ""
     return df[["table", *SCORE_COLUMNS]]
 
 
 def load_architecture(paper_dir: str | Path) -> pd.DataFrame:
     """Table 1 as printed (tidy: setting, size, value; ``size == "all"`` for settings shared by the three sizes)."""
-    return pd.read_csv(Path(paper_dir) / "table01.csv", dtype={"value": str})
+    return read_table(Path(paper_dir) / "table01.csv", ["setting", "size", "value"], RESTORE, dtype={"value": str})
 
 
 def architecture(paper_dir: str | Path) -> dict:
@@ -51,10 +72,8 @@ def load_run_csv(path: str | Path, source: str, scale: str = "paper") -> pd.Data
     The format of the authors' sample (results/samples/encodeval-610m-sst2.csv); a score that was not read is kept
     as missing.
     """
-    df = pd.read_csv(path)
-    missing = {"model", "group", "dataset", "lr", "seed", "validation_score", "test_score"} - set(df.columns)
-    if missing:
-        raise ResultFileError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    df = read_table(path, ["model", "group", "dataset", "lr", "seed", "validation_score", "test_score"],
+                    "a per-run CSV has one row a fine-tuning run (results/samples/encodeval-610m-sst2.csv shows it)")
     rows = [{"model": r.model, "task_group": r.group, "dataset": DATASETS.get(r.dataset, r.dataset),
              "lr": float(r.lr), "seed": int(r.seed),
              "validation": 100 * pd.to_numeric(r.validation_score, errors="coerce"),
