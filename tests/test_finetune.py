@@ -461,3 +461,26 @@ def test_groups_alone_fine_tune_the_scales_datasets_of_those_groups(suite, tmp_p
     assert {p.relative_to(tmp_path).parts[2:4] for p in tmp_path.rglob("results.json")} == {("IR", "squad_retrieval")}
     assert _cli(suite, "--groups", "QA,XX", "--runs-dir", str(tmp_path)) == 2
     assert "--groups 'QA,XX': choose from SC, TC, QA, IR" in capsys.readouterr().err
+
+
+def test_a_group_re_run_after_the_scales_rates_changed_sets_the_old_rates_aside(suite, tmp_path, capsys):
+    """Issue 63: a model's results of an old grid (a learning rate the scale no longer has) are never counted beside
+    the new grid's: `mlmclm finetune --groups SC` on the scale's own grid sets them aside in the groups it runs (the
+    other groups' are left as they are, as study run --groups leaves them), and the loader reads the new grid only.
+    A grid whose rates are named by hand (--lrs: a grid filled in pieces, as the calibrations do) sets nothing
+    aside."""
+    from helpers import write_run
+
+    runs = tmp_path / "runs"
+    model = runs / "tiny" / "tiny-mlm40-100"
+    old = write_run(runs / "tiny", "tiny-mlm40-100", "SC", "multiemo_sentiment", 3e-2, 0, 0.99, 0.99)
+    other_group = write_run(runs / "tiny", "tiny-mlm40-100", "TC", "brown_upos", 3e-2, 0, 0.99, 0.99)
+    assert _cli(suite, "--groups", "SC", "--lrs", "3e-3", "--seeds", "0", "--runs-dir", str(runs)) == 0
+    assert old.is_file() and "set aside" not in capsys.readouterr().out
+    assert _cli(suite, "--groups", "SC", "--runs-dir", str(runs)) == 0  # tiny's own grid: lrs [1e-3], seeds [0, 1]
+    said = capsys.readouterr().out
+    assert f"2 results.json of tiny-mlm40-100 outside this grid (its datasets' other rates or seeds) set aside as " \
+           f"results.outside-grid.json" in said
+    assert not old.exists() and old.with_name("results.outside-grid.json").is_file() and other_group.is_file()
+    sc = load_run_tree(runs / "tiny", "ours", "tiny").query("task_group == 'SC'")
+    assert sorted(zip(sc["lr"], sc["seed"])) == [(1e-3, 0), (1e-3, 1)]

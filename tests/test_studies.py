@@ -144,6 +144,30 @@ def test_set_reaches_the_grid_and_results_outside_it_are_set_aside(tmp_path):
     assert studies.missing_results(e, grids["default"], paths.root) >= {inside}
 
 
+def test_a_group_re_run_sets_aside_its_groups_old_rates_and_leaves_the_other_groups(tmp_path):
+    """Issue 63: after the tiny scale's learning rates change, `study run --groups SC` (a grid cut to SC) sets aside
+    the SC results of the old rates as a full re-run does, so the loader never counts them beside the new grid's;
+    the other groups' results, outside the cut grid, are left as they are (their own re-run judges them)."""
+    from mlmclm.analysis.loading import results
+    from helpers import write_run
+
+    paths = studies.Paths(ROOT, results=tmp_path / "runs")
+    runs = tmp_path / "runs" / "tiny"
+    scale = scale_config("tiny", ["finetune.lrs=[2e-3]"])
+    scale = scale_config("tiny", ["finetune.lrs=[2e-3]", *studies.group_overrides(scale, "SC")])
+    plan = studies.build_plan(scale).for_studies(["scaling"])
+    grids = studies.grid_configs(plan, paths)
+    model = "tiny-m-clm-42"
+    old = [write_run(runs, model, "SC", "multiemo_sentiment", 1e-3, sd, 0.9, 0.9) for sd in (0, 1)]
+    new = [write_run(runs, model, "SC", "multiemo_sentiment", 2e-3, sd, 0.5, 0.5) for sd in (0, 1)]
+    tc = write_run(runs, model, "TC", "brown_upos", 1e-3, 0, 0.5, 0.5)
+    assert studies.set_aside(plan, grids, paths.root, narrowed=True) == old
+    assert all(p.is_file() for p in [*new, tc]) and not any(p.exists() for p in old)
+    sc = results.load(tmp_path, sources=["ours"], scale="tiny").runs.query("model == @model and task_group == 'SC'")
+    assert set(sc["lr"]) == {2e-3}
+    assert studies.set_aside(plan, grids, paths.root) == [tc]  # not narrowed: every group's results judged
+
+
 def test_results_are_set_aside_by_one_mechanism_under_the_names_on_disk(tmp_path):
     """Both reasons to set a results.json aside (misplaced; outside the configured grid) rename it beside itself by
     `grid.set_result_aside`, under the names results on disk carry; `put_result_back` undoes it where the place is
@@ -751,6 +775,12 @@ def test_one_models_grid_of_one_group_is_re_run_with_the_runs_it_needs(tmp_path,
         ("IR", "squad_retrieval")}
     assert cli.main(["study", "plan", *args]) == 0 and "nothing to do: 1 runs complete, 1 grids complete" in \
         capsys.readouterr().out
+    from helpers import write_run  # a rate the grid had before it changed, in the group re-run and in another one
+    old = write_run(runs, "tiny-m-clm-42", "IR", "squad_retrieval", 3e-2, 0, 0.9, 0.9)
+    tc = write_run(runs, "tiny-m-clm-42", "TC", "brown_upos", 3e-2, 0, 0.9, 0.9)
+    assert cli.main(["study", "run", *args]) == 0  # issue 63: set aside with --groups too, in its groups only
+    assert "1 results.json outside the configured grids set aside" in capsys.readouterr().out
+    assert not old.exists() and old.with_name(studies.ASIDE).is_file() and tc.is_file()
     assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--model", "tiny-m-clm-4"]) == 2
     assert "--model tiny-m-clm-4: not a model these studies evaluate at scale tiny; did you mean tiny-m-clm-42" in \
         capsys.readouterr().err

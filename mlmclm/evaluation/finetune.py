@@ -53,7 +53,7 @@ from ..paths import RESULTS, run_folder
 from ..training import trackers
 from ..training.optim import build_optimizer
 from .checkpoint import Checkpoint, attention_backend, check_head, load_model, max_length, open_checkpoint
-from .grid import cell_dir, jobs_to_do, plan_grid
+from .grid import OUTSIDE_GRID, cell_dir, grid_cells, jobs_to_do, plan_grid, set_aside_outside
 from .groups import HANDLERS, encode, evaluate, majority
 from .groups.shared import autocast
 from .tasks import Task, group_datasets, load_task, tasks_dir
@@ -125,22 +125,28 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
 
 def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = None, progress: bool = True,
              pairs: list[tuple[FinetuneConfig, Task, list[Task]]] | None = None, report_to: str = "none",
-             *, root: Path, trust_remote_code: bool = False) -> dict:
+             *, root: Path, trust_remote_code: bool = False, own_grid: bool = False) -> dict:
     """Fine-tune `model_dir` on every (dataset, lr, seed) of `cfg` (each dataset under its own protocol) whose
     results.json is missing, one run after another here or, with `grid_workers` > 1, on forked worker processes (same
     results: each run is the same computation, on its own thread share). Bad input (names, checkpoint, labels, head)
     fails before any training. `pairs`: `plan_grid(cfg)` when the caller has it already (a study's plan).
     `report_to`: a tracker each run is also logged to (`trackers.log_run`). `root`: the working root the config's
     results_dir and data_dir resolve against (`io.working_root`, read by the entrance). `trust_remote_code`: the
-    opt-in to run a checkpoint's own code (`checkpoint.check_own_code`; `meta.trust_remote_code`). Returns counts
-    and wall time."""
+    opt-in to run a checkpoint's own code (`checkpoint.check_own_code`; `meta.trust_remote_code`). `own_grid`: the
+    grid is the scale's own (rates and seeds not named by hand), so the model folder's results of its datasets outside
+    it (an old learning rate's) are set aside first (`grid.set_aside_outside`), never counted beside it. Returns
+    counts and wall time."""
     start = time.perf_counter()
     pairs = plan_grid(cfg) if pairs is None else pairs
     trackers.accelerator_kwargs(report_to, root / cfg.results_dir)  # a missing tracker package: refused before work
     ckpt = open_checkpoint(model_dir, model_id, root=root, trust_remote_code=trust_remote_code)
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
-    with locks.hold(run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done is read under it
+    with locks.hold(tree := run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done: read here
+        if own_grid and (aside := set_aside_outside(tree, *grid_cells(root, ckpt.model_id, pairs))):
+            print(f"{len(aside)} results.json of {ckpt.model_id} outside this grid (its datasets' other rates or "
+                  f"seeds) set aside as {OUTSIDE_GRID}, put back when a grid holds them again, e.g. {shown(aside[0])}",
+                  flush=True)
         for c, group in _by_protocol(pairs):
             out.update(_run_protocol(ckpt, c, group, progress, report_to, root))
     return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
@@ -298,7 +304,7 @@ def finetune_command(args) -> int:
         for key in explicit:
             setattr(entry, key, None)
     out = run_grid(args.model_dir, cfg, args.model_id, report_to=args.report_to, root=root,
-                   trust_remote_code=args.trust_remote_code)
+                   trust_remote_code=args.trust_remote_code, own_grid=not explicit & {"lrs", "seeds"})
     print(f"{out['runs']} results written ({out['trainings']} trainings), {out['skipped']} already complete, "
           f"in {out['seconds']:.1f} s -> {shown(run_folder(root / cfg.results_dir, cfg.scale, out['model_id']))}")
     return 0

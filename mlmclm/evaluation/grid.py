@@ -114,6 +114,31 @@ def put_result_back(path: Path, name: str) -> bool:
     return True
 
 
+def set_aside_outside(tree: Path, wanted, datasets: set[tuple[str, str]] | None = None) -> list[Path]:
+    """Set aside as `OUTSIDE_GRID` the results.json in the model folder `tree` that its grid (`wanted`: the paths of
+    its cells) does not hold, those of old learning rates or seeds after the grid changed, and put back those it
+    holds again; `datasets`: only those of these (group, dataset) pairs (a grid cut to some groups leaves the other
+    groups' results as they are). The caller holds the folder's lock. Returns the paths set aside."""
+    wanted = set(wanted)
+    moved = []
+    for path in sorted(set(tree.glob(f"*/*/*/{RESULTS}")) - wanted):
+        if datasets is None or (path.parts[-4], path.parts[-3]) in datasets:
+            set_result_aside(path, OUTSIDE_GRID)
+            moved.append(path)
+    for path in wanted:
+        put_result_back(path, OUTSIDE_GRID)
+    return moved
+
+
+def grid_cells(root: Path, model_id: str, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
+               ) -> tuple[set[Path], set[tuple[str, str]]]:
+    """(the results.json of every cell of a grid's `pairs` (`plan_grid`) for `model_id`, each dataset under its own
+    protocol's rates and seeds; the (group, dataset) pairs they cover), under the working root `root`."""
+    cells = {cell_dir(root, c, model_id, t, lr, sd) / RESULTS
+             for c, _, evaluated in pairs for t in evaluated for lr in c.lrs for sd in c.seeds}
+    return cells, {(t.group, t.name) for _, _, evaluated in pairs for t in evaluated}
+
+
 def set_aside_misplaced(path: Path) -> Path | None:
     """Set a results.json that does not belong in its folder (`paths.misplaced`: its meta names another model,
     dataset, learning rate or seed) aside as `MISPLACED`, saying so in one line; its run is then done anew."""

@@ -52,8 +52,8 @@ def task_names(plan: Plan, grids: dict) -> list[str]:
 def run(plan: Plan, paths: Paths, data_dir: Path | None = None, progress: bool = True,
         pretrain_only: bool = False, narrowed: bool = False) -> dict:
     """Train and fine-tune what `plan` (`build_plan(scale).for_studies(names)`) still misses; `pretrain_only`: train,
-    fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so results outside them are left
-    where they are (not set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
+    fine-tune nothing; `narrowed`: the grids are cut to some groups (`--groups`), so the results of the other groups
+    are left where they are (those of the groups run that lie outside the grid, old learning rates', are set aside). Safe to interrupt and re-run: pretraining resumes from its last checkpoint,
     fine-tuning skips every results.json already written. `paths`: the study's folders (in the working root the
     entrance read, `io.working_root`); the configs it trains and fine-tunes with name them relative to `paths.root`, against
     which pretraining and fine-tuning resolve them."""
@@ -64,7 +64,7 @@ def run(plan: Plan, paths: Paths, data_dir: Path | None = None, progress: bool =
                           f"{plan.scale.scale} (it finds the runs trained)")
     start = time.perf_counter()
     grids = grid_configs(plan, paths, data_dir)
-    aside = [] if narrowed or launched() else set_aside(plan, grids, paths.root)  # launched: fine-tunes nothing
+    aside = [] if launched() else set_aside(plan, grids, paths.root, narrowed)  # launched: fine-tunes nothing
     if aside:
         print(f"{len(aside)} results.json outside the configured grids set aside as {ASIDE}, e.g. "
               f"{shown(aside[0])}", flush=True)

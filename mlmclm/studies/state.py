@@ -12,7 +12,7 @@ from .. import locks
 from .. import runlog
 from ..paths import Paths, run_folder
 from ..evaluation.grid import OUTSIDE_GRID as ASIDE
-from ..evaluation.grid import grid_runs, put_result_back, result_fault, set_result_aside
+from ..evaluation.grid import grid_runs, plan_grid, result_fault, set_aside_outside
 from ..store import damage
 from .plan import Evaluation, Plan, Run
 
@@ -51,23 +51,22 @@ def missing_results(e: Evaluation, cfg, root: Path) -> set[Path]:
     return set(result_faults(e, cfg, root))
 
 
-def set_aside(plan: Plan, grids: dict, root: Path) -> list[Path]:
+def set_aside(plan: Plan, grids: dict, root: Path, narrowed: bool = False) -> list[Path]:
     """Set the results.json of the plan's evaluated models that lie outside their grid aside as `ASIDE` (the
-    notebooks read every results.json of a model; `mlmclm.evaluation.grid.set_result_aside`), and put back those the
-    grid holds again. Returns the paths set aside."""
-    moved = []
+    notebooks read every results.json of a model; `mlmclm.evaluation.grid.set_aside_outside`), and put back those the
+    grid holds again. `narrowed`: the grids are cut to some groups (`--groups`): only their datasets' results are
+    judged (an old learning rate's among them set aside all the same), the other groups' left as they are. Returns
+    the paths set aside."""
+    moved, covered = [], {}
     for e in plan.evaluations.values():
         cfg = grids[e.grid]
-        wanted = grid_results(e, cfg, root)
+        if narrowed and e.grid not in covered:
+            covered[e.grid] = {(t.group, t.name) for _, _, evaluated in plan_grid(cfg) for t in evaluated}
         tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
         if not tree.is_dir() or locks.busy(tree):  # one another process writes (a run in training) is left as it is:
             continue                                # no waiting here for a run of hours; its grid sets aside its own
         with locks.hold(tree):
-            for path in sorted(set(tree.glob("*/*/*/results.json")) - set(wanted)):
-                set_result_aside(path, ASIDE)
-                moved.append(path)
-            for path in wanted:
-                put_result_back(path, ASIDE)
+            moved += set_aside_outside(tree, grid_results(e, cfg, root), covered.get(e.grid))
     return moved
 
 
