@@ -319,8 +319,9 @@ def _main(argv: list[str] | None) -> int:
     args.root = working_root()  # read once here and passed down: every job finds it as `args.root`
     if args.verb == "notebooks":
         return args.run(rest, args.root)
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if rest:  # the verb's own usage, and what it takes instead
+        verb = commands.verb_parser(parser, sys.argv[1:] if argv is None else argv)
+        verb.error(f"unrecognized arguments: {' '.join(rest)} ({commands.unknown_hint(parser, verb, rest)})")
     return args.run(args) or 0
 
 

@@ -8,6 +8,7 @@ shipped files.
 from __future__ import annotations
 
 import argparse
+import difflib
 from argparse import ArgumentTypeError
 from pathlib import Path
 
@@ -42,6 +43,32 @@ def finish_parsers(parser) -> None:
         p.allow_abbrev = False
         if any(action.dest in PATH_DESTS for action in p._actions):
             p.epilog = PATHS
+
+
+def verb_parser(parser, argv: list[str]):
+    """The parser of the verb `argv` names (`mlmclm study run ...`: study run's), else `parser` itself."""
+    for word in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or word not in subs[0].choices:
+            break
+        parser = subs[0].choices[word]
+    return parser
+
+
+def unknown_hint(parser, verb, rest: list[str]) -> str:
+    """What to do about arguments `verb` (a parser under `parser`) does not take: an option of its close to one of
+    them, or the verbs that take it."""
+    own = [o for a in verb._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
+    hints = []
+    for word in (w.split("=")[0] for w in rest if w.startswith("--")):
+        close = difflib.get_close_matches(word, own, n=1, cutoff=0.7)
+        others = sorted({p.prog for p in every_parser(parser) if p is not verb and not p._subparsers
+                         and word in p._option_string_actions})
+        if close:
+            hints.append(f"did you mean {close[0]}?")
+        if others:
+            hints.append(f"{word} is an option of {', '.join(others)}")
+    return "; ".join(hints + [f"see {verb.prog} --help"])
 
 
 def recipe_names() -> list[str]:

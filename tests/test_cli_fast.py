@@ -91,3 +91,20 @@ def test_study_plan_and_run_name_every_study_by_default():
     parser = _parser()
     assert parser.parse_args(["study", "plan", "--scale", "twin"]).name == "all"
     assert parser.parse_args(["study", "run", "scaling"]).name == "scaling"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["reproduce", "--runs-dir", "x"], "mlmclm reproduce: error: unrecognized arguments: --runs-dir x (did you mean "
+                                       "--results-dir?; --runs-dir is an option of mlmclm finetune, mlmclm study plan"),
+    (["pretrain", "tiny", "--scale", "tiny"], "mlmclm pretrain: error: unrecognized arguments: --scale tiny (--scale "
+                                              "is an option of mlmclm coverage"),
+    (["study", "run", "--runs-dirr", "x"], "mlmclm study run: error: unrecognized arguments: --runs-dirr (did you "
+                                           "mean --runs-dir?; see mlmclm study run --help)")])
+def test_an_option_a_verb_does_not_take_is_named_under_its_own_usage_with_what_to_use(argv, says, capsys):
+    """An option the verb does not have: the verb's own usage (not the top level's) and, in the same line, its close
+    option or the verbs that take it (they were a bare "unrecognized arguments" under `mlmclm`'s usage)."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"usage: mlmclm {argv[0]}") and err[-1].startswith(says), err
