@@ -9,6 +9,7 @@ Test files import it as `helpers` (pytest puts tests/ on the import path). Nothi
 from __future__ import annotations
 
 import json
+import socket
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,14 @@ from mlmclm.training.corpus import load_tokenizer, train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout: the working root of the tests run in it
 ENCODEVAL_SAMPLE = REPO / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now: a launch's rendezvous (two launches on one machine never share one), a
+    daemon's port (the `free_port` fixture gives one a test)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def tokenizer(texts, vocab_size: int = 512, out: Path | None = None):
