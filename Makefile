@@ -9,10 +9,14 @@ SCALE  ?= mini
 .PHONY: reproduce test test-quick figures bench bench-gpu gpu-wheels clean-venv
 
 # torch==2.13.0 is installed before anything that depends on torch: an unpinned torch pulls a multi-GB CUDA build.
+# Which build of 2.13.0 is pip's choice from its indexes: on Linux the main registry holds the CUDA build (what a GPU
+# machine needs); a CPU build offered beside it (2.13.0+cpu) outranks it, as the wheel lying on the CI machine does.
+# TORCH_INDEX: an index added for torch alone, e.g. torch's own CPU wheel index on a machine without GPUs.
+TORCH_INDEX ?=
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 

@@ -45,10 +45,13 @@ def test_design_card_packages_are_declared():
     assert reqs["torch"].specifier.contains("2.11.0") and reqs["torch"].specifier.contains("2.13.0")
 
 
-def test_make_installs_cpu_torch_before_the_package():
+def test_make_installs_torch_before_the_package():
+    """torch==2.13.0 first, from pip's own indexes unless TORCH_INDEX adds one for it (by default none: no address in
+    the Makefile, the CPU wheel at hand on CI is taken as before)."""
     make = (ROOT / "Makefile").read_text()
-    torch_at = make.index("pip install --quiet torch==2.13.0")
+    torch_at = make.index("pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==2.13.0")
     assert torch_at < make.index('pip install --quiet -e ".[dev]"')
+    assert re.search(r"^TORCH_INDEX \?=$", make, re.M) and "://" not in make
     assert re.search(r"^test: \$\(STAMP\)", make, re.M) and re.search(r"^reproduce: \$\(STAMP\)", make, re.M)
 
 
