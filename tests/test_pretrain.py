@@ -192,6 +192,12 @@ def test_continued_pretraining_from_a_decayed_checkpoint(tmp_path, text_corpus, 
     pretrain(cpt, root=working_root())
     log = read_log(cpt)
     assert int(log[0]["step"]) == 2 and float(log[0]["lr"]) == 3e-3  # fresh optimizer and schedule
+    other = make_config(tmp_path, text_corpus, data_root, run_id="cpt400", phases=(("mlm40", 6),),  # another
+                        data={"vocab_size": 400}, init={"kind": "run", "path": cpt.init.path})  # tokenizer than its init
+    with pytest.raises(ConfigError, match=r"init checkpoint \S+step_000008 has a 512-token vocabulary, the run's "
+                                          r"tokenizer 400 .*set data.tokenizer and data.vocab_size to those its run"):
+        pretrain(other, root=working_root())
+    assert not (Path(other.results_dir) / "test" / "cpt400").exists()  # refused before its run folder (issue 63)
     start = MlmClmForMaskedLM.from_pretrained(Path(base.checkpoints_dir) / "test" / "base" / "step_000008" / "hf")
     assert torch.equal(start.lm_head.weight, final_weights(base)["lm_head.weight"])
     assert not torch.equal(final_weights(cpt)["lm_head.weight"], start.lm_head.weight)
@@ -642,3 +648,38 @@ def test_a_process_records_the_commit_it_started_with(tmp_path):
     assert git_commit(tmp_path) == first
     git_commit.cache_clear()
     assert git_commit(tmp_path).endswith("-dirty") and git_commit(tmp_path) != first
+
+
+def test_a_checkpoint_edited_after_it_was_recorded_is_made_again_by_the_command_its_refusal_names(
+        tmp_path, text_corpus, data_root, capsys):
+    """Issue 63: a complete run whose checkpoint had a recorded file edited (the final one's tokenizer, a named
+    one's weights) is refused by fine-tuning and export with a command; that command re-runs the pretraining, which
+    checks every checkpoint's hashes (not "already complete"), writes the edited ones again from the last good one
+    before them (the same weights: exact resume), and the refusal clears."""
+    from mlmclm import cli, store
+
+    cfg = make_config(tmp_path, text_corpus, data_root, run_id="edited", phases=(("clm", 12),),
+                      checkpoint={"steps": [6], "every": 100})
+    pretrain(cfg, root=working_root())
+    root = Path(cfg.checkpoints_dir) / "test" / "edited"
+    weights = final_weights(cfg)
+    for step, name in ((12, "hf/tokenizer_config.json"), (6, "model.safetensors")):
+        edited = root / f"step_{step:06d}" / name
+        data = bytearray(edited.read_bytes())
+        data[-2] ^= 0x01  # same size, parses: only the recorded sha256 tells
+        edited.write_bytes(bytes(data))
+        with pytest.raises(ConfigError) as refused:
+            store.pretrained_model(root / f"step_{step:06d}", working_root(), verify=True)
+        command = str(refused.value).split("re-running its run's pretraining: ")[1]
+        assert command == f"mlmclm pretrain {tmp_path / 'runs' / 'test' / 'edited'}/config.yaml"
+        capsys.readouterr()
+        assert cli.main(command.split()[1:]) == 0
+        said = capsys.readouterr().out
+        assert "already complete" not in said
+        assert f"{root / f'step_{step:06d}'}: damaged checkpoint ({name}: its sha256 is not the one recorded" in said
+        assert store.pretrained_model(root, working_root(), verify=True)[1:] == ("edited", 12)
+        assert store.pretrained_model(root / f"step_{step:06d}", working_root(), verify=True)
+        assert all(torch.equal(weights[k], v) for k, v in final_weights(cfg).items())
+    assert [int(r["step"]) for r in read_log(cfg)][-1] == 12
+    pretrain(cfg, root=working_root())
+    assert "already complete" in capsys.readouterr().out

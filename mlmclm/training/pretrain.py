@@ -45,7 +45,7 @@ from torch.distributed.checkpoint import CheckpointException
 from .. import locks, store
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
 from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, launched, provenance, read_json, shown, write_json, write_text
+from ..io import HUB_ID, check_writable, provenance, read_json, shown, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.convert import load_hf_decoder
@@ -104,7 +104,8 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
     and `micro_batch_size: auto` on this machine, the init checkpoint, the context, the corpus, the output folders
     (`create=False`: checked, not created), a run_id naming another model than the config trains, and a run folder
-    of another config under the same run_id. Folders and files resolve against the working root `root`
+    of another config under the same run_id, and the data on disk against its record and the model (under a launch,
+    that it is prepared: `check_data_prepared`). Folders and files resolve against the working root `root`
     (`PretrainConfig.resolved`)."""
     at = cfg.resolved(root)
     if cfg.model.attention_backend == "flex" and not torch.cuda.is_available():
@@ -136,8 +137,7 @@ def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, crea
                                   f"{schedule.total} steps")
     if cfg.init.kind == "hf" and not Path(at.init.path).exists() and not HUB_ID.match(cfg.init.path):
         raise ConfigError(f"init.path={cfg.init.path!r} does not exist (nor is it a hub id owner/name)")
-    if launched():
-        check_data_prepared(at, root)
+    check_data_prepared(at, root)  # a launch's data must be prepared; the data found must match its record and model
 
 
 def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Path:
@@ -172,13 +172,15 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
 
 
 def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root: Path, root: Path) -> bool:
-    """Whether the run is complete (its log whole and its last checkpoint written); refuses first a results folder or
-    a checkpoint folder of another run, or one whose record lies in another results folder."""
+    """Whether the run is complete (its log whole, its last checkpoint written, every checkpoint's files as recorded:
+    one edited since makes it incomplete, and `Trainer.resume` writes it again); refuses first a results folder or a
+    checkpoint folder of another run, or one whose record lies in another results folder."""
     _check_run_folder(cfg, run_dir)
     claim(ckpt_root, cfg, write=False)  # refused before any work when they are another run's
     _check_results_named(ckpt_root, run_dir, root)
     total = schedule.total
-    return finished(run_dir, total) and store.checkpoint_steps(ckpt_root)[-1:] == [total]
+    return (finished(run_dir, total) and store.checkpoint_steps(ckpt_root)[-1:] == [total]
+            and checkpoints.first_damaged(ckpt_root) is None)
 
 
 @dataclass
@@ -612,5 +614,6 @@ def data_command(args) -> int:
     meta = json.loads((shards / "meta.json").read_text())
     print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens "
           f"{meta['tokens']['valid']:,}  vocabulary {meta['vocab_size']:,}; verified whole (each token stream holds "
-          "the count meta.json records): ready for a multi-process launch")
+          "the count meta.json records) and made by the run's tokenizer (its vocabulary, no token id past it): ready "
+          "for a multi-process launch")
     return 0
