@@ -828,3 +828,19 @@ def test_the_readmes_grid_rerun_runs_as_written_after_a_tiny_reproduction(tmp_pa
     assert cli.main(["study", "run", "scaling", "--scale", "tiny", "--model", model, "--pretrain-only"]) == 0
     assert cli.main(command) == 0
     assert len(list((tmp_path / "results" / "local" / "runs" / "tiny" / model).rglob("results.json"))) == 2
+
+
+def test_reproduces_verdicts_name_each_claim_whole_and_each_row_its_group(capsys):
+    """The verdicts `reproduce` prints: each claim's whole sentence on its own line(s), every row under it with its
+    task group or "every group" (claims were cut mid-word, rows of a whole claim had no group), and which of the
+    paper's numbers it sets beside ours."""
+    from mlmclm.analysis.judging import claims
+
+    studies.print_verdicts(ROOT / "results", "mini")
+    out = capsys.readouterr().out
+    assert "over its sizes (the README's table sets the 610M beside the twin instead)" in out
+    text = " ".join(line.strip() for line in out.splitlines())
+    for claim in claims.CLAIMS.values():
+        assert f"{claim.key}. " in text
+    rows = [line for line in out.splitlines() if line.startswith("     ") and "paper:" in line]
+    assert rows and all(line.split()[0] in ("SC", "TC", "QA", "IR", "every") for line in rows), rows

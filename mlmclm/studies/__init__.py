@@ -31,6 +31,7 @@ names (a test that replaces `studies.run` replaces what `study run` and `reprodu
 
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
@@ -154,15 +155,16 @@ def reproduce(scale: str, root: Path, *, results_dir: str | None = None, output_
     for folder in (results, out):  # before the studies, not after them
         if folder is not None:
             check_writable(folder)
-    print(f"mlmclm reproduce --scale {scale}: the five studies (train and fine-tune what is missing under "
-          f"{shown(results / 'runs' / scale)}), then the five notebooks.\n", flush=True)
+    plan = build_plan(scale_config(scale))  # the scale resolved once, here; the plan carries it
+    print(f"mlmclm reproduce --scale {scale}: the {len(plan.studies)} studies of this scale ({', '.join(plan.studies)}:"
+          f" train and fine-tune what is missing under {shown(results / 'runs' / scale)}), then the five notebooks."
+          "\n", flush=True)
     if not (results / "paper").exists():  # a new working folder or results dir: the paper's tables beside ours
         workspace.init(root)
         if results != root / "results":
             results.mkdir(parents=True, exist_ok=True)
             (results / "paper").symlink_to(root / "results" / "paper", target_is_directory=True)
     paths = Paths(root, results / "runs", *(Path(d).resolve() if d else None for d in (checkpoints_dir, data_dir)))
-    plan = build_plan(scale_config(scale))  # the scale resolved once, here; the plan carries it
     run(plan, paths, data_dir=paths.data / "tasks" if data_dir else None)
     if out is None and not results_dir:  # not committed: its own notebooks, figures and tables
         out = notebooks.local_folder(results, [scale])
@@ -195,14 +197,17 @@ def print_verdicts(results_dir: Path, scale: str) -> None:
 
     data = results.load(results_dir, sources=["paper", "ours"], scale=scale)
     v = claims.verdicts(data.scores, data.runs, list(claims.CLAIMS), numbers=True)
-    print(f"\nverdicts (statistic > 0 when the claim holds; 95% interval; ours = {scale}):")
-    for (claim, scope), part in v.groupby(["claim", "scope"], sort=False):
-        cells = []
-        for source in ("paper", "ours"):
-            row = part[part["source"] == source]
-            if row.empty or row["value"].isna().iloc[0]:
-                cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
-                continue
-            r = row.iloc[0]
-            cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")
-        print(f"  {claim[:72]:<72} {'' if scope == 'all' else scope:<3} " + "; ".join(cells))
+    print(f"\nverdicts (statistic > 0 where the claim holds; 95% interval). paper: the claim as the paper prints "
+          f"it, over its sizes (the README's table sets the 610M beside the twin instead); ours: {scale}.")
+    for claim, rows in v.groupby("claim", sort=False):
+        print("\n".join(textwrap.wrap(claim, 116, initial_indent="  ", subsequent_indent="     ")))
+        for scope, part in rows.groupby("scope", sort=False):
+            cells = []
+            for source in ("paper", "ours"):
+                row = part[part["source"] == source]
+                if row.empty or row["value"].isna().iloc[0]:
+                    cells.append(f"{source}: {row['verdict'].iloc[0] if len(row) else 'not checkable'}")
+                    continue
+                r = row.iloc[0]
+                cells.append(f"{source}: {r['verdict']} ({r['value']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}])")
+            print(f"     {'every group' if scope == 'all' else scope:<11} " + "; ".join(cells))
