@@ -14,12 +14,12 @@ import torch
 from safetensors.torch import load_file
 
 from mlmclm import store
-from mlmclm.paths import STATE, hf_dir, step_dir
-from mlmclm.io import working_root
+from mlmclm.paths import STATE, hf_dir, step_dir, tmp_dir
+from mlmclm.io import shown, working_root
 from mlmclm.config import PretrainConfig, load_config, to_yaml
 from mlmclm.errors import ConfigError
 from helpers import sentence
-from mlmclm.training import checkpoints
+from mlmclm.training import checkpoints, reshard
 from mlmclm.training.build import shard_on_cpu
 from mlmclm.training.pretrain import pretrain
 
@@ -201,3 +201,174 @@ def test_study_run_pretrain_only_under_a_launch_trains_each_run_on_every_process
     assert proc.returncode == 0, proc.stderr[-3000:]
     meta = json.loads((tmp_path / "runs" / "tiny" / "tiny-s-clm-42" / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["processes"] == 2
+
+
+# ---- FSDP checkpoints and process counts (issue 62 item 3, issue 63) ----
+FSDP = ["--config_file", str(FSDP_CONFIG), "--num_processes", "2", "--mixed_precision", "no"]
+SCHEDULE = {"phases": [["clm", 3], ["mlm40", 3]], "log_every": 1, "checkpoint": {"every": 3, "keep_last": 2}}
+
+
+def _back_to_step_3(cfg) -> Path:
+    """The run's checkpoint folder, its checkpoints after step 3 removed: a resume starts at step 4 (the MLM phase)."""
+    root = Path(cfg.checkpoints_dir) / cfg.scale / cfg.run_id
+    checkpoints.drop_after(root, 3)
+    assert store.checkpoint_steps(root) == [3]
+    return root
+
+
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of FSDP (gloo); on GPUs the GPU check runs it")
+def test_a_checkpoint_resumes_on_another_process_count_as_the_run_would_have_gone_on(tmp_path, free_port):
+    """A run trained by two FSDP processes (its state sharded on disk) resumed by one, and a run trained by one (its
+    state whole) resumed by two under FSDP: each ends with the losses and weights of its uninterrupted run, within
+    float tolerance; the checkpoint each resumed run writes is in the layout of its new process count."""
+    one, two = _config(tmp_path, "one", **SCHEDULE), _config(tmp_path, "two", **SCHEDULE)
+    pretrain(one, root=working_root())
+    paths = {c.run_id: tmp_path / f"{c.run_id}.yaml" for c in (one, two)}
+    for cfg in (one, two):
+        paths[cfg.run_id].write_text(to_yaml(cfg))
+    proc = _launch(tmp_path, free_port, paths["two"], *FSDP)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    straight = {c.run_id: (_losses(c), _hf_weights(c, 6)) for c in (one, two)}
+    roots = {c.run_id: _back_to_step_3(c) for c in (one, two)}
+    assert (step_dir(roots["two"], 3) / "pytorch_model_fsdp_0").is_dir()  # saved sharded: one shard a process
+    assert (step_dir(roots["one"], 3) / "model.safetensors").is_file()  # saved whole
+
+    pretrain(two, root=working_root())  # two processes -> one
+    proc = _launch(tmp_path, free_port, paths["one"], *FSDP)  # one process -> two
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for cfg in (one, two):
+        losses, weights = straight[cfg.run_id]
+        assert [s for s, _ in _losses(cfg)] == list(range(1, 7))
+        assert [l for _, l in _losses(cfg)] == pytest.approx([l for _, l in losses], rel=1e-5)
+        resumed = _hf_weights(cfg, 6)
+        assert resumed.keys() == weights.keys()
+        assert all(torch.allclose(resumed[k], weights[k], atol=1e-5) for k in weights)
+    assert (step_dir(roots["two"], 6) / "model.safetensors").is_file()
+    assert (step_dir(roots["one"], 6) / "pytorch_model_fsdp_0").is_dir()
+
+
+def test_a_checkpoint_no_layout_reads_is_refused_naming_the_process_count_it_was_saved_with(tmp_path):
+    """A checkpoint holding neither accelerate's whole state nor its FSDP shards (here: only the random generators of
+    its two processes) is refused in one line naming the process count to resume it with."""
+    from accelerate import Accelerator
+
+    step = tmp_path / "step_000003"
+    step.mkdir()
+    for rank in (0, 1):
+        (step / f"random_states_{rank}.pkl").write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"^checkpoint \S+step_000003 was saved by 2 process\(es\) in a layout this "
+                                          r"launch of 1 does not read .*; resume it with 2 process\(es\)"):
+        reshard.load_state(Accelerator(cpu=True), step, None, None)
+
+
+def test_an_interruption_while_a_checkpoint_is_written_keeps_the_last_complete_one(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM (`cli.main` raises KeyboardInterrupt) while checkpoint 6 is written: the run says so, and
+    which checkpoint is the last complete one; the half-written one is no checkpoint (under its temporary name), and
+    the run resumed from step 5 ends as the uninterrupted run does."""
+    write = checkpoints.write_state
+
+    def interrupted(path, state):
+        if state["step"] == 6:
+            raise KeyboardInterrupt
+        write(path, state)
+
+    straight = _config(tmp_path, "straight", **SCHEDULE)
+    pretrain(straight, root=working_root())
+    cfg = _config(tmp_path, "stopped", **SCHEDULE)
+    root = Path(cfg.checkpoints_dir) / "test" / "stopped"
+    monkeypatch.setattr(checkpoints, "write_state", interrupted)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        pretrain(cfg, root=working_root())
+    assert stop.value.args == (f"stopped: interrupted while writing checkpoint 6, which is not kept; the last "
+                               f"complete checkpoint is {shown(step_dir(root, 5))}",)
+    assert store.checkpoint_steps(root) == [3, 5] and store.last(root) == step_dir(root, 5)
+    assert (tmp_dir(root, 6) / "hf").is_dir()  # written but for its trainer state: not a checkpoint
+    monkeypatch.undo()
+    pretrain(cfg, root=working_root())
+    assert store.checkpoint_steps(root) == [3, 5, 6] and not tmp_dir(root, 6).exists()
+    assert _losses(cfg) == _losses(straight)
+    a, b = _hf_weights(cfg, 6), _hf_weights(straight, 6)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+SIGTERM_DRIVER = '''"""`mlmclm` as its command line runs it, with SIGTERM sent to this process while it writes
+checkpoint $SIGTERM_AT: as every process writes its model shard (SIGTERM_IN=shards), or as the main process writes
+the trainer state, once every shard is written (SIGTERM_IN=state)."""
+import os
+import signal
+import sys
+
+from torch.distributed.checkpoint import FileSystemWriter
+
+from mlmclm.cli import main
+from mlmclm.training import checkpoints, reshard
+
+STEP = f"step_{int(os.environ['SIGTERM_AT']):06d}"
+write_data, write_state = FileSystemWriter.write_data, checkpoints.write_state
+
+
+def shard(self, plan, planner):
+    if STEP in str(self.path) and "pytorch_model_fsdp" in str(self.path):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return write_data(self, plan, planner)
+
+
+def state(path, state):
+    if STEP in str(path):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return write_state(path, state)
+
+
+if os.environ["SIGTERM_IN"] == "shards":
+    FileSystemWriter.write_data = shard
+else:
+    checkpoints.write_state = state
+sys.exit(main())
+'''
+
+
+def _launch_stopped(tmp_path, port, config_path, where: str):
+    """An FSDP launch of two processes, each running `mlmclm pretrain` under `SIGTERM_DRIVER` (SIGTERM `where`)."""
+    driver = tmp_path / "sigterm_driver.py"
+    driver.write_text(SIGTERM_DRIVER)
+    return subprocess.run([sys.executable, "-m", "accelerate.commands.launch", *FSDP, "--dynamo_backend", "no",
+                           "--main_process_port", str(port), str(driver), "pretrain", str(config_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "SIGTERM_AT": "6",
+                               "SIGTERM_IN": where})
+
+
+@pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of FSDP (gloo); on GPUs the GPU check runs it")
+def test_a_sigterm_while_fsdp_processes_write_a_checkpoint_stops_in_one_line_and_resumes(tmp_path, free_port):
+    """SIGTERM in each FSDP process as it writes its shard of checkpoint 6 (torch's checkpoint writer gathers the
+    processes' interruptions into one exception), then in the main process alone once the shards are written (the
+    other finds it gone): each process stops with one line naming the checkpoint not kept, the last complete one and
+    how to resume, and no traceback of theirs; checkpoint 6 is never published; the run resumed ends as it would
+    have."""
+    cfg = _config(tmp_path, "two", **SCHEDULE)
+    path = tmp_path / "two.yaml"
+    path.write_text(to_yaml(cfg))
+    root = Path(cfg.checkpoints_dir) / "test" / "two"
+    said = (f"mlmclm: two: terminated (SIGTERM) while writing checkpoint 6, which is not kept; the last complete "
+            f"checkpoint is {step_dir(root, 5)}; re-run the same command to resume")
+    from mlmclm.cli import main
+    assert main(["data", str(path)]) == 0
+    proc = _launch_stopped(tmp_path, free_port, path, "shards")
+    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("mlmclm:")]
+    assert proc.returncode != 0 and ours and set(ours) == {said}, proc.stderr[-3000:]
+    for stopped in (proc, _launch_stopped(tmp_path, free_port, path, "state")):
+        err = stopped.stderr
+        assert "[rank" not in err and "CheckpointException" not in err and "Connection closed" not in err, err[-3000:]
+        assert err.count("Traceback") == err.count("ChildFailedError:") <= 1, err[-3000:]  # the launcher's report
+        assert store.checkpoint_steps(root) == [3, 5] and tmp_dir(root, 6).is_dir(), err[-3000:]
+    assert said in err.splitlines()  # the main process, signalled; the other says its peer ended, or nothing
+    assert all(ln.endswith("; re-run the same command to resume") for ln in err.splitlines()
+               if ln.startswith("mlmclm:")), err[-3000:]
+
+    before = _losses(cfg)  # its log through step 6, whose checkpoint was not kept
+    proc = _launch(tmp_path, free_port, path, *FSDP)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert store.checkpoint_steps(root) == [3, 5, 6] and not tmp_dir(root, 6).exists()
+    assert _losses(cfg) == before and [s for s, _ in before] == list(range(1, 7))

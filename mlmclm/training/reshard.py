@@ -10,7 +10,9 @@ by torch.distributed.checkpoint into whole tensors, a whole one is cut into the 
 (`set_model_state_dict`, `set_optimizer_state_dict` with the whole state on every process), so a run resumes on
 another process count and continues as it would have (within float tolerance: a sum over a batch adds in another
 order). The random generators' states are the processes' own and are not carried across: no step of a run draws
-from them (its masks come from a generator seeded by the run's seed and the step).
+from them (its masks come from a generator seeded by the run's seed and the step). A checkpoint of another layout
+(FSDP with full state dicts) is read by a launch of that layout only, and refused by any other in one line naming the
+process count it was saved with.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..errors import ConfigError
 
 SHARDED = ("pytorch_model_fsdp_0", "optimizer_0")  # accelerate's FSDP sharded state (torch.distributed.checkpoint)
 WHOLE = ("model.safetensors", "optimizer.bin")  # accelerate's state of one process, or of DDP
+FULL = "pytorch_model_fsdp.bin"  # accelerate's FSDP state with full state dicts (not resharded here)
 RNG = "random_states_*.pkl"  # one a process that saved the checkpoint
 
 
@@ -37,32 +40,31 @@ def saved_processes(path: str | Path) -> int:
     return len(list(Path(path).glob(RNG)))
 
 
-def layout_of(accelerator) -> tuple[str, str] | None:
-    """The files accelerate's `load_state` reads under this launch: `SHARDED` under FSDP with sharded state, `WHOLE`
-    without FSDP; None for another FSDP state (full state dicts), which only accelerate's own layout reads."""
+def model_entry(accelerator) -> str:
+    """The model's file or folder in a checkpoint as accelerate's `load_state` reads it under this launch: `SHARDED`'s
+    under FSDP with sharded state, `WHOLE`'s without FSDP, `FULL` under FSDP with full state dicts."""
     if accelerator.distributed_type != DistributedType.FSDP:
-        return WHOLE
-    sharded = "SHARDED" in str(accelerator.state.fsdp_plugin.state_dict_type)
-    return SHARDED if sharded else None
+        return WHOLE[0]
+    return SHARDED[0] if "SHARDED" in str(accelerator.state.fsdp_plugin.state_dict_type) else FULL
 
 
 def load_state(accelerator, path: str | Path, model, optimizer) -> None:
     """The training state of checkpoint `path` into `model` and `optimizer` (as accelerate prepared them), whatever
     process count wrote it: accelerate's `load_state` when it is in this launch's layout, else resharded from the
     other one; a `ConfigError` naming the process count it was saved with when neither reads it."""
-    path, here = Path(path), layout_of(accelerator)
+    path, here = Path(path), model_entry(accelerator)
     optimizer = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper: the torch optimizer inside
-    if here is None or (path / here[0]).exists():
+    if (path / here).exists():
         accelerator.load_state(str(path))
-    elif here == WHOLE and (path / SHARDED[0]).is_dir():
+    elif here == WHOLE[0] and (path / SHARDED[0]).is_dir():
         _sharded_into_whole(path, model, optimizer)
-    elif here == SHARDED and (path / WHOLE[0]).is_file():
+    elif here == SHARDED[0] and (path / WHOLE[0]).is_file():
         _whole_into_sharded(path, model, optimizer, accelerator.unwrap_model(model))
     else:
-        raise ConfigError(f"checkpoint {path} was saved by {saved_processes(path)} process(es) in a layout this launch "
-                          f"of {accelerator.num_processes} does not read (neither {SHARDED[0]}/ nor {WHOLE[0]}); "
-                          f"resume it with {saved_processes(path)} process(es) and the accelerate config it was "
-                          "saved with")
+        saved = saved_processes(path) or "an unknown number of"
+        raise ConfigError(f"checkpoint {path} was saved by {saved} process(es) in a layout this launch of "
+                          f"{accelerator.num_processes} does not read (it reads {here}); resume it with {saved} "
+                          "process(es) and the accelerate config it was saved with")
 
 
 def _sharded_into_whole(path: Path, model, optimizer) -> None:
