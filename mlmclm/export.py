@@ -39,6 +39,9 @@ def _source(checkpoint: Path, root: Path) -> tuple[Path, str, dict, Record | Non
     mlmclm model (`root`: the working root its run's record is found under). A run's checkpoint is verified by its
     weights' sha256, as fine-tuning does."""
     found = pretrained_model(checkpoint, root, verify=True)
+    if not found and not checkpoint.exists():
+        raise ConfigError(f"{checkpoint}: no such folder; export takes a run's checkpoint folder "
+                          "(checkpoints/<scale>/<run_id>), one of its step_NNNNNN folders or its hf/")
     if found:
         hf, model_id, _ = found
         state = read_state(hf.parent)

@@ -131,9 +131,13 @@ def test_bad_models_fail_in_one_line(suite, tmp_path):
         assert "\n" not in str(e.value)
 
 
-def test_a_folder_that_is_no_hub_id_is_not_fetched(tmp_path):
-    with pytest.raises(FinetuneError, match="no config.json"):
-        open_checkpoint(tmp_path / "nowhere" / "deeper", root=working_root())
+@pytest.mark.parametrize("name", ["nowhere/deeper/still", "bert-base-uncased"])
+def test_a_folder_that_is_no_hub_id_is_not_fetched(name, tmp_path, monkeypatch):
+    """A path that does not exist and is no hub id owner/name: one line saying so and what fine-tuning takes (it said
+    "no config.json", as if the folder were there)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FinetuneError, match=f"{name}: no such file or folder; fine-tuning takes a checkpoint folder"):
+        open_checkpoint(name, root=working_root())
 
 
 def test_a_hub_id_is_fetched_through_the_hub_client_and_named_after_its_name(suite, monkeypatch):

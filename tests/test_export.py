@@ -103,6 +103,8 @@ def test_export_defaults_to_the_last_objective_and_refuses_what_it_cannot_write(
         export(step, tmp_path / "a", "eurobert", root=working_root())
     with pytest.raises(ConfigError, match="not an mlmclm checkpoint"):
         export(tmp_path, tmp_path / "b", root=working_root())
+    with pytest.raises(ConfigError, match="nowhere: no such folder; export takes a run's checkpoint folder"):
+        export(tmp_path / "nowhere", tmp_path / "b", root=working_root())
 
 
 def test_export_onto_or_under_a_file_is_one_line_and_writes_nothing(run, tmp_path, capsys):

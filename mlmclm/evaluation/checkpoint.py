@@ -199,6 +199,10 @@ def open_checkpoint(path: str | Path, model_id: str | None = None, *, root: Path
     if found is not None:
         path, run_model_id, run_step = found
         model_id = model_id or run_model_id
+    if not path.exists():
+        raise FinetuneError(f"{path}: no such file or folder; fine-tuning takes a checkpoint folder (a run's, a "
+                            "step_NNNNNN, a transformers folder), a GGUF file, or a hub id owner/name where a hub is "
+                            "reachable (e.g. google-bert/bert-base-uncased)")
     if not (path / "config.json").is_file():
         raise FinetuneError(f"{path} is not a checkpoint: no config.json")
     hf_json = json.loads((path / "config.json").read_text())
