@@ -132,6 +132,15 @@ class DataSpec:
         if self.tokenizer == "train" and self.vocab_size < 300:
             raise ConfigError(f"data.vocab_size must be at least 300 for a byte-level BPE, got {self.vocab_size}")
 
+    def unused(self) -> dict[str, str]:
+        """The fields this data section sets that nothing reads, with why (a config prints them all)."""
+        out = {}
+        if self.tokenizer != "train":
+            out["vocab_size"] = "data.tokenizer names a tokenizer, whose own size is the vocabulary"
+        if self.corpus != "offline":
+            out["sources"] = "data.corpus is not the offline corpus"
+        return out
+
 
 @dataclass
 class OptimSpec:

@@ -152,3 +152,15 @@ def test_groups_that_name_no_group_are_refused_not_read_as_every_group(groups, c
     assert cli.main(["study", "plan", "scaling", "--scale", "tiny", "--groups", groups]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "mlmclm: error: --groups '': choose from SC, TC, QA, IR"]  # as --groups , was
+
+
+
+def test_a_dry_run_says_which_printed_fields_its_config_does_not_use(capsys):
+    """`pretrain paper --dry-run` prints vocab_size 8192 beside the Llama-3 tokenizer (a default, unread): it says
+    so, and why, under the config; a config that reads them says nothing."""
+    assert cli.main(["pretrain", "paper", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "# data.vocab_size: not used here (data.tokenizer names a tokenizer, whose own size is the vocabulary)" in out
+    assert "# data.sources: not used here (data.corpus is not the offline corpus)" in out
+    assert cli.main(["pretrain", "tiny", "--dry-run"]) == 0
+    assert "not used here" not in capsys.readouterr().out

@@ -599,6 +599,8 @@ def pretrain_command(args) -> int:
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
         _check_before_work(cfg, cfg.schedule(), root, create=False)
         print(to_yaml(cfg), end="")
+        for name, why in cfg.data.unused().items():
+            print(f"# data.{name}: not used here ({why})")
         return 0
     run_dir = pretrain(cfg, args.report_to, root=root)
     print(f"{cfg.run_id}: complete; record in {shown(run_dir)}, checkpoints in "
