@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -547,3 +548,16 @@ def test_panels_have_one_size_and_four_stand_in_two_rows(tmp_path):
     fig, _ = kit.panels(1)
     png = kit.save(fig, tmp_path, "one")
     assert figures.display_width(png) == 600  # 6 inches at the notebooks' 100 pixels an inch
+
+
+def test_the_figures_table_names_every_committed_figure_of_ours():
+    """docs/results.md's figures table: where a row names `figures/ours-{...}/`, the scales in braces are those with
+    that figure committed (the twin was left out)."""
+    text = (REPO / "docs" / "results.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `figures/") and "ours-{" in line]
+    assert rows
+    for row in rows:
+        listed = set(re.search(r"ours-\{([a-z,]+)\}/", row).group(1).split(","))
+        name = re.search(r"(fig\d\d_[a-z_]+)\.png", row).group(1)
+        committed = {p.parent.name.removeprefix("ours-") for p in (REPO / "figures").glob(f"ours-*/{name}.png")}
+        assert listed == committed, (name, listed, committed)

@@ -256,8 +256,8 @@ def _lead_panel(ax, rows: pd.DataFrame, x: str, colors: dict) -> None:
     ax.set_xscale("log")
 
 
-LEAD_BARS = ("bars: ours, the verdicts' 95% interval of the difference (Student-t over pretraining-seed means, "
-             "their spread pooled over the scale's families);\nthe paper's, its printed ± combined")
+LEAD_BARS = ("bars: ours, the verdicts' 95% interval of the difference (the test on both families' pretraining "
+             "seeds, paired where they share them; else pooled);\nthe paper's, its printed ± combined")
 
 
 def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -> Drawn:
