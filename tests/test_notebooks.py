@@ -378,6 +378,15 @@ def test_notebooks_of_a_scale_not_committed_are_never_written_in_place(tmp_path,
     ran.clear()
     assert notebooks.main(["01_scaling", "-p", "scales", "[mini]"], working_root()) == 0  # a committed scale: in place
     assert ran[0][0][1] == source and "figures_dir" not in ran[0][1]
+    ran.clear()  # a results folder of one's own (a re-run of a committed scale into results/local/runs): never in place
+    mine = results / "local" / "mine"
+    (mine / "runs").mkdir(parents=True)
+    (mine / "paper").symlink_to(REPO / "results" / "paper")
+    write_synthetic_study(mine / "runs" / "mini", size="mini-m", seed=2)
+    assert notebooks.main(["01_scaling", "-p", "results_dir", str(mine), "-p", "scales", "[mini]"],
+                          working_root()) == 0
+    assert ran[0][0][1] == mine / "local" / "mini" / "notebooks" / source.name
+    assert ran[0][1]["figures_dir"] == "results/local/mine/local/mini/figures"
 
 
 def test_the_kernel_of_a_notebook_prints_no_shutdown_interrupt(tmp_path):

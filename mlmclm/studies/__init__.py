@@ -166,8 +166,8 @@ def reproduce(scale: str, root: Path, *, results_dir: str | None = None, output_
             (results / "paper").symlink_to(root / "results" / "paper", target_is_directory=True)
     paths = Paths(root, results / "runs", *(Path(d).resolve() if d else None for d in (checkpoints_dir, data_dir)))
     run(plan, paths, data_dir=paths.data / "tasks" if data_dir else None)
-    if out is None and not results_dir:  # not committed: its own notebooks, figures and tables
-        out = notebooks.local_folder(results, [scale])
+    if out is None:  # not committed, or a results folder of one's own: its own notebooks, figures and tables
+        out = notebooks.local_folder(results, [scale], own=results.resolve() != (root / "results").resolve())
     figures = out / "figures" if out else root / "figures"
     tables = out / "tables" if out else results / "tables"
     sub = "" if scale == "paper" else f"ours-{scale}"

@@ -158,10 +158,14 @@ def shows_in_place(runs_dir: Path, scale: str) -> bool:
     return committed is None or scale in committed
 
 
-def local_folder(results_dir: Path, scales) -> Path | None:
-    """Where the notebooks showing `scales` go when one of them is not committed (tiny, a user's own scale), so that
-    the committed notebooks, figures and tables never show it: ``<results_dir>/local/<scale>/`` (several scales: joined
-    by "+"), which git ignores; None where every one shows in place (`shows_in_place`) or none is named."""
+def local_folder(results_dir: Path, scales, own: bool = False) -> Path | None:
+    """Where the notebooks showing `scales` go when one of them is not committed (tiny, a user's own scale), or when
+    they read a results folder of one's `own` (not the working root's `results/`), so that the committed notebooks,
+    figures and tables never show it: ``<results_dir>/local/<scale>/`` (several scales: joined by "+"; none named:
+    "all"), which git ignores under results/; None where every one shows in place (`shows_in_place`) or none is
+    named, in the working root's results."""
+    if own:
+        return results_dir / "local" / ("+".join(scales) if scales else "all")
     if not scales or all(shows_in_place(results_dir / "runs", s) for s in scales):
         return None
     return results_dir / "local" / "+".join(scales)
@@ -509,8 +513,9 @@ def main(argv: list[str] | None, root: Path) -> int:
     check_kinds(parameters)
     parameters.update({name: typed_path(value, root) for name, value in parameters.items()  # from where one stands
                        if name in FOLDERS and value is not None})
-    out = local_folder(_resolve(root, parameters.get("results_dir", "results")),
-                       names(parameters.get("scales"), "scales"))
+    results = _resolve(root, parameters.get("results_dir", "results"))
+    own = results.resolve() != (root / "results").resolve()  # a results folder of one's own: never in place
+    out = local_folder(results, names(parameters.get("scales"), "scales"), own=own)
     if out:  # a scale not committed: its own notebooks, figures and tables, never over the committed ones
         parameters = {"figures_dir": repo_relative(out / "figures", root),
                       "tables_dir": repo_relative(out / "tables", root), **parameters}
