@@ -110,19 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     SIGTERM with 143. Anything else is a bug and keeps its traceback. The signals are the command's only where it is
     the program (`argv` None: the command line); a caller that passes `argv` (a test, a script) keeps its own, so that
     Ctrl-C raises `KeyboardInterrupt` out of this call and SIGTERM does what it does there (pytest stops)."""
-    import os
     import signal
 
-    program, interrupted, me, done = argv is None, [], os.getpid(), False
-
-    def on_signal(signum, frame):  # noted: a library may swallow the KeyboardInterrupt and fail otherwise
-        if os.getpid() != me and signum == signal.SIGTERM:  # a forked worker ends as by default; its parent reports
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        interrupted.append(signum)
-        raise KeyboardInterrupt
-
+    program, interrupted, done, stopping = argv is None, [], False, []
+    on_signal = _on_signal(interrupted, stopping)
     ours = program and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored one stays so
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
     term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
@@ -136,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlmclm: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: what was written is kept, a re-run goes on from there
+        stopping.append(True)
         if not program:
             raise
         return _interrupted(e.args[0] if e.args else "interrupted", interrupted)
@@ -164,6 +156,27 @@ def main(argv: list[str] | None = None) -> int:
         if term:
             signal.signal(signal.SIGTERM, previous_term)
         sys.unraisablehook = previous_hook
+
+
+def _on_signal(interrupted: list[int], stopping: list):
+    """`main`'s handler of SIGINT and SIGTERM: each noted in `interrupted` (a library may swallow the
+    KeyboardInterrupt and fail otherwise) and raised as KeyboardInterrupt, unless `main` is already `stopping` (a
+    second signal while the first one's line is said, a launcher's, is noted, not raised); a forked worker ends as by
+    default on SIGTERM, and its parent reports."""
+    import os
+    import signal
+
+    me = os.getpid()
+
+    def on_signal(signum, frame):
+        if os.getpid() != me and signum == signal.SIGTERM:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        interrupted.append(signum)
+        if not stopping:
+            raise KeyboardInterrupt
+    return on_signal
 
 
 def _signal_again(interrupted: list[int], previous):
