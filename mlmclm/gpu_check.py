@@ -2,22 +2,30 @@
 
 It writes `OUT/gpu.csv`, one row a measurement with its own time (`elapsed_s`: the seconds of the fresh process that
 measured it, start-up included; `at_s`: when it ended, from the check's start) and the device, torch and commit, and
-prints each row as it writes it. The cheap measurements come first, the compiled ones last:
-1. parity: the model against its transformers twin (`to_hf`: EuroBert and Llama) on the same weights and ids, in bf16
+prints each row as it writes it. The rows no run has measured yet come first (`results/bench/gpu.csv` holds the last
+run's), then the cheap measurements, the compiled ones last:
+1. the seconds `checkpoints.write_state` takes to record the sha256 of a checkpoint's files, a checkpoint of the last
+   FSDP size (1B) written as a pretraining run writes it (accelerate's state after one AdamW step, `hf/` weights) into
+   a temporary folder removed after;
+2. the compiled 210M CLM step at the larger micro-batches (16);
+3. one optimizer step of 610M and of 1B under FSDP2 with one process, compiled (`torch.compile` of the prepared
+   model, as `training.build` compiles a run's), its plugin read from the shipped accelerate config
+   (`mlmclm/shipped/accelerate/fsdp.yaml`, what a multi-GPU launch uses);
+4. parity: the model against its transformers twin (`to_hf`: EuroBert and Llama) on the same weights and ids, in bf16
    autocast, as the largest |logit difference| over the logits' spread;
-2. MFU and peak memory of the 210M training step at sequence 2048, eager, at the first micro-batch, MLM-40% and CLM
+5. MFU and peak memory of the 210M training step at sequence 2048, eager, at the first micro-batch, MLM-40% and CLM
    (`bench.bench_mfu`'s rule);
-3. the largest micro-batch of that step that fits (doubled from the largest given until CUDA runs out of memory);
-4. one optimizer step of 610M and of 1B under FSDP with one process, its plugin read from the shipped accelerate
-   config (`mlmclm/shipped/accelerate/fsdp.yaml`, what a multi-GPU launch uses);
-5. one `small` pretraining step (its recipe's shape and batch);
-6. the `kernels` attention backend, the other micro-batches, the loss-chunk sizes, eager;
-7. the compiled step (`torch.compile`; the loss's chunk loop stays out of the graph, `modeling.linear_cross_entropy`):
-   the first micro-batch, the loss-chunk sizes, the other micro-batches.
+6. the largest micro-batch of that step that fits (doubled from the largest given until CUDA runs out of memory);
+7. the FSDP2 step of 3., eager;
+8. one `small` pretraining step (its recipe's shape and batch);
+9. the `kernels` attention backend, the other micro-batches, the loss-chunk sizes, eager;
+10. the compiled step (`torch.compile`; the loss's chunk loop stays out of the graph, `modeling.linear_cross_entropy`):
+   the first micro-batch, the loss-chunk sizes, MLM-40% at the other micro-batches.
 Each measurement runs in a fresh python process stopped, with any process it started, when the `--budget` seconds
-from the check's start are spent: a compile still running then leaves a row that says so, the rows after it say they
-were not measured, and the command ends within its budget (plus its own start-up). On a CPU (`--device cpu`, a small
-`--size` and `--seq-len`) the same code runs in fp32, for tests; FSDP then says it is measured on a GPU only.
+from the check's start are spent. A row without a number says why in its note, "not measured: ...": stopped at the
+budget (a compile still running then), the budget spent before it started, out of memory, a failure (its error's last
+line), or FSDP on a CPU. The command ends within its budget (plus its own start-up). On a CPU (`--device cpu`, a small
+`--size` and `--seq-len`) the same code runs in fp32, for tests.
 """
 
 from __future__ import annotations
@@ -27,10 +35,12 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,8 +57,10 @@ from .models import modeling
 from .models.configuration import MlmClmConfig
 from .models.convert import to_hf
 from .models.modeling import MlmClmForMaskedLM
+from .paths import STATE, hf_dir
 from .sizes import shape
-from .training.objectives import IGNORE
+from .training import checkpoints
+from .training.objectives import IGNORE, label_positions
 from .training.optim import build_optimizer
 
 FSDP_CONFIG = Path(str(resources.files("mlmclm") / "shipped" / "accelerate" / "fsdp.yaml"))
@@ -121,18 +133,27 @@ def parity(size: str, seq_len: int, device: str) -> list[dict]:
 
 def plan(device: str, peak: float, size: str = "210m", seq_len: int = 2048, batches=(8, 16),
          chunks=(1 << 25, 1 << 29), fsdp_sizes=("610m", "1b"), small: bool = True, steps: int = 10,
-         compiled: bool = True, max_micro: int = 256) -> list[tuple[str, dict]]:
-    """The check's measurements in order, cheap first, compiled last: (a key of `MEASURES`, its arguments)."""
+         compiled: bool = True, max_micro: int = 256, scratch: str = "") -> list[tuple[str, dict]]:
+    """The check's measurements in order (a key of `MEASURES`, its arguments): those no run has measured yet first
+    (the hash of a checkpoint of the last FSDP size, written under `scratch`; the compiled CLM step at the other
+    micro-batches; FSDP compiled), then the others, cheap first, compiled last."""
     def step(objective, backend, batch, chunk=None, compile_model=False):
         return ("step", dict(variant=[objective, backend, compile_model, batch, chunk], size=size, seq_len=seq_len,
                              device=device, peak=peak, steps=steps))
+
+    def fsdp(name, compile_model):
+        return ("fsdp", dict(size=name, seq_len=seq_len, batch=max(first // 2, 1), device=device, peak=peak,
+                             compile_model=compile_model))
     first = batches[0]
-    work = [("parity", dict(size=size, seq_len=min(seq_len, 512), device=device))]
+    work = [("checkpoint hash", dict(size=fsdp_sizes[-1], folder=scratch, device=device))] if fsdp_sizes else []
+    if compiled:
+        work += [step("CLM", "sdpa", b, compile_model=True) for b in batches[1:]]
+        work += [fsdp(s, True) for s in fsdp_sizes]
+    work += [("parity", dict(size=size, seq_len=min(seq_len, 512), device=device))]
     work += [step(o, "sdpa", first) for o in OBJECTIVES]
     work += [("max micro-batch", dict(size=size, seq_len=seq_len, device=device, first=max(batches),
                                       limit=max_micro))]
-    work += [("fsdp", dict(size=s, seq_len=seq_len, batch=max(first // 2, 1), device=device, peak=peak))
-             for s in fsdp_sizes]
+    work += [fsdp(s, False) for s in fsdp_sizes]
     work += [("small step", dict(device=device, peak=peak, steps=steps))] if small else []
     work += [step(o, "kernels", first) for o in OBJECTIVES] if device == "cuda" else []
     work += [step(o, "sdpa", b) for b in batches[1:] for o in OBJECTIVES]
@@ -140,8 +161,11 @@ def plan(device: str, peak: float, size: str = "210m", seq_len: int = 2048, batc
     if compiled:
         work += [step(o, "sdpa", first, compile_model=True) for o in OBJECTIVES]
         work += [step("CLM", "sdpa", first, n, compile_model=True) for n in chunks]
-        work += [step(o, "sdpa", b, compile_model=True) for b in batches[1:] for o in OBJECTIVES]
+        work += [step("MLM40", "sdpa", b, compile_model=True) for b in batches[1:]]
     return work
+
+
+HASH_VARIANT = "sha256 of its files (checkpoints.write_state)"
 
 
 def describe(kind: str, args: dict) -> dict:
@@ -151,7 +175,18 @@ def describe(kind: str, args: dict) -> dict:
     if kind == "step":
         objective, backend, compile_model, row["batch"], chunk = args["variant"]
         row["variant"] = f"{objective} [{backend}]" + (" compiled" if compile_model else "") + chunk_label(chunk)
+    elif kind == "fsdp":
+        row["variant"] = "MLM40 FSDP2 one process" + (" compiled" if args.get("compile_model") else "")
+    elif kind == "checkpoint hash":
+        row["variant"] = HASH_VARIANT
     return row
+
+
+def failure(error: str) -> str:
+    """The note of a row whose measurement raised `error` (its last line): out of memory, or what failed."""
+    if "OutOfMemoryError" in error:
+        return f"not measured: out of memory ({error[:160]})"
+    return f"not measured: failed: {error[:200]}"
 
 
 @contextlib.contextmanager
@@ -171,8 +206,10 @@ def measure_step(variant: tuple, size: str, seq_len: int, device: str, peak: flo
     with loss_chunk(chunk):
         rows = bench.bench_mfu(size, seq_len, batch, backends=[backend], objectives=[objective], steps=steps,
                                device=device, peak=peak, compile_model=compiled)
-    for r in rows:
-        r.update(check="step", mfu=r.pop("ratio", ""), variant=r["variant"] + chunk_label(chunk))
+    for r in rows:  # a variant that raised (out of memory): `bench_mfu` says so in its name, the row in its note
+        error = r["variant"].partition(" failed: ")[2]
+        r.update(check="step", mfu=r.pop("ratio", ""), variant=describe("step", {"variant": variant})["variant"],
+                 **({"note": failure(error)} if error else {}))
     return rows
 
 
@@ -221,15 +258,12 @@ def largest_micro_batch(size: str, seq_len: int, device: str, first: int, limit:
         batch *= 2
     return [{"check": "max micro-batch", "size": size, "variant": "CLM [sdpa] step, fused AdamW", "seq_len": seq_len,
              "batch": fits if fits is not None else "", "peak_mib": f"{peak:.0f}" if peak is not None else "",
-             "note": f"the largest of {first}, {2 * first}, ... that trains; {stop}"}]
+             "note": f"the largest of {first}, {2 * first}, ... that trains; {stop}" if fits is not None
+             else f"not measured: {stop}"}]
 
 
-def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, steps: int = 3) -> list[dict]:
-    """One optimizer step (median of `steps` after one) of `size` under accelerate's FSDP with one process, the
-    plugin from the shipped config; MFU and peak memory."""
-    row = {"check": "fsdp", "size": size, "variant": "MLM40 FSDP2 one process", "seq_len": seq_len, "batch": batch}
-    if device != "cuda":
-        return [{**row, "note": "measured on a GPU only (FSDP on CPU processes: tests/test_distributed.py)"}]
+def fsdp_accelerator():
+    """accelerate's `Accelerator` in bf16 under FSDP with one process, the plugin read from the shipped config."""
     import yaml
     from accelerate import Accelerator, FullyShardedDataParallelPlugin
 
@@ -244,29 +278,77 @@ def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, ste
         fsdp_version=spec["fsdp_version"], auto_wrap_policy="transformer_based_wrap",
         transformer_cls_names_to_wrap=[spec["fsdp_transformer_layer_cls_to_wrap"]],
         reshard_after_forward=spec["fsdp_reshard_after_forward"], state_dict_type=spec["fsdp_state_dict_type"])
-    accelerator = Accelerator(mixed_precision="bf16", fsdp_plugin=plugin)
+    return Accelerator(mixed_precision="bf16", fsdp_plugin=plugin)
+
+
+def fsdp_step(size: str, seq_len: int, batch: int, device: str, peak: float, steps: int = 3,
+              compile_model: bool = False) -> list[dict]:
+    """One optimizer step (median of `steps` after one, three when compiled) of `size` under accelerate's FSDP with
+    one process (`fsdp_accelerator`), MLM-40% with the labelled positions given as a run gives them, compiled after
+    `prepare` as `training.build` compiles a run's model; MFU and peak memory."""
+    row = describe("fsdp", {"size": size, "seq_len": seq_len, "batch": batch, "compile_model": compile_model})
+    if device != "cuda":
+        return [{**row, "note": "not measured: on a GPU only (FSDP on CPU processes: tests/test_distributed.py)"}]
+    accelerator = fsdp_accelerator()
     config = MlmClmConfig.from_size(size, max_position_embeddings=max(seq_len, 128), **bench.SPECIAL_IDS)
     model = MlmClmForMaskedLM(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     model, optimizer = accelerator.prepare(model, optimizer)
+    forward = torch.compile(model) if compile_model else model
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g).cuda()
-    labels = torch.where(torch.rand(ids.shape, generator=g).cuda() < 0.4, ids, IGNORE)
+    ids = torch.randint(4, config.vocab_size, (batch, seq_len), generator=g)
+    labels = torch.where(torch.rand(ids.shape, generator=g) < 0.4, ids, IGNORE)
+    positions, ids, labels = label_positions(labels).cuda(), ids.cuda(), labels.cuda()
     inputs = ids.masked_fill(labels != IGNORE, config.mask_token_id)
-    times = []
+    warmup, times = 3 if compile_model else 1, []
     torch.cuda.reset_peak_memory_stats()
-    for _ in range(steps + 1):  # the first one untimed
+    for _ in range(steps + warmup):  # the first ones untimed
         t = time.perf_counter()
-        accelerator.backward(model(inputs, labels=labels).loss)
+        accelerator.backward(forward(inputs, labels=labels, label_positions=positions).loss)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
-    seconds = sorted(times[1:])[len(times[1:]) // 2]
+    seconds = sorted(times[warmup:])[steps // 2]
     tokens = batch * seq_len / seconds
     mfu = tokens * config.flops_per_token(seq_len, output_fraction=0.4) / (peak * 1e12)
     return [{**row, "median_s": f"{seconds:.4f}", "tokens_per_s": f"{tokens:.1f}", "mfu": f"{mfu:.4g}",
              "peak_mib": f"{torch.cuda.max_memory_allocated() / 2**20:.0f}"}]
+
+
+def checkpoint_hash(size: str, folder: str, device: str) -> list[dict]:
+    """The seconds `checkpoints.write_state` takes to record the sha256 of every file of a `size` checkpoint, as a
+    pretraining run records them when it saves one: a checkpoint written as a one-process run writes it (accelerate's
+    state after one AdamW step: fp32 weights, optimizer moments, RNG states; then the weights in `hf/`, without a
+    tokenizer) into a new folder under `folder` (the system's temporary folder where empty), removed after."""
+    from accelerate import Accelerator
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    config = MlmClmConfig.from_size(size, **bench.SPECIAL_IDS)
+    with torch.device(device):
+        model = MlmClmForMaskedLM(config)
+    optimizer = build_optimizer(model, 1e-4, (0.9, 0.95), 1e-8, 0.1)
+    accelerator = Accelerator(cpu=device != "cuda", mixed_precision="bf16" if device == "cuda" else "no")
+    model, optimizer = accelerator.prepare(model, optimizer)
+    ids = torch.randint(4, config.vocab_size, (1, 16), device=accelerator.device)
+    accelerator.backward(model(ids, labels=ids, is_causal=True).loss)
+    optimizer.step()
+    path = Path(tempfile.mkdtemp(prefix="checkpoint-", dir=folder or None))
+    try:
+        t = time.perf_counter()
+        accelerator.save_state(str(path))
+        accelerator.unwrap_model(model).save_pretrained(hf_dir(path))
+        written, t = time.perf_counter() - t, time.perf_counter()
+        checkpoints.write_state(path, {"step": 1})
+        seconds = time.perf_counter() - t
+        files = [f for f in path.rglob("*") if f.is_file() and f.name != STATE]
+        gib = sum(f.stat().st_size for f in files) / 2**30
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    return [{**describe("checkpoint hash", {"size": size}), "value": f"{seconds:.3g}",
+             "note": f"s to hash {len(files)} files, {gib:.3g} GiB ({gib / seconds:.3g} GiB/s), as just written "
+                     f"(in {written:.3g} s: accelerate's state after one AdamW step, hf/ weights)"}]
 
 
 def run(out: Path, device: str = "cuda", budget: float = 480.0, peak: float | None = None, echo=None,
@@ -280,12 +362,13 @@ def run(out: Path, device: str = "cuda", budget: float = 480.0, peak: float | No
     if peak is None:
         raise SystemExit(f"no known bf16 peak for {name!r}: pass --peak-tflops")
     check = Check(Path(out), budget, echo or (lambda text: None))
-    for kind, args in plan(device, peak, **options):
-        left = check.left()
-        if left <= 0:
-            check.add([{**describe(kind, args), "note": f"not measured: the {budget:.0f} s budget was spent"}], 0)
-            continue
-        check.add(*in_child(kind, args, left))
+    with tempfile.TemporaryDirectory(prefix="mlmclm-gpu-check-") as scratch:  # what a stopped measurement left
+        for kind, args in plan(device, peak, scratch=scratch, **options):
+            left = check.left()
+            if left <= 0:
+                check.add([{**describe(kind, args), "note": f"not measured: the {budget:.0f} s budget was spent"}], 0)
+                continue
+            check.add(*in_child(kind, args, left))
     return check.out / "gpu.csv"
 
 
@@ -311,12 +394,12 @@ def in_child(kind: str, args: dict, limit: float) -> tuple[list[dict], float]:
     elapsed, row = time.perf_counter() - started, describe(kind, args)
     if stdout is None:
         child.communicate()
-        return [{**row, "note": f"stopped at the budget after {elapsed:.0f} s"}], elapsed
+        return [{**row, "note": f"not measured: stopped at the budget after {elapsed:.0f} s"}], elapsed
     with contextlib.suppress(ValueError, IndexError):
         if child.returncode == 0:
             return json.loads(stdout.strip().splitlines()[-1]), elapsed
     last = (stderr.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
-    return [{**row, "note": f"failed: {last[:200]}"}], elapsed
+    return [{**row, "note": failure(last)}], elapsed
 
 
 def _child(spec: str) -> None:
@@ -335,8 +418,9 @@ def small_step(device: str, peak: float, steps: int) -> list[dict]:
     return [{**r, "check": "small step", "mfu": r.pop("ratio", "")} for r in rows]
 
 
+# what `plan` names, by name (run in a fresh process: `in_child`)
 MEASURES = {"parity": parity, "step": measure_step, "max micro-batch": largest_micro_batch, "fsdp": fsdp_step,
-            "small step": small_step}  # what `plan` names, by name (run in a fresh process: `in_child`)
+            "small step": small_step, "checkpoint hash": checkpoint_hash}
 
 
 def _positive(option: str, value, kind=int):
