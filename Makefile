@@ -44,8 +44,9 @@ bench: $(STAMP)
 	$(VENV)/bin/mlmclm bench finetune
 	$(VENV)/bin/mlmclm bench notebooks
 
-# The prepared GPU check (one H100 or H200; every measurement in a fresh process, stopped at --budget, 480 s): parity, the eager 210M step,
-# the largest micro-batch, FSDP 610M/1B, a small step, then compiled steps -> $(OUT)/gpu.csv, each row printed as written. Runs with the
+# The prepared GPU check (one H100 or H200; every measurement in a fresh process, stopped at --budget, 480 s): the rows never measured
+# first (a 1B checkpoint's hashing, compiled CLM micro-batch 16, compiled FSDP 610M/1B), then parity, the eager 210M step, the largest
+# micro-batch, eager FSDP, a small step, compiled steps last -> $(OUT)/gpu.csv, each row printed as written. Runs with the
 # machine's own python3 and torch (no .venv): on a lent GPU, from the repository root, `make bench-gpu OUT=$$OUT`.
 GPU_PY ?= python3
 OUT    ?= results/bench

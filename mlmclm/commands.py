@@ -197,15 +197,16 @@ def bench_options(p) -> None:  # long: the argparse table of the five benchmarks
     mfu.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: known GPUs)")
     mfu.add_argument("--compile", action="store_true", help="torch.compile the model")
     mfu.set_defaults(run=_bench)
-    gpu = b.add_parser("gpu", help="the prepared GPU check, cheap rows first: parity, the 210M step, the largest "
-                                   "micro-batch, FSDP 610M/1B, a small step, backends, micro-batches, loss chunks, "
-                                   "then compiled -> OUT/gpu.csv")
+    gpu = b.add_parser("gpu", help="the prepared GPU check, rows never measured first (hashing a 1B checkpoint, "
+                                   "the compiled CLM micro-batch 16, compiled FSDP 610M/1B), then parity, the 210M "
+                                   "step, the largest micro-batch, eager FSDP, a small step, backends, micro-batches, "
+                                   "loss chunks, compiled last -> OUT/gpu.csv")
     gpu.add_argument("out", help="the folder gpu.csv is written to (on a lent GPU: $OUT)")
     gpu.add_argument("--device", default="cuda", help="cuda (bf16); cpu runs the code in fp32, for testing")
     gpu.add_argument("--size", default="210m", help="model size of the step and parity rows (default: 210m)")
     gpu.add_argument("--seq-len", type=int, default=2048, help="tokens a sequence (default: 2048)")
     gpu.add_argument("--batches", default="8,16", help="comma-separated micro-batch sizes (default: 8,16)")
-    gpu.add_argument("--fsdp-sizes", default="610m,1b", help="comma-separated sizes of the FSDP rows ('' for none)")
+    gpu.add_argument("--fsdp-sizes", default="610m,1b", help="comma-separated sizes of the FSDP rows ('' for none); the last one's checkpoint is the one hashed")
     gpu.add_argument("--no-small", action="store_true", help="leave out the small scale's pretraining step")
     gpu.add_argument("--steps", type=int, default=10, help="timed steps a variant (default: 10)")
     gpu.add_argument("--budget", type=float, default=480, help="seconds from the check's start within which every "
