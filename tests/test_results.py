@@ -489,14 +489,30 @@ def test_the_crossover_plus_minus_is_the_verdicts_interval_of_the_same_differenc
                                                ("table05.csv", "table,model,task_group,dataset,score,ci\n",
                                                 "a header and no rows"),
                                                ("table01.csv", "setting,value\nLayers,28\n", "missing column(s) size"),
-                                               ("table07.csv", "a,b\n1,2\n1,2,3,4\n", "not a readable CSV")])
+                                               ("table07.csv", "a,b\n1,2\n1,2,3,4\n", "not a readable CSV"),
+                                               ("table05.csv", "score abc", "score 'abc' in row 3 is not a number"),
+                                               ("table05.csv", None, "not a readable CSV (Is a directory)"),
+                                               ("table05.csv", "", "missing")])
 def test_an_empty_or_damaged_paper_table_is_refused_naming_it_before_a_notebook_writes(table, text, says, tmp_path):
-    """An empty, header-only or damaged table of the paper's: one line naming the file and how to restore it, from
-    the notebooks' setup, before any figure or table is written (it was a pandas error naming no file)."""
+    """An empty, header-only, damaged or missing table of the paper's, a word in a score's cell, a folder in a
+    table's place: one line naming the file and how to restore it, from the notebooks' setup, before any figure or
+    table is written (it was a pandas error naming no file, or the table's rows silently gone)."""
     from mlmclm import notebooks
 
     shutil.copytree(PAPER, tmp_path / "results" / "paper")
-    (tmp_path / "results" / "paper" / table).write_text(text)
+    path = tmp_path / "results" / "paper" / table
+    if says == "missing":
+        path.unlink()
+    elif text is None:
+        path.unlink()
+        path.mkdir()
+    elif text == "score abc":
+        lines = path.read_text().splitlines()
+        cells = lines[2].split(",")
+        cells[lines[0].split(",").index("score")] = "abc"
+        path.write_text("\n".join([*lines[:2], ",".join(cells), *lines[3:]]) + "\n")
+    else:
+        path.write_text(text)
     with pytest.raises(ResultFileError, match=re.escape(f"{table}: {says}")) as e:
         notebooks.setup(tmp_path, results_dir="results", sources=["paper"], scales=None,
                         figures_dir=str(tmp_path / "figures"), tables_dir=str(tmp_path / "tables"))
@@ -504,7 +520,8 @@ def test_an_empty_or_damaged_paper_table_is_refused_naming_it_before_a_notebook_
     assert not (tmp_path / "figures").exists() and not (tmp_path / "tables").exists()
 
 
-@pytest.mark.parametrize("text, says", [("", "empty (no header)"), ("x,y\n1,2\n", "missing column(s) claim, group")])
+@pytest.mark.parametrize("text, says", [("", "empty (no header)"), ("x,y\n1,2\n", "missing column(s) claim, group"),
+                                        (None, "not a readable CSV (Is a directory)")])
 def test_an_empty_verdicts_table_is_refused_naming_it_before_a_notebook_writes(text, says, tmp_path):
     """A verdicts table the notebooks would add their rows to, empty or without its columns: one line naming it
     and what to do, before anything is written (a header-only one is read as holding no rows)."""
@@ -512,10 +529,15 @@ def test_an_empty_verdicts_table_is_refused_naming_it_before_a_notebook_writes(t
 
     shutil.copytree(PAPER, tmp_path / "results" / "paper")
     (tmp_path / "tables" / "ours-mini").mkdir(parents=True)
-    (tmp_path / "tables" / "ours-mini" / "verdicts.csv").write_text(text)
+    if text is None:
+        (tmp_path / "tables" / "ours-mini" / "verdicts.csv").mkdir()
+    else:
+        (tmp_path / "tables" / "ours-mini" / "verdicts.csv").write_text(text)
     with pytest.raises(ResultFileError, match=re.escape(f"verdicts.csv: {says}")) as e:
         notebooks.setup(tmp_path, results_dir="results", sources=["paper"], scales=None,
                         figures_dir=str(tmp_path / "figures"), tables_dir=str(tmp_path / "tables"))
     assert "delete it" in str(e.value)
+    if text is None:
+        (tmp_path / "tables" / "ours-mini" / "verdicts.csv").rmdir()
     (tmp_path / "tables" / "ours-mini" / "verdicts.csv").write_text("claim,group\n")
     assert notebooks.read_verdicts(tmp_path / "tables" / "ours-mini" / "verdicts.csv").empty

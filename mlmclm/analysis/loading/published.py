@@ -17,29 +17,39 @@ RESTORE = "the paper's tables ship with this repository: restore it (git checkou
 PAPER_COLUMNS = ["table", "model", "task_group", "dataset", "score", "ci"]
 
 
-def read_table(path: str | Path, columns, fix: str, rows: bool = True, **kwargs) -> pd.DataFrame:
-    """A CSV table (the paper's, ours) holding at least ``columns`` (and a row, with ``rows``); an empty, unreadable
-    or incomplete one is a `ResultFileError` naming the file, what is wrong and ``fix``."""
+def read_table(path: str | Path, columns, fix: str, rows: bool = True, numbers=(), **kwargs) -> pd.DataFrame:
+    """A CSV table (the paper's, ours) holding at least ``columns`` (and a row, with ``rows``; a number in every cell
+    of ``numbers``); a missing, empty, unreadable or incomplete one is a `ResultFileError` naming the file, what is
+    wrong and ``fix``."""
     try:
         df = pd.read_csv(path, **kwargs)
+    except FileNotFoundError:
+        raise ResultFileError(f"{path}: missing; {fix}") from None
     except pd.errors.EmptyDataError:
         raise ResultFileError(f"{path}: empty (no header); {fix}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise ResultFileError(f"{path}: not a readable CSV ({str(e).splitlines()[0]}); {fix}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, IsADirectoryError, PermissionError) as e:
+        why = str(e).splitlines()[0] if not isinstance(e, OSError) else e.strerror
+        raise ResultFileError(f"{path}: not a readable CSV ({why}); {fix}") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ResultFileError(f"{path}: missing column(s) {', '.join(missing)}; {fix}")
     if rows and df.empty:
         raise ResultFileError(f"{path}: a header and no rows; {fix}")
+    for column in numbers:
+        bad = pd.to_numeric(df[column], errors="coerce").isna()
+        if bad.any():
+            row = int(bad.idxmax())
+            raise ResultFileError(f"{path}: {column} {df[column].iloc[row]!r} in row {row + 2} is not a number; {fix}")
+        df[column] = pd.to_numeric(df[column])
     return df
 
 
 def load_paper(paper_dir: str | Path) -> pd.DataFrame:
     """Tables 2-17 (results/paper/table02.csv ... table17.csv) as scores, with a ``table`` column."""
-    files = sorted(Path(paper_dir).glob("table[0-9][0-9].csv"))
-    frames = [read_table(f, PAPER_COLUMNS, RESTORE) for f in files if f.name != "table01.csv"]
-    if not frames:
+    files = [Path(paper_dir) / f"table{i:02d}.csv" for i in range(2, 18)]  # every one: a table left out is missing
+    if not any(f.exists() for f in files):
         raise ResultFileError(f"{paper_dir}: no table02.csv ... table17.csv")
+    frames = [read_table(f, PAPER_COLUMNS, RESTORE, numbers=("score", "ci")) for f in files]
     df = pd.concat(frames, ignore_index=True)
     df = with_attributes(df[PAPER_COLUMNS])
     df["source"], df["scale"], df["n"], df["flag"] = "paper", "paper", pd.NA, ""
