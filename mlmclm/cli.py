@@ -233,7 +233,7 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every verb of the command table, each verb's --help ending in how its paths are read
     where it takes one."""
-    parser = argparse.ArgumentParser(prog="mlmclm", description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
+    parser = commands.Parser(prog="mlmclm", description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
     for verb, help_, add_options in _verbs():  # notebooks: its --help and the rest of its line are its own
         add_options(sub.add_parser(verb, help=help_, add_help=verb != "notebooks"))
@@ -323,6 +323,7 @@ def _main(argv: list[str] | None) -> int:
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
     parser = build_parser()
+    commands.Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, rest = parser.parse_known_args(argv)
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option

@@ -45,6 +45,20 @@ def finish_parsers(parser) -> None:
             p.epilog = PATHS
 
 
+class Parser(argparse.ArgumentParser):
+    """The command line's parser (every verb's too): a required option left out names a close option typed in its
+    place (`--scal tiny`: did you mean --scale?), as an option a verb does not take does (`unknown_hint`)."""
+    argv: list[str] = []  # the words being parsed, set by `cli` before it parses them
+
+    def error(self, message):
+        if message.startswith("the following arguments are required"):
+            own = [o for a in self._actions for o in a.option_strings]
+            typed = [w.split("=")[0] for w in Parser.argv if w.startswith("--") and w.split("=")[0] not in own]
+            near = [(w, c[0]) for w in typed if (c := difflib.get_close_matches(w, own, n=1, cutoff=0.7))]
+            message += "".join(f" ({w}: did you mean {c}?)" for w, c in near)
+        super().error(message)
+
+
 def verb_parser(parser, argv: list[str]):
     """The parser of the verb `argv` names (`mlmclm study run ...`: study run's), else `parser` itself."""
     for word in argv:

@@ -51,7 +51,8 @@ def cache_dir() -> Path:
 
 
 TRACKED_PACKAGES = ("mlmclm", "torch", "transformers", "tokenizers", "datasets", "accelerate", "kernels", "numpy")
-HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/name": a hub id (a path that does not exist may be one)
+_HUB_PART = r"\w(?:[\w.-]*\w)?"  # a hub owner's or name's rule: no '.' or '-' at either end (./x is a path)
+HUB_ID = re.compile(rf"^{_HUB_PART}/{_HUB_PART}$")  # "owner/name": a hub id (a path that does not exist may be one)
 
 
 @contextlib.contextmanager

@@ -99,7 +99,11 @@ def test_study_plan_and_run_name_every_study_by_default():
     (["pretrain", "tiny", "--scale", "tiny"], "mlmclm pretrain: error: unrecognized arguments: --scale tiny (--scale "
                                               "is an option of mlmclm coverage"),
     (["study", "run", "--runs-dirr", "x"], "mlmclm study run: error: unrecognized arguments: --runs-dirr (did you "
-                                           "mean --runs-dir?; see mlmclm study run --help)")])
+                                           "mean --runs-dir?; see mlmclm study run --help)"),
+    (["finetune", "--scal", "tiny", "x"], "mlmclm finetune: error: the following arguments are required: --scale "
+                                          "(--scal: did you mean --scale?)"),
+    (["coverage", "--scal", "tiny"], "mlmclm coverage: error: the following arguments are required: --scale (--scal: "
+                                     "did you mean --scale?)")])
 def test_an_option_a_verb_does_not_take_is_named_under_its_own_usage_with_what_to_use(argv, says, capsys):
     """An option the verb does not have: the verb's own usage (not the top level's) and, in the same line, its close
     option or the verbs that take it (they were a bare "unrecognized arguments" under `mlmclm`'s usage)."""

@@ -172,3 +172,15 @@ def test_the_coverage_command_refuses_a_scale_that_cannot_show_coverage(models, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot show coverage" in err[0] and says in err[0], err
     assert "mlmclm study run all --scale mini --set pretrain_seeds=2" in err[0]
+
+
+@pytest.mark.parametrize("scale, says", [("nosuch", "unknown scale 'nosuch'; choose one of"),
+                                         ("tiny", "no fine-tuning results of scale 'tiny' under")])
+def test_the_coverage_command_names_an_unknown_scale_and_one_without_results(scale, says, tmp_path, capsys):
+    from mlmclm import cli
+
+    (tmp_path / "runs" / "tiny" / "tiny-m-clm-42").mkdir(parents=True)  # a run folder, no fine-tuning results
+    assert cli.main(["coverage", "--scale", scale, "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert scale == "nosuch" or "mlmclm study run all --scale tiny" in err[0]

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...config import scale_names
 from ...errors import ConfigError
 from ..loading import aggregation
 from ..loading import results
@@ -324,11 +325,14 @@ def _coverage_cli(args) -> int:
     if args.replicas < 1 or args.n_boot < 1 or args.seed < 0:
         raise ConfigError(f"--replicas and --n-boot must be 1 or more and --seed 0 or more, got {args.replicas}, "
                           f"{args.n_boot} and {args.seed}")
+    if args.scale not in scale_names():
+        raise ConfigError(f"unknown scale {args.scale!r}; choose one of {', '.join(scale_names())}")
     folder = Path(args.results_dir).resolve() if args.results_dir else args.root / "results"
     data = results.load(folder, sources=["ours"], scale=args.scale)
     runs, scores = data.runs, data.scores
     if runs.empty:
-        raise ConfigError(f"no runs of scale {args.scale!r} under {folder / 'runs'}")
+        raise ConfigError(f"no fine-tuning results of scale {args.scale!r} under {folder / 'runs'} (train and fine-tune"
+                          f" them: mlmclm study run all --scale {args.scale})")
     averages = bootstrap.seed_averages(aggregation.default_grid(runs))
     _check_estimable(averages, args.scale, folder)
     st = seed_structure(averages)
