@@ -3,7 +3,9 @@ starts, `--dry-run` runs exactly that check, and a refused command writes nothin
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,6 +53,28 @@ def test_the_dry_run_writes_nothing_and_refuses_a_run_id_another_config_holds(tm
     (record / "config.yaml").write_text("run_id: tiny-m-clm-14-mlm40-42\noptim:\n  lr: 1.0\n")
     assert _pretrain(tmp_path, dry=True) == 2
     assert "with another config (its config.yaml differs)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tokenizer_kept", [True, False])
+def test_a_study_run_refused_by_pretrainings_data_check_leaves_no_folder(tokenizer_kept, tmp_path, capsys):
+    """Issue 63: shards whose meta.json records another vocabulary are refused in one line by a study run as by
+    `mlmclm pretrain`, and the study leaves no checkpoint folder (no run.json) nor run folder behind: refused by the
+    checks before work (tokenizer on disk), or later, as the run builds its tokenizer (tokenizer missing)."""
+    data = tmp_path / "data"
+    assert cli.main(["data", "tiny", f"data.root={data}"]) == 0
+    meta = next(data.glob("shards/*/meta.json"))
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "vocab_size": 600}))
+    if not tokenizer_kept:
+        shutil.rmtree(next(data.glob("tokenizers/*")))
+    before = _files(data) if tokenizer_kept else None
+    capsys.readouterr()
+    argv = ["study", "run", "scaling", "--scale", "tiny", "--model", "tiny-m-mlm40-42", "--pretrain-only",
+            "--runs-dir", str(tmp_path / "runs"), "--checkpoints-dir", str(tmp_path / "ckpt"), "--data-dir", str(data)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "they were tokenised with a 600-token vocabulary" in err, err
+    assert _files(tmp_path / "ckpt") == [] and _files(tmp_path / "runs") == []
+    assert before is None or _files(data) == before
 
 
 @pytest.mark.parametrize("k", ["[50]", "[42]", "[0]"])

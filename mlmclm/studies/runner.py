@@ -28,16 +28,19 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
     """A run that must produce a named checkpoint it no longer has restarts from its last checkpoint before it (in
     a checkpoint folder of its own identity only: another run's is refused, untouched). What is missing is read
     again under the folder's lock: another study run may have trained the run meanwhile (this one's `work` was read
-    before), and its checkpoints, which that process may be fine-tuning now, are not dropped then."""
-    from ..training.pretrain import claim
+    before), and its checkpoints, which that process may be fine-tuning now, are not dropped then. Nothing is dropped
+    before pretraining's own checks before work pass, and the folder's claim is checked, not written (pretraining
+    writes it as it starts): a run refused leaves no folder behind (issue 63)."""
+    from ..training.pretrain import check_before_work, claim
 
     def missing() -> list[int]:
         return [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]
     if missing():
+        check_before_work(cfg, cfg.schedule(), paths.root, create=False)
         root = paths.checkpoints_of(plan.scale.scale, run.id)
         with locks.hold(root):
             if lost := missing():
-                claim(root, cfg)
+                claim(root, cfg, write=False)
                 checkpoints.drop_after(root, min(lost))
 
 

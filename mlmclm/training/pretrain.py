@@ -100,7 +100,7 @@ def claim(root: Path, cfg: PretrainConfig, write: bool = True) -> None:
     checkpoints.claim(root, owner(cfg), write, legacy=legacy_identity(to_yaml(cfg)))
 
 
-def _check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, create: bool = True) -> None:
+def check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, create: bool = True) -> None:
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
     and `micro_batch_size: auto` on this machine, the init checkpoint, the context, the corpus, the output folders
     (`create=False`: checked, not created), a run_id naming another model than the config trains, and a run folder
@@ -147,7 +147,7 @@ def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Pat
     process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
     the same run waits for it, then finds the run complete."""
     schedule = cfg.schedule()
-    _check_before_work(cfg, schedule, root)
+    check_before_work(cfg, schedule, root)
     work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
     run_dir = run_folder(work.results_dir, cfg.scale, cfg.run_id)
     ckpt_root = run_folder(work.checkpoints_dir, cfg.scale, cfg.run_id)
@@ -597,7 +597,7 @@ def _recorded_identity(meta_path: Path) -> str | None:
 def pretrain_command(args) -> int:
     cfg, root = load_config(PretrainConfig, recipe_path(args.config), args.overrides), args.root
     if args.dry_run:  # the checks `pretrain` runs before any work, and nothing else
-        _check_before_work(cfg, cfg.schedule(), root, create=False)
+        check_before_work(cfg, cfg.schedule(), root, create=False)
         print(to_yaml(cfg), end="")
         for name, why in cfg.data.unused().items():
             print(f"# data.{name}: not used here ({why})")
