@@ -112,6 +112,27 @@ def test_the_sbatch_script_without_slurm_stops_in_one_line(tmp_path, given, miss
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]  # nothing written
 
 
+@pytest.mark.parametrize("name, value", [("SLURM_JOB_ID", "12.5"), ("SLURM_NNODES", "abc"), ("SLURM_NNODES", "0"),
+                                         ("SLURM_GPUS_PER_NODE", "4(x2)"), ("SLURM_GPUS_PER_NODE", "gpu:a100:x"),
+                                         ("SLURM_GPUS_PER_NODE", "gpu:-1")])
+def test_a_slurm_value_that_is_not_a_number_stops_in_one_line(tmp_path, name, value):
+    """With every variable set and scontrol answering, a job id, node count or GPU count that is not a whole number
+    (SLURM_GPUS_PER_NODE: 8, gpu:8, gpu:a100:8) stops the script in its own one line naming the variable and the
+    value, exit 2, before srun (issue 63: no bash arithmetic error, no launch)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _tool(bin_dir, "scontrol", FAKE_SCONTROL)
+    _tool(bin_dir, "srun", f"#!/bin/bash\ntouch {tmp_path / 'launched'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "node[0-1]", "SLURM_NNODES": "2",
+                "SLURM_GPUS_PER_NODE": "8", name: value}, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    proc = subprocess.run(["bash", str(SCRIPT), "paper"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "" and not (tmp_path / "launched").exists(), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"pretrain.sbatch: error: {name}='{value}' is not "), proc.stderr
+
+
 @pytest.mark.parametrize("gpus, processes", [("0", 2), ("4", 8), ("a100:8", 16)])
 def test_the_gpus_a_node_set_the_processes_and_the_port_follows_the_job(tmp_path, gpus, processes):
     """sbatch's --gpus-per-node (SLURM_GPUS_PER_NODE in the job, `[TYPE:]COUNT`) is the one setting: one process a
