@@ -269,3 +269,103 @@ def test_a_launch_on_shards_of_another_tokenizer_is_refused_before_any_folder(tm
     assert cli.main(["pretrain", str(config), "--dry-run"]) == 2
     assert f"shards {ours}: they were tokenised with another tokenizer" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("tokens,says", [
+    ({"train": "abc", "valid": 0}, 'its tokens.train is "abc", not a count of tokens'),
+    ({"train": None, "valid": 0}, "its tokens.train is null, not a count of tokens"),
+    ({"train": True, "valid": 0}, "its tokens.train is true, not a count of tokens"),
+    ({"train": 10, "valid": -4}, "its tokens.valid is -4, not a count of tokens"),
+    ([1, 2], "its tokens field is [1, 2], not the token count of each of train and valid"),
+    ({}, "its tokens field lists no train count"),
+    ({"train": 10}, "its tokens field lists no valid count"),
+])
+def test_a_shards_record_without_whole_token_counts_is_refused_before_any_folder(tmp_path, capsys, tokens, says):
+    """meta.json's `tokens` must give train's and valid's counts as whole numbers (that then match the streams):
+    anything else is refused in one line by `mlmclm data` and by `pretrain` before any run folder, naming the file,
+    the field and the command that makes the shards again (issue 63: a traceback, or a run on a stream the record
+    does not list)."""
+    config = _run_config_file(tmp_path)
+    assert cli.main(["data", str(config)]) == 0
+    shards = _shards_of(tmp_path / "data")
+    meta = json.loads((shards / "meta.json").read_text())
+    (shards / "meta.json").write_text(json.dumps({**meta, "tokens": tokens}))
+    capsys.readouterr()
+    for argv in (["data", str(config)], ["pretrain", str(config), "--dry-run"], ["pretrain", str(config)]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"mlmclm: error: shards {shards}: meta.json is incomplete: "
+                                                       f"{says}; remove that folder and prepare them again: "
+                                                       "mlmclm data CONFIG"), err
+    (shards / "meta.json").write_text("{not json")
+    assert cli.main(["data", str(config)]) == 2
+    assert "meta.json is unreadable (Expecting property name" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
+
+
+def test_a_tokenizer_is_the_one_its_folder_and_record_name(tmp_path, capsys):
+    """A trained tokenizer's folder names its vocabulary size, and its record (made.json) the size asked for and the
+    size and key it was made with: a corpus that gives fewer merges than asked is said and used, every time; another
+    tokenizer put in the folder (the folder copied whole, or its tokenizer.json alone) is refused in one line by
+    `mlmclm data` and `pretrain --dry-run` before any shards or run folder (issue 63: it was used, and said to be the
+    corpus's). A folder made before the record was kept is taken when it holds the size its name gives."""
+    few, other = _run_config_file(tmp_path, 5000), _run_config_file(tmp_path, 300)
+    assert cli.main(["data", str(few)]) == 0
+    (made,) = (tmp_path / "data" / "tokenizers").glob("*-bpe5000/made.json")
+    reached = json.loads(made.read_text())
+    assert reached["vocab_size"] == 5000 and 300 < reached["tokens"] < 5000
+    assert f"the corpus gives a vocabulary of {reached['tokens']:,}" in capsys.readouterr().out
+    assert cli.main(["data", str(few)]) == 0 and cli.main(["pretrain", str(few), "--dry-run"]) == 0
+    assert cli.main(["data", str(other)]) == 0
+    (theirs,) = (tmp_path / "data" / "tokenizers").glob("*-bpe300")
+    (ours,) = (tmp_path / "data" / "tokenizers").glob("*-bpe5000")
+    kept = tmp_path / "kept"
+    shutil.copytree(ours, kept)
+    shutil.rmtree(tmp_path / "data" / "shards")
+    capsys.readouterr()
+
+    def refused(says: str) -> None:
+        for argv in (["data", str(few)], ["pretrain", str(few), "--dry-run"]):
+            assert cli.main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and err.startswith(f"mlmclm: error: tokenizer {ours}: {says}"), err
+            assert err.endswith("; remove that folder and make it again: mlmclm data CONFIG [key=value ...] with the "
+                                "launch's config file and overrides\n"), err
+        assert not (tmp_path / "data" / "shards").exists() and not (tmp_path / "runs").exists()
+
+    shutil.copytree(theirs, ours, dirs_exist_ok=True)  # the other folder copied over this one, record and all
+    refused("its made.json says it was made for vocab_size 300, the folder names 5,000")
+    shutil.copy(kept / "made.json", ours)  # its tokenizer.json alone replaced
+    refused("its tokenizer.json (300 tokens, key ")
+    (ours / "made.json").unlink()  # as folders made before the record was kept
+    refused("its tokenizer.json holds 300 tokens, the folder names 5,000, and no made.json records that its corpus")
+    (theirs / "made.json").unlink()
+    assert cli.main(["data", str(other)]) == 0  # the size its name gives: taken without a record
+
+
+def test_a_stream_edited_with_its_size_and_time_put_back_is_read_again(tmp_path, capsys):
+    """verified.json remembers a stream's largest token id by its size, modification time and inode change time,
+    which `touch -r` or `os.utime` cannot set back: a token past the vocabulary written with the size and time put
+    back is found and refused (issue 63: it was taken on the remembered id); the stream as made is verified again."""
+    import os
+
+    config = _run_config_file(tmp_path)
+    assert cli.main(["data", str(config)]) == 0
+    shards = _shards_of(tmp_path / "data")
+    train, before = shards / "train.bin", (shards / "train.bin").stat()
+    stamp = json.loads((shards / "verified.json").read_text())["train"]
+    assert stamp == {"bytes": before.st_size, "mtime_ns": before.st_mtime_ns, "ctime_ns": before.st_ctime_ns,
+                     "max_token_id": stamp["max_token_id"]} and stamp["max_token_id"] < 300
+    original = train.read_bytes()
+    tokens = np.frombuffer(original, dtype=np.uint32).copy()
+    tokens[len(tokens) // 2] = 9000
+    train.write_bytes(tokens.tobytes())
+    os.utime(train, ns=(before.st_atime_ns, before.st_mtime_ns))  # the size and modification time as verified
+    assert (train.stat().st_size, train.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    capsys.readouterr()
+    assert cli.main(["data", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"shards {shards}: train.bin holds token id 9000 >= vocab_size 300" in err, err
+    train.write_bytes(original)
+    assert cli.main(["data", str(config)]) == 0
+    assert json.loads((shards / "verified.json").read_text())["train"]["max_token_id"] == stamp["max_token_id"]

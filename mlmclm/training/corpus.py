@@ -10,6 +10,7 @@
 Every step is cached: a second build with the same inputs does nothing.
 - `prepare_tokenizer`, `prepare_shards`: a pretraining run's tokenizer and shards, built once under a lock in folders
   named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them;
+  a trained tokenizer is checked against its folder's vocabulary size and its record (`tokenizer_fault`), and
   shards are checked whole (`shards_fault`) and against their record and the run's tokenizer, whose vocabulary is
   the model's (`shards_mismatch`: the tokenizer's key and vocabulary size in meta.json, no token id past it) every
   time they are found. With `build=False` (a multi-process launch, which never builds data: `mlmclm data` prepares
@@ -201,8 +202,13 @@ def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_f
 # ---------------------------------------------------------------------------------------------------------------
 # Tokenizer
 # ---------------------------------------------------------------------------------------------------------------
+MADE = "made.json"  # in a trained tokenizer's folder: the vocabulary size asked for, the size reached, its key
+
+
 def train_tokenizer(texts: Iterator[str], vocab_size: int, out: Path, max_chars: int = 50_000_000) -> Path:
-    """Byte-level BPE trained on (at most `max_chars` of) `texts`, saved as a transformers tokenizer in `out`."""
+    """Byte-level BPE trained on (at most `max_chars` of) `texts`, saved as a transformers tokenizer in `out` with
+    its record (`MADE`: the vocabulary size asked for, the size the text gave and the tokenizer's key), which tells a
+    corpus that gives fewer merges than asked from a tokenizer file put there since (`tokenizer_fault`)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -226,6 +232,7 @@ def train_tokenizer(texts: Iterator[str], vocab_size: int, out: Path, max_chars:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, **SPECIAL_TOKENS)
     with atomic_path(out, is_dir=True) as tmp:
         fast.save_pretrained(tmp)
+        write_json(tmp / MADE, {"vocab_size": vocab_size, "tokens": len(fast), "tokenizer": tokenizer_key(fast)})
     return out
 
 
@@ -360,7 +367,9 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
     """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
     with a mask (and pad) token added when missing. `build=False`: a tokenizer to train that is not trained yet is
     refused (`not_prepared`; `root`: the working root `cfg` is resolved against, `PretrainConfig.resolved`), and a
-    vocabulary smaller than data.vocab_size is not said again (it was when the tokenizer was made)."""
+    vocabulary smaller than data.vocab_size is not said again (it was when the tokenizer was made). A trained
+    tokenizer found that is not the one its folder names (`tokenizer_fault`) is refused, naming the command that
+    makes it again."""
     data, folder = cfg.data, Path(cfg.data.root)
     if hf_tokenizer is not None:
         tok = hf_tokenizer
@@ -379,12 +388,46 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
                 texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
                 train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
         tok = load_tokenizer(str(path))
+        if fault := tokenizer_fault(path, tok, data.vocab_size):
+            raise ConfigError(f"tokenizer {path}: {fault}; remove that folder and make it again: "
+                              f"{prepare_command(cfg, root)}")
         if build and len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":  # said once: as made
             print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
                   f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
                   "give a larger corpus", flush=True)
         return tok
     return load_tokenizer(data.tokenizer, data.mask_token)
+
+
+def tokenizer_fault(path: Path, tokenizer, vocab_size: int) -> str | None:
+    """What makes the trained tokenizer `tokenizer`, read from `path`, not the one the folder names (None when it
+    is): its record (`MADE`, written as it was made) must give the folder's vocabulary size as asked for, and the
+    size and key of the tokenizer file as made; a vocabulary smaller than asked is the corpus's only where the record
+    says so. A folder made before the record was kept must hold the vocabulary its name gives."""
+    try:
+        made = json.loads((path / MADE).read_text())
+    except FileNotFoundError:
+        if len(tokenizer) == vocab_size:
+            return None
+        return (f"its tokenizer.json holds {len(tokenizer):,} tokens, the folder names {vocab_size:,}, and no {MADE} "
+                "records that its corpus gave no more merges than that")
+    except (OSError, ValueError) as e:
+        return f"its {MADE} is unreadable ({str(e).splitlines()[0]})"
+    made = made if isinstance(made, dict) else {}
+    if made.get("vocab_size") != vocab_size:
+        return f"its {MADE} says it was made for vocab_size {_quoted(made.get('vocab_size'))}, the folder names " \
+            f"{vocab_size:,}"
+    key = tokenizer_key(tokenizer)
+    if (made.get("tokens"), made.get("tokenizer")) != (len(tokenizer), key):
+        return (f"its tokenizer.json ({len(tokenizer):,} tokens, key {key}) is not the one {MADE} records as made "
+                f"({_quoted(made.get('tokens'))} tokens, key {_quoted(made.get('tokenizer'))})")
+    return None
+
+
+def _quoted(value) -> str:
+    """A value read from a record, as a line of a message shows it (JSON, cut short)."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def shards_dir(cfg: PretrainConfig, tokenizer) -> Path:
@@ -420,21 +463,46 @@ def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: 
     return out
 
 
+SPLITS = ("train", "valid")  # the token streams of a shards folder, each counted in meta.json's tokens
+
+
 def shards_fault(out: Path) -> str | None:
     """What makes the shards folder `out` unusable (None when it is whole): not built, no meta.json (not finished or
-    cut short), or a token stream whose size is not the token count meta.json records (a copy cut short)."""
+    cut short), a meta.json that is not JSON or whose `tokens` does not give each split's count as a whole number
+    (`record_fault`), or a token stream whose size is not the count meta.json records (a copy cut short)."""
     if not out.exists():
         return "not built"
     try:
-        tokens = json.loads((out / "meta.json").read_text())["tokens"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "partial: no readable meta.json"
-    for split, count in tokens.items():
+        meta = json.loads((out / "meta.json").read_text())
+    except FileNotFoundError:
+        return "partial: no meta.json"
+    except (OSError, ValueError) as e:
+        return f"meta.json is unreadable ({str(e).splitlines()[0]})"
+    if fault := record_fault(meta):
+        return f"meta.json is incomplete: {fault}"
+    for split, count in ((s, meta["tokens"][s]) for s in SPLITS):
         path = out / f"{split}.bin"
         size = path.stat().st_size if path.is_file() else None
         if size != 4 * count:
             return (f"partial: {split}.bin is missing" if size is None else
                     f"partial: {split}.bin holds {size:,} bytes, meta.json says {4 * count:,} ({count:,} tokens)")
+    return None
+
+
+def record_fault(meta) -> str | None:
+    """What a shards folder's meta.json lacks for its streams to be checked (None when nothing): a record whose
+    `tokens` gives the token count of each of `SPLITS` as a whole number."""
+    if not isinstance(meta, dict):
+        return f"it holds a JSON {type(meta).__name__}, not a record"
+    tokens = meta.get("tokens")
+    if not isinstance(tokens, dict):
+        return f"its tokens field is {_quoted(tokens)}, not the token count of each of {' and '.join(SPLITS)}"
+    for split in SPLITS:
+        if split not in tokens:
+            return f"its tokens field lists no {split} count"
+        count = tokens[split]
+        if type(count) is not int or count < 0:
+            return f"its tokens.{split} is {_quoted(count)}, not a count of tokens"
     return None
 
 
@@ -454,20 +522,22 @@ def shards_mismatch(out: Path, tokenizer) -> str | None:
     if any(a != b for a, b in ids.values()):
         return (f"their documents are separated by bos/eos ids {ids['bos'][0]}/{ids['eos'][0]}, the run's tokenizer "
                 f"has {ids['bos'][1]}/{ids['eos'][1]}")
-    for split in meta["tokens"]:
+    for split in SPLITS:
         top = max_token_id(out, split)
         if top >= vocab:
             return f"{split}.bin holds token id {top} >= vocab_size {vocab} (the model's, the run's tokenizer's)"
     return None
 
 
-VERIFIED = "verified.json"  # the shards' largest token ids as last read, each by its stream's size and time
+VERIFIED = "verified.json"  # the shards' largest token ids as last read, each by its stream's size and times
 
 
 def max_token_id(out: Path, split: str) -> int:
     """The largest token id of the shards' stream `split` (-1 when empty), read in chunks once, then remembered in
-    `out/verified.json` for the file as it is (its size and modification time: a file changed since is read again),
-    so that a launch's processes do not each read again what `mlmclm data` read (a read-only folder: read each time)."""
+    `out/verified.json` for the file as it is (its size, modification time and inode change time, which `touch` or
+    `os.utime` cannot set back: a file changed since is read again, even one whose size and modification time were
+    put back; a copied folder is read once again), so that a launch's processes do not each read again what
+    `mlmclm data` read (a read-only folder: read each time)."""
     path, stamp_path = out / f"{split}.bin", out / VERIFIED
     st = path.stat()
     try:
@@ -476,15 +546,15 @@ def max_token_id(out: Path, split: str) -> int:
         stamp = {}
     stamp = stamp if isinstance(stamp, dict) else {}
     seen = stamp.get(split)
-    if isinstance(seen, dict) and (seen.get("bytes"), seen.get("mtime_ns")) == (st.st_size, st.st_mtime_ns) \
-            and isinstance(seen.get("max_token_id"), int):
+    stat = {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+    if isinstance(seen, dict) and {k: seen.get(k) for k in stat} == stat and isinstance(seen.get("max_token_id"), int):
         return seen["max_token_id"]
     top, chunk = -1, 1 << 24
     if st.st_size:
         tokens = np.memmap(path, dtype=np.uint32, mode="r")
         top = max(int(tokens[i:i + chunk].max()) for i in range(0, len(tokens), chunk))
     with contextlib.suppress(OSError):
-        write_json(stamp_path, {**stamp, split: {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "max_token_id": top}})
+        write_json(stamp_path, {**stamp, split: {**stat, "max_token_id": top}})
     return top
 
 
