@@ -14,8 +14,22 @@ import their module only when the verb runs: no `--help` imports torch.
 from __future__ import annotations
 
 import sys  # first, and little before `main`: Ctrl-C in any later moment is caught there
+import signal
+from pathlib import Path
 
-import argparse
+EARLY: list[int] = []  # a Ctrl-C or SIGTERM while the program imports this module: noted here, said by `main`
+
+
+def _early(signum, frame):
+    EARLY.append(signum)
+
+
+if Path(sys.argv[0]).name == "mlmclm" or Path(sys.argv[0]).parent.name == "mlmclm":  # the program (not a test)
+    for _sig, _default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(_sig) is _default:
+            signal.signal(_sig, _early)
+
+import argparse  # noqa: E402 (after the handler above: these imports take a second on a loaded machine)
 
 from . import commands
 from .errors import MlmClmError
@@ -110,17 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     SIGTERM with 143. Anything else is a bug and keeps its traceback. The signals are the command's only where it is
     the program (`argv` None: the command line); a caller that passes `argv` (a test, a script) keeps its own, so that
     Ctrl-C raises `KeyboardInterrupt` out of this call and SIGTERM does what it does there (pytest stops)."""
-    import signal
-
     program, interrupted, done, stopping = argv is None, [], False, []
     on_signal = _on_signal(interrupted, stopping)
-    ours = program and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # an ignored one stays so
+    ours = program and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _early)  # an ignored one stays
     previous = signal.signal(signal.SIGINT, on_signal) if ours else None
-    term = program and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # SIGTERM (kill, a scheduler) as Ctrl-C
+    term = program and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _early)  # SIGTERM (kill, a scheduler)
     previous_term = signal.signal(signal.SIGTERM, on_signal) if term else None
     previous_hook = sys.unraisablehook
     sys.unraisablehook = _signal_again(interrupted, previous_hook) if ours or term else previous_hook
     try:
+        if EARLY and program:  # signalled while this module imported
+            interrupted.extend(EARLY)
+            raise KeyboardInterrupt
         status, done = _main(argv), True
         return status
     except MlmClmError as e:  # a user's error: one clear line; anything else is a bug and keeps its traceback
@@ -164,7 +179,6 @@ def _on_signal(interrupted: list[int], stopping: list):
     second signal while the first one's line is said, a launcher's, is noted, not raised); a forked worker ends as by
     default on SIGTERM, and its parent reports."""
     import os
-    import signal
 
     me = os.getpid()
 
