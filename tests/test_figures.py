@@ -6,6 +6,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -561,3 +562,22 @@ def test_the_figures_table_names_every_committed_figure_of_ours():
         name = re.search(r"(fig\d\d_[a-z_]+)\.png", row).group(1)
         committed = {p.parent.name.removeprefix("ours-") for p in (REPO / "figures").glob(f"ours-*/{name}.png")}
         assert listed == committed, (name, listed, committed)
+
+
+def test_fig12_draws_the_mean_of_the_pretraining_seeds_as_one_line(tmp_path, monkeypatch):
+    """Two pretraining seeds of each CPT and its base run: one line a base, at each step the seeds' mean (they were
+    drawn as one line zigzagging between the seeds' values)."""
+    runs_dir = tmp_path / "runs" / "mini"
+    for base in ("clm", "mlm40"):
+        for seed, level in (("", 9.0), ("-p1", 7.0)):
+            _logs(runs_dir, f"mini-m-{base}-400{seed}", list(range(20, 401, 20)), level)
+            _config(runs_dir, f"mini-m-{base}-400{seed}")
+            cpt = f"mini-m-{base}-dec400-mlm40-600{seed}"
+            _logs(runs_dir, cpt, list(range(20, 201, 20)), level - 3)
+            _config(runs_dir, cpt, f"mini-m-{base}-400{seed}", 400)
+    drawn = _capture(monkeypatch)
+    figures.fig12(results.load_pretrain_logs(runs_dir), tmp_path, "ours", "mini")
+    lines = [line for line in drawn[0].axes[0].get_lines() if "based" in line.get_label()]
+    assert len(lines) == 3  # MLM-based; CLM-based before its CPT (CLM loss) and after
+    for line in lines:
+        assert np.all(np.diff(line.get_xdata()) > 0) and "(mean of 2 seeds)" in line.get_label()

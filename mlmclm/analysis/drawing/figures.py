@@ -314,8 +314,9 @@ def fig11(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | No
 
 
 def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: str = "") -> Drawn:
-    """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue); each curve
-    follows its run's lineage (``views.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
+    """Fig. 12: pretraining loss against step for each CPT length, CLM-based (red) vs MLM-based (blue), the mean over
+    the CPT runs' pretraining seeds at each step (they were drawn as one zigzag line); each curve follows its run's
+    lineage (``views.cpt_loss_curves``): the base run's loss, then the CPT's MLM loss from the
     step it starts at (a vertical line). The CLM-based curve's base part is a CLM loss: dotted. Notebook 05_cpt;
     reads, through ``logs`` (`run_tree.load_pretrain_logs`), results/runs/<scale>/<run_id>/pretrain.csv and
     config.yaml (``init``: the run a CPT continues)."""
@@ -327,14 +328,16 @@ def fig12(logs: pd.DataFrame, out_dir: str | Path, source: str = "ours", scale: 
         with matplotlib.rc_context(STYLE):
             for ax, length in zip(axes, lengths):
                 p = part[part["cpt_steps"] == length]
-                for base, color in BASE_COLORS.items():
-                    d = p[p["base"] == base].sort_values("step")
+                for base, color in BASE_COLORS.items():  # pretraining seeds: their mean at each step, one line
+                    runs = p[p["base"] == base]
+                    d = runs.groupby("step", as_index=False).agg(loss=("loss", "mean"), start=("start", "first"))
+                    seeds = f" (mean of {runs['model'].nunique()} seeds)" if runs["model"].nunique() > 1 else ""
                     base_part = d["step"] <= d["start"]
                     if base == "CLM":
                         ax.plot(d["step"][base_part], d["loss"][base_part], color=color, lw=1, ls=":",
-                                label="CLM-based, CLM loss (before CPT)")
+                                label=f"CLM-based, CLM loss (before CPT){seeds}")
                         d = d[~base_part]
-                    ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based, MLM loss")
+                    ax.plot(d["step"], d["loss"], color=color, lw=1, label=f"{base}-based, MLM loss{seeds}")
                 for start in sorted(p["start"].unique()):
                     ax.axvline(start, color="0.5", ls="--", lw=1, label="CPT starts", zorder=1)
                 ax.set(title=f"{ids.step_label(length)}-step CPT", xlabel="step", ylabel="training loss")
