@@ -156,6 +156,11 @@ def _state(env, job: int) -> str:
     return re.search(r"JobState=(\S+)", _run(env, "scontrol", "show", "job", str(job))).group(1)
 
 
+def _log(folder: Path, job: int) -> str:
+    """The job's log; a process killed by the requeue may have cut a character of its progress bar in two."""
+    return (folder / f"mlmclm-pretrain-{job}.out").read_bytes().decode(errors="replace")
+
+
 def _wait_ended(env, job: int, timeout: float = 300) -> str:
     deadline = time.monotonic() + timeout
     while (state := _state(env, job)) not in ENDED:
@@ -182,7 +187,7 @@ def runs(tmp_path_factory, cluster):
     launches = {cfg.run_id: (cfg, path) for cfg, path in launches}
     job = _submit(cluster, folder, launches["two"][1])
     state = _wait_ended(cluster, job)
-    log = (folder / f"mlmclm-pretrain-{job}.out").read_text()
+    log = _log(folder, job)
     assert state == "COMPLETED", log[-3000:]
     return folder, one, launches, log
 
@@ -220,7 +225,7 @@ def test_a_requeue_by_the_scripts_trap_resumes_and_the_log_keeps_both_attempts(r
         time.sleep(0.2)
     _run(cluster, "scontrol", "update", f"JobId={job}", "StartTime=now")
     state = _wait_ended(cluster, job)
-    log = (folder / f"mlmclm-pretrain-{job}.out").read_text()
+    log = _log(folder, job)
     assert state == "COMPLETED", log[-3000:]
     assert f"time limit near: requeueing job {job}" in log and log.count("requeued: complete") == 2
     starts = _bar_starts(log, "requeued")
@@ -238,7 +243,7 @@ def test_a_cancelled_job_submitted_again_resumes(runs, cluster):
     assert _wait_ended(cluster, first) == "CANCELLED"
     again = _submit(cluster, folder, path)
     state = _wait_ended(cluster, again)
-    log = (folder / f"mlmclm-pretrain-{again}.out").read_text()
+    log = _log(folder, again)
     assert state == "COMPLETED", log[-3000:]
     starts = _bar_starts(log, "cancelled")
     assert len(starts) == 1 and starts[0] >= 10, starts
