@@ -23,8 +23,8 @@ The output layer and MLM: the model's losses send only the labelled positions th
 head, `_sparse_loss` in `mlmclm.models.modeling`), so a step counts the output matmul on `output_fraction` of its
 tokens: the mask ratio for MLM (a 40% MLM step computes 40% of CLM's logits), (T - 1) / T or 1 for CLM; 1 counts it
 densely, for every token. A schedule of several objectives sums its steps at their fractions
-(`mlmclm.schedule.Schedule.output_fractions`: a mixed step at its rows' mean fraction, an alternating phase step by
-step; `schedule_flops`).
+(`mlmclm.schedule.Schedule.output_fractions`: a mixed step at its rows' mean fraction, an alternating phase and a
+masking-ratio ramp step by step; `schedule_flops`).
 
 The rules (`RULES`: the terms each counts) and their callers:
 

@@ -10,6 +10,8 @@ A model id (results/README.md, "Model ids") is the paper's released model name, 
                                                   the decayed run {size}-{obj}-{steps}
     {size}-{mix|alt}{c}clm{m}mlmR-{steps}         a mixed or alternating objective    mini-xs-mix1clm15mlm40-4620
                                                   from scratch (`mlmclm.schedule`)
+    {size}-mlmRtoR2-{steps}                       a masking-ratio ramp from R% to R2%  twin-mlm40to20-21k
+                                                  from scratch (`mlmclm.schedule`)
     {size}-mlmR-dec{steps}-clm-{k}-mlmR-{total}   the CLM detour: CPT of the decayed   mini-xs-mlm40-dec4620-clm-5830-
                                                   run with CLM to step `k`, then MLM   mlm40-7040
     ...-p{N}                                      pretraining seed N (none: seed 0)   mini-xs-clm-9240-p1
@@ -47,11 +49,12 @@ from .paths import CONFIG, META
 from .schedule import Objective, parse_objective
 from .sizes import SIZES
 
-_REST = (r"(?P<obj>clm|mlm\d+|(?:mix|alt)\d+clm\d+mlm\d+)-(?P<dec>dec)?(?P<steps>\d+k?)(?:-clm-(?P<detour>\d+k?))?"
-         r"(?:-(?P<then>mlm\d+)-(?P<total>\d+k?))?(?:-p(?P<seed>\d+))?(?:-(?P<step>\d+))?$")
+_REST = (r"(?P<obj>clm|mlm\d+(?:to\d+)?|(?:mix|alt)\d+clm\d+mlm\d+)-(?P<dec>dec)?(?P<steps>\d+k?)"
+         r"(?:-clm-(?P<detour>\d+k?))?(?:-(?P<then>mlm\d+)-(?P<total>\d+k?))?(?:-p(?P<seed>\d+))?(?:-(?P<step>\d+))?$")
 _ID = re.compile(r"^(?P<size>[a-z0-9][a-z0-9-]*?)-" + _REST)  # a decoder's name (`cpt_decoders`) as the size
 _SIZED = re.compile(r"^(?P<size>" + "|".join(sorted(map(re.escape, SIZES), key=len, reverse=True)) + ")-" + _REST)
-FORM = "{size}-{clm|mlmR|mix{c}clm{m}mlmR|alt{c}clm{m}mlmR}-[dec]{steps}[-clm-{k}][-mlmR-{total}][-p{N}][-{step}]"
+FORM = ("{size}-{clm|mlmR|mlmRtoR2|mix{c}clm{m}mlmR|alt{c}clm{m}mlmR}-[dec]{steps}[-clm-{k}][-mlmR-{total}][-p{N}]"
+        "[-{step}]")
 
 
 def _match(text: str) -> re.Match | None:
@@ -80,7 +83,7 @@ def _steps(token: str) -> int:
 class ModelId:
     """One model id, written by `str()` and read by `ModelId.parse` (the module's docstring has the forms)."""
     size: str
-    objective: str                 # the first phase's: clm, mlmR (R: the masking ratio, in percent), mix.. or alt..
+    objective: str                 # the first phase's: clm, mlmR (R: masking, in percent), mlmRtoR2 (a ramp), mix..
     steps: int                     # where the first phase ends (a CPT: the length of the decayed run it continues)
     then: str | None = None        # the second phase's objective (mlmR), up to `total`
     total: int | None = None
@@ -120,13 +123,15 @@ class ModelId:
 
     @property
     def mask_ratio(self) -> int | None:
-        """The masking ratio of the run's MLM (its last MLM phase), None for a CLM-only run."""
+        """The masking ratio of the run's MLM (its last MLM phase), None for a CLM-only run and for a masking-ratio
+        ramp (`mlm40to20`: no single ratio)."""
         ratio = re.search(r"mlm(\d+)$", self.then or self.objective)
         return int(ratio[1]) if ratio else None
 
     @property
     def kind(self) -> str:
-        """The first phase's objective kind: "clm", "mlm", "mix" (mixed batches) or "alt" (alternating steps)."""
+        """The first phase's objective kind: "clm", "mlm", "mix" (mixed batches), "alt" (alternating steps) or
+        "ramp" (a masking-ratio ramp)."""
         o = parse_objective(self.objective)
         return o.name if isinstance(o, Objective) else o.kind
 

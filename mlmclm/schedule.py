@@ -6,11 +6,15 @@
   - `mix1clm15mlm40`: a mixed phase (GPT-BERT): every batch split 1 : 15 between CLM (its first rows: causal
     attention, next-token labels) and MLM-40% (the other rows: bidirectional, masked-token labels);
   - `alt1clm1mlm40`: an alternating phase (AntLM): 1 CLM step, then 1 MLM-40% step, repeated from the phase's first
-    step (`alt2clm6mlm30`: 2 CLM steps then 6 MLM-30% steps, a period of 8).
-  The CLM share comes first in both. A mixed or alternating phase is no causal model: it is exported and
-  fine-tuned as a masked LM.
+    step (`alt2clm6mlm30`: 2 CLM steps then 6 MLM-30% steps, a period of 8);
+  - `mlm40to20`: a masking-ratio ramp, MLM whose masking ratio moves linearly from 40% at the phase's first step to
+    20% at its last (step index i of n: 40 + (20 - 40) x i / (n - 1); a one-step phase trains at 40%); both
+    percentages in (0, 100), whole and different; increasing ramps too (`mlm15to30`).
+  The CLM share comes first in the mixed and alternating ones. A mixed, alternating or ramp phase is no causal
+  model: it is exported and fine-tuned as a masked LM.
 - `Schedule`: a list of `(objective, steps)` phases sharing one warmup-stable-decay learning-rate schedule; what a
-  step trains (`step_objective`, `parts`: which rows of the batch under which objective) and how many steps of each
+  step trains (`step_objective`: an alternating phase's or a ramp's objective at that step; `parts`: which rows of
+  the batch under which objective) and how many steps of each
   output-layer fraction a schedule holds (`output_fractions`, for `mlmclm.flops.schedule_flops`).
 """
 
@@ -24,8 +28,9 @@ from typing import ClassVar, Union
 from .errors import ConfigError
 
 FORMS = ("write 'clm', 'mlm' with a masking percentage (e.g. 'mlm40'), a mixed phase 'mix{c}clm{m}mlm{percent}' "
-         "(c causal : m masked rows of every batch, e.g. 'mix1clm15mlm40') or an alternating one "
-         "'alt{c}clm{m}mlm{percent}' (c CLM steps then m MLM steps, e.g. 'alt1clm1mlm40')")
+         "(c causal : m masked rows of every batch, e.g. 'mix1clm15mlm40'), an alternating one "
+         "'alt{c}clm{m}mlm{percent}' (c CLM steps then m MLM steps, e.g. 'alt1clm1mlm40') or a masking-ratio ramp "
+         "'mlm{a}to{b}' (MLM from a% at the phase's first step to b% at its last, linearly, e.g. 'mlm40to20')")
 
 
 @dataclass(frozen=True)
@@ -114,14 +119,43 @@ class Alternating(_Pair):
         return steps // period * self.clm + min(steps % period, self.clm)
 
 
-AnyObjective = Union[Objective, Mixed, Alternating]
+@dataclass(frozen=True)
+class Ramp:
+    """`mlm{a}to{b}`: MLM whose masking ratio moves linearly from `start`% at the phase's first step to `end`% at its
+    last; a step trains plain MLM at its own ratio (`at`)."""
+    kind: ClassVar[str] = "ramp"
+    start: int  # percent
+    end: int
+
+    is_causal: ClassVar[bool] = False  # exported and fine-tuned as a masked LM
+    has_mlm: ClassVar[bool] = True
+
+    def __str__(self):
+        return f"mlm{self.start}to{self.end}"
+
+    def at(self, index: int, steps: int) -> Objective:
+        """MLM at the ratio of the phase's step `index` (0-based) of its `steps`: start + (end - start) x index /
+        (steps - 1) percent (a one-step phase: start)."""
+        percent = self.start + (self.end - self.start) * index / (steps - 1) if steps > 1 else self.start
+        return Objective("mlm", percent / 100)
+
+    def clm_steps(self, steps: int) -> int:
+        """None of its steps trains CLM."""
+        return 0
+
+
+AnyObjective = Union[Objective, Mixed, Alternating, Ramp]
 _PAIR = re.compile(r"(mix|alt)(\d+)clm(\d+)(mlm.*)")
+_RAMP = re.compile(r"mlm(\d+)to(\d+)")
 
 
 def parse_objective(spec: str) -> AnyObjective:
-    """`"clm"`, `"mlm{percent}"` (e.g. `"mlm40"`: 40% masking), `"mix{c}clm{m}mlm{percent}"` or
-    `"alt{c}clm{m}mlm{percent}"` (the module docstring)."""
+    """`"clm"`, `"mlm{percent}"` (e.g. `"mlm40"`: 40% masking), `"mix{c}clm{m}mlm{percent}"`,
+    `"alt{c}clm{m}mlm{percent}"` or `"mlm{a}to{b}"` (the module docstring)."""
     text = str(spec).strip().lower()
+    ramp = _RAMP.fullmatch(text)
+    if ramp:
+        return _ramp(int(ramp.group(1)), int(ramp.group(2)), spec)
     pair = _PAIR.fullmatch(text)
     if pair:
         kind, clm, mlm = pair.group(1), int(pair.group(2)), int(pair.group(3))
@@ -130,6 +164,17 @@ def parse_objective(spec: str) -> AnyObjective:
                               f"objective is written 'clm' or '{pair.group(4)}'")
         return (Mixed if kind == "mix" else Alternating)(clm, mlm, _single(pair.group(4), spec))
     return _single(text, spec)
+
+
+def _ramp(start: int, end: int, spec: str) -> Ramp:
+    """The ramp from `start`% to `end`%; `spec` is what the user wrote, for the error."""
+    if not (0 < start < 100 and 0 < end < 100):
+        raise ConfigError(f"objective {spec!r}: both masking percentages of a ramp must be in (0, 100), got {start} "
+                          f"and {end}")
+    if start == end:
+        raise ConfigError(f"objective {spec!r}: a ramp from {start}% to {end}% does not move; a constant masking "
+                          f"ratio is written 'mlm{start}'")
+    return Ramp(start, end)
 
 
 def _single(text: str, spec: str) -> Objective:
@@ -187,9 +232,12 @@ class Schedule:
         return self._locate(step)[0]
 
     def step_objective(self, step: int) -> Objective | Mixed:
-        """What `step` trains: its phase's objective, or an alternating phase's objective at this step."""
+        """What `step` trains: its phase's objective, or an alternating phase's or a ramp's objective at this step
+        (a ramp's: plain MLM at the step's masking ratio)."""
         phase, index = self._locate(step)
-        o = self.phases[phase][0]
+        o, steps = self.phases[phase]
+        if isinstance(o, Ramp):
+            return o.at(index, steps)
         return o.at(index) if isinstance(o, Alternating) else o
 
     def parts(self, step: int, batch_size: int) -> list[tuple[Objective, int, int]]:
@@ -204,7 +252,8 @@ class Schedule:
 
     def output_fractions(self, upto: int | None = None) -> Counter:
         """{output-layer fraction: steps} over steps 1..`upto` (all by default): a mixed step counts its rows' mean
-        fraction, an alternating phase each step's own objective (`mlmclm.flops.schedule_flops` sums them)."""
+        fraction, an alternating phase and a ramp each step's own objective (`mlmclm.flops.schedule_flops` sums
+        them)."""
         counts = Counter()
         for step in range(1, (self.total if upto is None else upto) + 1):
             counts[self.step_objective(step).output_fraction] += 1

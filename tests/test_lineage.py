@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import write_run
-from mlmclm.analysis.loading import results
+from mlmclm.analysis.loading import compute, results
 from mlmclm.analysis.loading.ids import ATTRIBUTES, parse_model_id
 from mlmclm.analysis.loading.run_tree import load_pretrain_logs, load_run_tree, run_parameters
 from mlmclm.errors import ResultFileError
@@ -41,6 +41,36 @@ def _config(root: Path, run: str, phases: str, init: str = "{kind: scratch}", se
 def _result(root: Path, model: str, run: str, step: int) -> None:
     write_run(root, model, "TC", "toy_pos", 1e-3, 0, 0.5, 0.5,
               meta={"checkpoint": f"checkpoints/tiny/{run}/step_{step:06d}/hf", "step": step})
+
+
+def test_a_masking_ratio_ramp_run_loads_as_its_own_objective_without_a_single_ratio(tmp_path):
+    """A ramp (`mlm40to20`) is never one of the masking-ratio sweep's constant-ratio MLM runs: objective ``ramp``,
+    no ``mask_ratio``, every step an MLM step; its records and its id agree, and its FLOPs count MLM at its mean
+    ratio over the steps it trained (issue 61, item 3)."""
+    run = "tiny-m-mlm40to20-40-p1"
+    _config(tmp_path, run, "[[mlm40to20, 40]]", seed=1)
+    for model, step in [(run, 40), (f"{run}-20", 20), (f"{run}-0", 0)]:
+        _result(tmp_path, model, run, step)
+    got = load_run_tree(tmp_path, "ours", "tiny").drop_duplicates("model").set_index("model")[ATTRIBUTES]
+    by_id = pd.DataFrame([parse_model_id(m) for m in got.index], index=got.index)[ATTRIBUTES]
+    assert got[ATTRIBUTES[:-1]].astype(str).equals(by_id[ATTRIBUTES[:-1]].astype(str))  # the family aside: its name
+    want = {  # objective, mask_ratio, steps, clm_steps, mlm_steps, intermediate
+        run: ["ramp", None, 40, 0, 40, False], f"{run}-20": ["ramp", None, 20, 0, 20, True],
+        f"{run}-0": ["random", None, 0, 0, 0, False]}
+    for model, values in want.items():
+        row = got.loc[model, ["objective", "mask_ratio", "steps", "clm_steps", "mlm_steps", "intermediate"]]
+        assert [None if pd.isna(v) else v for v in row] == values, model
+    assert not results.sequential(got.reset_index()).any() and set(got["pretrain_seed"]) == {1}
+    # FLOPs: step i of 40 masks 40 - 20 i / 39 percent, so the first s steps average 40 - 10 (s - 1) / 39
+    assert compute.ramp_mask_ratio(run, 40) == pytest.approx(30.0)
+    assert compute.ramp_mask_ratio(f"{run}-20", 20) == pytest.approx(40 - 10 * 19 / 39)
+    assert compute.ramp_mask_ratio("tiny-m-mlm40to20-dec40-mlm20-50", 50) == pytest.approx((40 * 30 + 10 * 20) / 50)
+    with pytest.raises(ResultFileError, match="names no masking-ratio ramp"):
+        compute.ramp_mask_ratio("tiny-m-mlm40-40", 40)
+    arch = {"tiny-m": {"embeddings": 1000, "body": 5000, "output_layer": 1000, "tokens_per_step": 256}}
+    flops = compute.with_flops(got.reset_index()[lambda d: d["objective"] == "ramp"], arch).set_index("model")
+    assert flops.loc[run, "flops"] == pytest.approx(compute.checkpoint_flops(arch["tiny-m"], 0, 40, 30.0)[0])
+    assert flops.loc[run, "flops"] == pytest.approx(6 * 256 * 40 * (1000 + 5000 + 0.3 * 1000))
 
 
 def test_runs_under_free_names_are_analysed_from_their_configs(tmp_path):

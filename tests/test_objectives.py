@@ -1,5 +1,5 @@
-"""MLM masking statistics, CLM labels and the warmup-stable-decay phase schedule, mixed and alternating phases
-included (their FLOPs too)."""
+"""MLM masking statistics, CLM labels and the warmup-stable-decay phase schedule, mixed and alternating phases and
+masking-ratio ramps included (their FLOPs too)."""
 
 import re
 
@@ -8,7 +8,7 @@ import torch
 
 from mlmclm import flops
 from mlmclm.errors import ConfigError
-from mlmclm.schedule import CLM, Alternating, Mixed, Objective
+from mlmclm.schedule import CLM, Alternating, Mixed, Objective, Ramp
 from mlmclm.training.objectives import IGNORE, Schedule, clm_labels, mlm_inputs, parse_objective
 
 MASK, SPECIAL = 3, torch.tensor([0, 1, 2, 3])
@@ -184,3 +184,49 @@ def test_flops_of_mixed_and_alternating_schedules():
     plain = Schedule([("clm", 3), ("mlm40", 5)], 1e-3, 0, 0)
     assert flops.schedule_flops(plain.output_fractions(), "model", tokens, **counts) == pytest.approx(
         3 * clm + 5 * mlm, rel=1e-12)
+
+
+@pytest.mark.parametrize("spec,ends", [("mlm40to20", (40, 20)), ("MLM15to30", (15, 30)), ("mlm1to99", (1, 99))])
+def test_a_masking_ratio_ramp_parses_and_prints_as_one_id_token(spec, ends):
+    o = parse_objective(spec)
+    assert type(o) is Ramp and (o.start, o.end) == ends and o.kind == "ramp"
+    assert str(o) == spec.lower() and re.fullmatch(r"[a-z0-9]+", str(o)) and parse_objective(str(o)) == o
+    assert not o.is_causal and o.has_mlm and o.clm_steps(100) == 0  # a masked LM; needs a mask token
+
+
+@pytest.mark.parametrize("spec,match", [
+    ("mlm40to40", r"'mlm40to40': a ramp from 40% to 40% does not move; .* written 'mlm40'"),
+    ("mlm0to20", r"percentages of a ramp must be in \(0, 100\), got 0 and 20"),
+    ("mlm40to100", r"must be in \(0, 100\), got 40 and 100"),
+    ("mlm40.5to20", r"is not valid; .*'mlm\{a\}to\{b\}'"), ("mlm40to", "not valid"), ("clm40to20", "not valid")])
+def test_bad_masking_ratio_ramps(spec, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        parse_objective(spec)
+    assert "\n" not in str(err.value)
+
+
+def test_a_ramp_trains_plain_mlm_at_each_steps_ratio_from_its_phases_first_step_to_its_last():
+    s = Schedule([("clm", 2), ("mlm40to20", 5), ("mlm10to30", 3), ("mlm25to5", 1)], 1e-3, 0, 0)
+    ratios = [s.step_objective(k) for k in range(3, 12)]
+    assert all(type(o) is Objective and o.name == "mlm" for o in ratios)
+    assert [o.mask_ratio for o in ratios] == pytest.approx([0.4, 0.35, 0.3, 0.25, 0.2, 0.1, 0.2, 0.3, 0.25])
+    assert s.step_objective(3) == parse_objective("mlm40") and s.step_objective(7) == parse_objective("mlm20")
+    assert s.step_objective(1) == CLM and s.step_objective(11) == parse_objective("mlm25")  # one step: its start
+    assert {str(s.objective(k)) for k in range(3, 8)} == {"mlm40to20"} and s.phase_index(8) == 2  # the log's name
+    assert s.parts(5, 8) == [(Objective("mlm", 0.3), 0, 8)]
+    long = Schedule([("mlm40to20", 21001)], 1e-3, 0, 0)  # first, middle and last step of a twin-sized ramp
+    assert [long.step_objective(k).mask_ratio for k in (1, 10501, 21001)] == pytest.approx([0.4, 0.3, 0.2])
+
+
+def test_flops_of_a_ramp_count_each_steps_ratio():
+    counts = flops.terms(layers=2, d_model=32, ffn=64, heads=4, kv_heads=2, vocab=500, seq_len=64)
+    tokens = 16 * 64
+    s = Schedule([("mlm40to20", 5)], 1e-3, 0, 0)
+    assert sum(s.output_fractions().values()) == 5 and sorted(s.output_fractions()) == pytest.approx(
+        [0.2, 0.25, 0.3, 0.35, 0.4])
+    mean = Schedule([("mlm30", 5)], 1e-3, 0, 0)  # the ramp's mean ratio: a step's FLOPs are linear in its fraction
+    assert flops.schedule_flops(s.output_fractions(), "model", tokens, **counts) == pytest.approx(
+        flops.schedule_flops(mean.output_fractions(), "model", tokens, **counts), rel=1e-12)
+    assert flops.schedule_flops(s.output_fractions(2), "model", tokens, **counts) == pytest.approx(
+        tokens * (flops.flops_per_token("model", **counts, output_fraction=0.4)
+                  + flops.flops_per_token("model", **counts, output_fraction=0.35)), rel=1e-12)

@@ -1,4 +1,5 @@
-"""The pretraining engine end to end on a small local corpus: phases (mixed and alternating ones too), checkpoints,
+"""The pretraining engine end to end on a small local corpus: phases (mixed and alternating ones and masking-ratio
+ramps too), checkpoints,
 exact resume after SIGKILL, biphasic reuse of a pre-decay checkpoint, two processes = one, non-finite losses, bad
 input."""
 
@@ -138,9 +139,10 @@ def test_two_phase_run_writes_its_folder_and_checkpoints(tmp_path, text_corpus, 
 # after step 8 resumes inside the alternating phase; in two processes the first holds all the CLM rows
 MIXED = (("alt1clm1mlm40", 12), ("mix1clm3mlm40", 12))
 PHASES = pytest.mark.parametrize("phases", [(("clm", 12), ("mlm40", 12)), MIXED], ids=["clm-mlm40", "alt-mix"])
+RAMP = (("mlm40to20", 24),)  # a masking-ratio ramp: killed after step 8, it resumes mid-ramp
 
 
-@PHASES
+@pytest.mark.parametrize("phases", [(("clm", 12), ("mlm40", 12)), MIXED, RAMP], ids=["clm-mlm40", "alt-mix", "ramp"])
 def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_root, phases):
     straight = make_config(tmp_path, text_corpus, data_root, run_id="straight", log_every=1, phases=phases)
     pretrain(straight, root=working_root())
@@ -161,6 +163,15 @@ def test_resume_after_sigkill_is_bitwise_identical(tmp_path, text_corpus, data_r
     a, b = final_weights(straight), final_weights(killed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert [r["loss"] for r in read_log(straight)] == [r["loss"] for r in read_log(killed)]
+    assert [r["label_tokens"] for r in read_log(straight)] == [r["label_tokens"] for r in read_log(killed)]
+    if phases == RAMP:  # logged under the phase's name, each step masked at its own ratio: 40% down to 20%
+        log = read_log(killed)
+        assert {r["objective"] for r in log} == {"mlm40to20"}
+        share = [sum(int(r["label_tokens"]) for r in rows) / (6 * 8 * 32) for rows in (log[:6], log[-6:])]
+        assert 0.34 < share[0] < 0.44 and 0.15 < share[1] < 0.24
+        step_6 = Path(killed.checkpoints_dir) / "test" / "killed" / "step_000006"  # named: kept
+        assert json.loads((step_6 / "trainer_state.json").read_text())["objective"] == "mlm40to20"
+        assert json.loads((step_6 / "hf" / "config.json").read_text())["architectures"] == ["MlmClmForMaskedLM"]
 
 
 def test_biphasic_run_resumes_the_clm_runs_pre_decay_checkpoint(tmp_path, text_corpus, data_root):
@@ -350,6 +361,7 @@ def test_mixed_and_alternating_steps_run_each_part_with_its_attention_and_one_no
     ({"phases": [["mix1clm15mlm40", 10]], "batch_size": 8, "micro_batch_size": 4},
      r"objective mix1clm15mlm40: batch_size 8 cannot be split 1:15 .* a multiple of 16"),
     ({"phases": [["mix1:15", 10]]}, r"objective 'mix1:15' is not valid; .* 'mix1clm15mlm40'"),
+    ({"phases": [["mlm40to40", 10]]}, r"objective 'mlm40to40': a ramp from 40% to 40% does not move; .* 'mlm40'"),
 ])
 def test_bad_configs(over, match):
     base = {"phases": [["clm", 10]], "optim": {"warmup_steps": 1, "decay_steps": 1}}

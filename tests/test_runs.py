@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from mlmclm import studies
-from mlmclm.config import scale_config, scale_names
+from mlmclm.config import PretrainConfig, load_config, scale_config, scale_names
 from helpers import REPO as ROOT
 from mlmclm.paths import Paths, grid_root, run_folder
-from mlmclm.runs import ModelId
+from mlmclm.runs import ModelId, id_of
 
 
 @pytest.mark.parametrize("scale", scale_names())
@@ -43,6 +43,8 @@ def test_every_committed_run_folder_parses_back_to_itself():
     ("610m-mlm40-42k-1000", ("610m", "mlm40", 42000, None, None, False, 0, 1000)),
     ("mini-xs-mix1clm15mlm40-4620", ("mini-xs", "mix1clm15mlm40", 4620, None, None, False, 0, None)),
     ("mini-xs-alt1clm1mlm40-4620-p1-2310", ("mini-xs", "alt1clm1mlm40", 4620, None, None, False, 1, 2310)),
+    ("twin-mlm40to20-21k", ("twin", "mlm40to20", 21000, None, None, False, 0, None)),
+    ("twin-mlm40to20-21k-p4-2500", ("twin", "mlm40to20", 21000, None, None, False, 4, 2500)),
     ("mini-xs-mlm40-dec4620-clm-5830-mlm40-7040-p1", ("mini-xs", "mlm40", 4620, "mlm40", 7040, True, 1, None, 5830)),
     ("smollm2-135m-mlm40-22k", ("smollm2-135m", "mlm40", 22000, None, None, False, 0, None)),
 ])
@@ -80,6 +82,20 @@ def test_mixed_runs_and_the_clm_detour_name_their_kind_ratio_and_lineage():
     assert (detour.kind, detour.mask_ratio, detour.length, detour.cpt) == ("mlm", 40, 7040, True)
     assert str(detour.continues) == "mini-xs-mlm40-4620-p1" and str(detour.at(0).run) == str(detour)
     assert str(ModelId.parse("610m-mlm40-dec42k-clm-53k-mlm40-64k").continues) == "610m-mlm40-42k"
+
+
+def test_a_masking_ratio_ramp_run_is_its_own_kind_without_a_single_ratio():
+    """A ramp (`mlm40to20`) is never read as one of the masking-ratio sweep's constant-ratio MLM runs."""
+    ramp = ModelId.parse("twin-mlm40to20-21k-p4")
+    assert (ramp.kind, ramp.mask_ratio, ramp.length, ramp.continues) == ("ramp", None, 21000, None)
+    assert str(ramp.family) == "twin-mlm40to20-21k" and str(ramp.at(2500)) == "twin-mlm40to20-21k-p4-2500"
+    assert (ModelId.parse("twin-mlm15to30-21k").kind, ModelId.parse("twin-mlm40-21k").mask_ratio) == ("ramp", 40)
+
+
+def test_a_ramp_runs_config_gives_its_id():
+    cfg = load_config(PretrainConfig, {"run_id": "r", "scale": "twin", "phases": [["mlm40to20", 21000]], "seed": 4,
+                                       "model": {"size": "twin"}, "optim": {"warmup_steps": 10, "decay_steps": 10}})
+    assert str(id_of(cfg)) == "twin-mlm40to20-21k-p4" and ModelId.parse(str(id_of(cfg))) == id_of(cfg)
 
 
 @pytest.mark.parametrize("text", [

@@ -5,7 +5,8 @@
 One model (`MlmClmForMaskedLM`: body + output layer, sparse loss over labelled positions) trains under every
 objective: CLM feeds it next-token labels with causal attention, MLM masked-token labels with bidirectional attention.
 A mixed phase (`mix1clm15mlm40`) splits every global batch: its first rows CLM, the rest MLM, each part its own forward
-call with its own attention; an alternating phase (`alt1clm1mlm40`) trains one objective a step (`mlmclm.schedule`).
+call with its own attention; an alternating phase (`alt1clm1mlm40`) trains one objective a step, a masking-ratio ramp
+(`mlm40to20`) MLM at each step's own ratio (`mlmclm.schedule`); the log and the checkpoints name the phase.
 A run's step s reads global samples o+(s-1)*B .. o+s*B-1 of the token stream (o = data.offset) and draws its masks from a generator seeded
 by (seed, s): the data and masks of a step do not depend on how many processes run it or on where it was resumed.
 

@@ -13,6 +13,9 @@ import math
 import pandas as pd
 
 from ... import flops
+from ...errors import ResultFileError
+from ...runs import ModelId
+from ...schedule import Ramp, parse_objective
 
 # Fig. 10's FLOPs, in a caption: the paper's sizes (Table 1's shapes) and ours (each run folder's parameter counts).
 FLOPS_RULES = {  # the captions of two rules of `mlmclm.flops.RULES` (tests/test_figures.py checks the keys)
@@ -60,14 +63,31 @@ def checkpoint_flops(a: dict, clm_steps: int, mlm_steps: int, mask_ratio) -> tup
     return clm_steps * step[0] + mlm_steps * step[1], "6N"
 
 
+def ramp_mask_ratio(model: str, steps: int) -> float:
+    """The mean masking ratio (%) over the first ``steps`` steps of a masking-ratio ramp's run (``objective``
+    ``ramp``: ``twin-mlm40to20-21k``; a CPT of it, its MLM phase at its own ratio), each step's ratio as pretraining
+    masks it (`Ramp.at`): its FLOPs are those of MLM at that ratio, a step's FLOPs being linear in its output
+    fraction. A `ResultFileError` where ``model`` is not the id of a run that starts with a ramp."""
+    m = ModelId.parse(model)
+    ramp = parse_objective(m.objective)
+    if not isinstance(ramp, Ramp):
+        raise ResultFileError(f"model {model!r}: its id names no masking-ratio ramp (mlm{{a}}to{{b}}) as its first "
+                              "phase, so its FLOPs cannot be counted; name the run by its model id")
+    ramped = min(steps, m.steps)
+    percent = 100 * sum(ramp.at(i, m.steps).mask_ratio for i in range(ramped))
+    return (percent + (steps - ramped) * (m.mask_ratio or 0)) / steps
+
+
 def with_flops(view: pd.DataFrame, architecture: dict) -> pd.DataFrame:
-    """Add ``flops`` (training FLOPs of each checkpoint, `checkpoint_flops`) and ``flops_rule`` (a key of
-    ``FLOPS_RULES``) to the rows of ``view`` whose size is in ``architecture``: the sizes of Table 1's shapes
-    first, then those of parameter counts."""
+    """Add ``flops`` (training FLOPs of each checkpoint, `checkpoint_flops`; a ramp's MLM at its mean ratio,
+    `ramp_mask_ratio`) and ``flops_rule`` (a key of ``FLOPS_RULES``) to the rows of ``view`` whose size is in
+    ``architecture``: the sizes of Table 1's shapes first, then those of parameter counts."""
     shaped = [size for size, a in architecture.items() if "layers" in a]
     df = view[view["size"].isin(list(architecture))]
     df = pd.concat([df[df["size"].isin(shaped)], df[~df["size"].isin(shaped)]], ignore_index=True)
-    counted = [checkpoint_flops(architecture[r.size], r.clm_steps, r.mlm_steps, r.mask_ratio) for r in df.itertuples()]
+    ratios = [ramp_mask_ratio(r.model, r.steps) if r.objective == "ramp" else r.mask_ratio for r in df.itertuples()]
+    counted = [checkpoint_flops(architecture[r.size], r.clm_steps, r.mlm_steps, ratio)
+               for r, ratio in zip(df.itertuples(), ratios)]
     return df.assign(flops=[f for f, _ in counted], flops_rule=[rule for _, rule in counted])
 
 

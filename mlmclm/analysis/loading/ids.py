@@ -52,7 +52,8 @@ def parse_model_id(model: str) -> dict:
     ids"). ``steps`` is what the evaluated checkpoint was trained for; ``clm_steps + mlm_steps == steps``;
     ``cpt_steps`` counts the continued-pretraining part; ``pretrain_seed`` is the id's ``-p{N}`` (0 when absent) and
     ``family`` the id without it; ``objective`` is ``clm``, ``mlm`` or ``clm+mlm`` (both phases present); beyond the
-    paper ``mixed``, ``alternating`` (`mlmclm.schedule`) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`);
+    paper ``mixed``, ``alternating``, ``ramp`` (a masking-ratio ramp, ``mlm40to20``: `mlmclm.schedule`; its
+    ``mask_ratio`` missing, as it has no single ratio) or ``detour`` (the CLM detour in CPT: `BEYOND_OBJECTIVES`);
     or ``random`` for a run's step-0 checkpoint (its initial weights: the random-init control of its size, which
     stands for every objective since fine-tuning is always bidirectional). A `ResultFileError` (a `ValueError`) for an
     id that does not follow the naming.
@@ -80,9 +81,9 @@ def parse_model_id(model: str) -> dict:
     }
 
 
-# the objectives beyond the paper's schedules (issue 27), as ``objective`` names them; the paper's study views leave
-# them out (`sequential`)
-BEYOND_OBJECTIVES = {"mix": "mixed", "alt": "alternating", "detour": "detour"}
+# the objectives beyond the paper's schedules (issues 27 and 61), as ``objective`` names them; the paper's study views
+# leave them out (`sequential`), and a ramp is never one of the masking-ratio sweep's constant-ratio runs
+BEYOND_OBJECTIVES = {"mix": "mixed", "alt": "alternating", "ramp": "ramp", "detour": "detour"}
 
 
 def _clm_steps(m: ModelId, steps: int) -> int:
@@ -96,8 +97,8 @@ def _clm_steps(m: ModelId, steps: int) -> int:
 
 
 def sequential(df: pd.DataFrame) -> pd.Series:
-    """Whether each row is a model of the paper's schedules: one objective, or CLM then MLM (not a mixed, alternating
-    or detour model: `BEYOND_OBJECTIVES`)."""
+    """Whether each row is a model of the paper's schedules: one objective, or CLM then MLM (not a mixed,
+    alternating, ramp or detour model: `BEYOND_OBJECTIVES`)."""
     return df["objective"].isin(["clm", "mlm", "clm+mlm"])
 
 

@@ -34,7 +34,7 @@ from ...config import PretrainConfig, load_config
 from ...errors import ConfigError, ResultFileError
 from ...paths import CONFIG, step_of
 from ...runs import RESTORE, Record, read_record
-from ...schedule import CLM, AnyObjective, Objective, parse_objective
+from ...schedule import CLM, AnyObjective, Objective, Ramp, parse_objective
 from .ids import BEYOND_OBJECTIVES, size_label
 
 # the fields of a run's config that do not make it another model: its name and folders, how often it logs, which
@@ -145,6 +145,9 @@ def _clm_steps(segments) -> int:
 
 
 def _mask_ratio(objective: AnyObjective) -> int | None:
+    """A phase's constant masking ratio (%): None for CLM and for a ramp (no single ratio)."""
+    if isinstance(objective, Ramp):
+        return None
     masked = objective if isinstance(objective, Objective) else objective.masked
     return round(masked.mask_ratio * 100) if masked.has_mlm else None
 
@@ -152,8 +155,9 @@ def _mask_ratio(objective: AnyObjective) -> int | None:
 def attributes(line: Lineage, step: int | None = None) -> dict:
     """The `ids.ATTRIBUTES` of the run's checkpoint after its own `step` (None: its final one), as
     `ids.parse_model_id` gives them for the model's id: ``objective`` ``random`` for the lineage's step 0; ``mixed``
-    or ``alternating`` where a phase mixes the objectives; ``detour`` for a CPT that trains CLM; else ``clm``,
-    ``mlm`` or ``clm+mlm`` by what the checkpoint trained; the masking ratio of the lineage's last MLM phase."""
+    or ``alternating`` where a phase mixes the objectives, ``ramp`` where one is a masking-ratio ramp; ``detour`` for
+    a CPT that trains CLM; else ``clm``, ``mlm`` or ``clm+mlm`` by what the checkpoint trained; the masking ratio of
+    the lineage's last MLM phase of one ratio (missing for a ramp alone)."""
     own = line.final if step is None else step
     steps = line.offset + own
     base = {"size": size_label(line.size), "steps": steps, "pretrain_seed": line.seed}
