@@ -447,6 +447,8 @@ class ScaleConfig:
     split_cpt_seeds: int = 1                # pretraining seeds of the 42k budget's CLM-then-MLM splits (claim 5) and
                                             # of the longest MLM-CPT runs (claim 7), each from its seed's base runs
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
+    ratio_seeds: int = 1                    # pretraining seeds of the masking-ratio runs (claims 2, 2b, 6): MLM-only at
+                                            # every ratio of `objectives` and the CLM 40k + MLM 2k switches to them
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)
     cpt_k: list[int] = field(default_factory=list)   # (e)'s CPT lengths, thousands of paper steps (empty: 2, 12, 22)
@@ -510,6 +512,10 @@ class ScaleConfig:
         if self.calibration_seed is not None and self.calibration_seed < 1:
             raise ConfigError(f"calibration_seed ({self.calibration_seed}) must be 1 or more: seed 0 is every "
                               f"study's first pretraining seed (the claims' seeds skip the calibration seed)")
+        if not 1 <= self.ratio_seeds <= self.pretrain_seeds:
+            raise ConfigError(f"ratio_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
+                              f"masking-ratio runs and switches use those seeds' data orders and CLM runs; got "
+                              f"{self.ratio_seeds}")
         if not 1 <= self.split_cpt_seeds <= self.pretrain_seeds:
             raise ConfigError(f"split_cpt_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
                               f"splits and CPT runs continue base runs of those seeds; got {self.split_cpt_seeds}")

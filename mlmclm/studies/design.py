@@ -144,7 +144,7 @@ def build_plan(s: ScaleConfig) -> Plan:
             b.evaluate("scaling", b.base("scaling", size, objective))
         b.evaluate("scaling", b.base("scaling", size, MAIN), 0)
         for seed in s.claim_seeds[1:]:
-            for objective in ("clm", MAIN):
+            for objective in objectives if seed in s.claim_seeds[:s.ratio_seeds] else ("clm", MAIN):
                 b.evaluate("scaling", b.base("scaling", size, objective, seed))
     # (b) data efficiency: the middle size's CLM and MLM-40 runs at intermediate checkpoints, and at the end
     # (the scale's `seeded_intermediate_k` at every pretraining seed)
@@ -187,21 +187,22 @@ def scale_studies(s: ScaleConfig) -> list[str]:
 
 def _biphasic(b: _Builder, middle: str, objectives: list[str]) -> None:
     """(d) biphasic: budgets x CLM shares (the scale's `budgets`, or the paper's), and CLM 40k + MLM 2k at every
-    masking ratio beside MLM-only."""
+    masking ratio beside MLM-only (the scale's `ratio_seeds` pretraining seeds)."""
     for budget, splits in (b.s.budgets or BUDGETS).items():
         for clm in splits:
             b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm))
             if budget == TOTAL and 0 < clm < TOTAL:  # the splits of the full budget (claim 5) with more seeds
                 for seed in b.s.claim_seeds[1:b.s.split_cpt_seeds]:
                     b.evaluate("biphasic", b.budget("biphasic", middle, budget, clm, seed))
-    clm_run = b.base("biphasic", middle, "clm")
-    for objective in objectives[1:]:
-        b.evaluate("biphasic", b.base("biphasic", middle, objective))
-        t, switch = b.k(TOTAL), b.k(SWITCH)
-        run = b.add("biphasic", Run(ModelId(middle, "clm", switch, objective, t), middle,
-                                    [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id, switch,
-                                    True, b.k(WARMUP), b.k(DECAY)))
-        b.evaluate("biphasic", run)
+    t, switch = b.k(TOTAL), b.k(SWITCH)
+    for seed in b.s.claim_seeds[:b.s.ratio_seeds]:  # claim 6 with more seeds: each from its seed's CLM run
+        clm_run = b.base("biphasic", middle, "clm", seed)
+        for objective in objectives[1:]:
+            b.evaluate("biphasic", b.base("biphasic", middle, objective, seed))
+            run = b.add("biphasic", Run(ModelId(middle, "clm", switch, objective, t, seed=seed), middle,
+                                        [("clm", switch), (objective, t - switch)], "biphasic", clm_run.run_id,
+                                        switch, True, b.k(WARMUP), b.k(DECAY)))
+            b.evaluate("biphasic", run)
 
 
 def _cpt(b: _Builder, middle: str) -> None:
