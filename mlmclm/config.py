@@ -22,7 +22,7 @@ from .config_loader import (  # noqa: F401  (re-exported: check_value, load_conf
     WRITTEN_WHEN_SET, check_value, from_dict, load_config, read_yaml, to_dict, to_yaml,
 )
 from .errors import ConfigError
-from .schedule import Objective, Schedule, parse_objective
+from .schedule import Objective, Ramp, Schedule, parse_objective
 from .sizes import ATTENTION_BACKENDS, FIELDS, SIZES, shape
 
 
@@ -461,6 +461,8 @@ class ScaleConfig:
     detour_k: list[int] = field(default_factory=list)  # CLM-detour CPT lengths of the decayed MLM-40% run (each one of
                                                        # cpt_k: compared with the plain MLM-CPT of that length)
     detour_clm: float = 0.5                 # the detour's CLM share of its CPT length (then MLM-40% with the decay)
+    ratio_schedules: list[str] = field(default_factory=list)  # masking-ratio ramps (mlm40to20) trained from scratch at
+                                                              # the 42k budget, beside constant MLM-40% (claim B3)
     beyond_seeds: int = 2                   # pretraining seeds of each of those runs and of the runs they face
 
     # Which of the paper's configurations a model of this scale stands for (the one place that says it; claims read
@@ -486,8 +488,8 @@ class ScaleConfig:
 
     @property
     def beyond(self) -> bool:
-        """Whether the scale runs the "beyond" study (its `mixed` or `detour_k` name runs)."""
-        return bool(self.mixed or self.detour_k)
+        """Whether the scale runs the "beyond" study (its `mixed`, `detour_k` or `ratio_schedules` name runs)."""
+        return bool(self.mixed or self.detour_k or self.ratio_schedules)
 
     def validate(self):
         if len(self.sizes) not in (1, 3):
@@ -554,12 +556,16 @@ class ScaleConfig:
         return fields
 
     def _validate_beyond(self):
-        """The keys of the "beyond" study: two-objective phases, detour lengths among the CPT lengths, a CLM share
-        that leaves the MLM phase its steps, seeds the scale's base runs have."""
+        """The keys of the "beyond" study: two-objective phases, masking-ratio ramps, detour lengths among the CPT
+        lengths, a CLM share that leaves the MLM phase its steps, seeds the scale's base runs have."""
         for spec in self.mixed:
-            if isinstance(parse_objective(spec), Objective):
+            if isinstance(parse_objective(spec), (Objective, Ramp)):
                 raise ConfigError(f"mixed: {spec!r} is one objective; write a mixed or alternating one, e.g. "
                                   f"mix1clm15mlm40 or alt1clm1mlm40")
+        for spec in self.ratio_schedules:
+            if not isinstance(parse_objective(spec), Ramp):
+                raise ConfigError(f"ratio_schedules: {spec!r} is not a masking-ratio ramp; write one as "
+                                  f"mlm{{start}}to{{end}}, e.g. mlm40to20")
         lengths = self.cpt_k or list(PAPER_CPT_K)
         bad = [k for k in self.detour_k if k not in lengths]
         if bad:
@@ -568,7 +574,7 @@ class ScaleConfig:
         check_range("detour_clm", self.detour_clm, 0, 1, low_open=True, high_open=True, why="the CLM share of a detour")
         if self.beyond and not 1 <= self.beyond_seeds <= self.pretrain_seeds:
             raise ConfigError(f"beyond_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the mixed "
-                              f"runs and detours face base runs of those seeds; got {self.beyond_seeds}")
+                              f"runs, ramps and detours face base runs of those seeds; got {self.beyond_seeds}")
 
 
 def recipe_path(config: str | Path) -> Path:

@@ -649,6 +649,37 @@ def test_beyond_plans_mixed_runs_and_the_clm_detour_beside_what_they_face():
         studies.resolve_names(["beyond"], scale_config("tiny"))
 
 
+def test_the_twins_masking_ratio_runs_switches_and_ramp_are_planned_on_three_seeds():
+    """Issue 61: MLM-only at 20/30/50% and the CLM 40K + MLM 2K switches at every ratio (each from its own seed's CLM
+    run's 20,000-step checkpoint with its optimizer) on seeds 0, 1, 2 (`ratio_seeds`); the 40% -> 20% ramp chosen
+    before any result (`ratio_schedules`) beside constant MLM-40% of the same seeds; no other seed gets them; bad keys
+    are refused in one line."""
+    plan = studies.build_plan(scale_config("twin"))
+    seeds = ("", "-p1", "-p2")
+    ratios = {f"twin-mlm{r}-21k{p}" for r in (20, 30, 50) for p in seeds}
+    switches = {f"twin-clm-20k-mlm{r}-21k{p}" for r in (20, 30, 40, 50) for p in seeds}
+    ramps = {f"twin-mlm40to20-21k{p}" for p in seeds}
+    evaluated = {e.model_id for e in plan.evaluations.values()}
+    assert ratios | switches | ramps <= evaluated
+    assert not any(m.startswith(("twin-mlm20", "twin-mlm30", "twin-mlm50", "twin-clm-20k", "twin-mlm40to20"))
+                   and m.endswith(("-p4", "-p5", "-p6")) for m in evaluated)
+    switch = plan.runs["twin-clm-20k-mlm30-21k-p2"]
+    assert (switch.parent, switch.parent_step, switch.optimizer, switch.seed) == ("twin-clm-21k-p2", 20_000, True, 2)
+    assert switch.phases == [("clm", 20_000), ("mlm30", 1_000)] and 20_000 in plan.runs["twin-clm-21k-p2"].checkpoints
+    ramp, constant = plan.runs["twin-mlm40to20-21k-p1"], plan.runs["twin-mlm40-21k-p1"]
+    assert ramp.phases == [("mlm40to20", 21_000)] and ramp.part == "beyond"
+    assert [getattr(ramp, k) for k in ("seed", "warmup", "decay")] == [getattr(constant, k) for k in
+                                                                         ("seed", "warmup", "decay")]
+    ramp_cfg, constant_cfg = (studies.run_config(plan, r, studies.Paths(ROOT)) for r in (ramp, constant))
+    assert ramp_cfg.data == constant_cfg.data and ramp_cfg.optim == constant_cfg.optim  # one order, one schedule
+    assert str(ramp_cfg.schedule().step_objective(10_500)) == "mlm30"
+    for bad, match in (("ratio_seeds=7", "ratio_seeds must be between 1 and pretrain_seeds"),
+                       ("ratio_schedules=[mlm40]", "ratio_schedules: 'mlm40' is not a masking-ratio ramp"),
+                       ("mixed=[mlm40to20]", "mixed: 'mlm40to20' is one objective")):
+        with pytest.raises(ConfigError, match=match):
+            scale_config("twin", [bad])
+
+
 def test_beyond_runs_are_configs_pretrain_takes_and_the_plan_counts_their_flops(tmp_path, capsys):
     from mlmclm.config import to_yaml
 

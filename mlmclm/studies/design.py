@@ -222,12 +222,16 @@ def _cpt(b: _Builder, middle: str) -> None:
 
 
 def _beyond(b: _Builder, middle: str) -> None:
-    """Beyond the paper (issue 27), each with the scale's `beyond_seeds` pretraining seeds: its `mixed` objectives
+    """Beyond the paper (issues 27, 61), each with the scale's `beyond_seeds` pretraining seeds: its masking-ratio
+    ramps (`ratio_schedules`) from scratch at the full budget beside constant MLM-40%; its `mixed` objectives
     from scratch at the full budget beside MLM-only, CLM-only and the 25/75 split of that budget; and the CLM detour
     at each `detour_k` length beside the plain MLM-CPT of the same decayed MLM-40 model. The random-init control
     with them, so that the study alone carries its verdicts' gates."""
     b.evaluate(BEYOND, b.base(BEYOND, middle, MAIN), 0)
     for seed in b.s.claim_seeds[:b.s.beyond_seeds]:
+        for objective in b.s.ratio_schedules:  # a masking-ratio ramp beside constant MLM-40% of its seed
+            b.evaluate(BEYOND, b.base(BEYOND, middle, objective, seed, part=BEYOND))
+            b.evaluate(BEYOND, b.base(BEYOND, middle, MAIN, seed))
         for objective in b.s.mixed:
             b.evaluate(BEYOND, b.base(BEYOND, middle, objective, seed, part=BEYOND))
         if b.s.mixed:
