@@ -892,6 +892,52 @@ def test_claim4_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_
     assert "pretraining-seed noise not estimable: CLM, MLM has one seed" in v["reason"]
 
 
+def _ratio_sweep(root, amplitudes: dict):
+    """SC runs of one dataset for claim 6: MLM-only (``mini-m-mlm{r}-400``) and CLM+MLM (``mini-m-clm-380-mlm{r}-400``)
+    at 20/30/40/50%, each pretraining seed its own models (``-p1`` ...), whose scores move across the ratios by
+    ``amplitudes[family][seed]`` points a step; three rates (the inner best), four fine-tuning seeds; and the
+    random-init control, well below."""
+    ratios, pattern = (20, 30, 40, 50), (-1, 1, -1, 1)
+    for family, per_seed in amplitudes.items():
+        for p, amp in enumerate(per_seed):
+            for i, r in enumerate(ratios):
+                model = (f"mini-m-mlm{r}-400" if family == "MLM" else f"mini-m-clm-380-mlm{r}-400") + (
+                    f"-p{p}" if p else "")
+                for lr in (1e-3, 3e-3, 1e-2):
+                    for sd, sign in enumerate(pattern):
+                        score = 0.7 + amp * (i - 1.5) / 100 - (0.0 if lr == 3e-3 else 0.01) + sign * 0.001
+                        write_run(root, model, "SC", "toy_sc", lr, sd, score, score, last_gain=0.0)
+    for lr in (1e-3, 3e-3, 1e-2):
+        for sd in range(4):
+            write_run(root, "mini-m-mlm40-400-0", "SC", "toy_sc", lr, sd, 0.3, 0.3, last_gain=0.0)
+    runs = results.load_run_tree(root, "ours", "mini")
+    return results.aggregate(runs), runs
+
+
+def test_claim6_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_path):
+    """Claim 6 (issue 61): each pretraining seed's sd over masking ratios of its centered scores (the MLM-only runs
+    of its data order, the CLM+MLM switches from its CLM run), a family's the mean over its seeds, the interval
+    Welch's over the seeds' values; with one seed a family, "no signal" for a scale of ours."""
+    mlm, two = [1.0, 1.4, 0.8], [0.2, 0.3, 0.25]
+    scores, runs = _ratio_sweep(tmp_path / "three", {"MLM": mlm, "CLM+MLM": two})
+    v = claims.verdicts(scores, runs, ["6"], n_boot=200, full=True).iloc[0]
+
+    def value(amp):  # a seed's sd over its 16 selected runs (4 ratios x 4 fine-tuning seeds), centered
+        x = np.array([amp * (i - 1.5) + sign * 0.1 for i in range(4) for sign in (-1, 1, -1, 1)])
+        return float(np.std(x - x.mean(), ddof=1))
+    a, b = np.array([value(x) for x in mlm]), np.array([value(x) for x in two])
+    w = bootstrap.welch_interval(pd.DataFrame({"family": ["MLM"] * 3 + ["CLM+MLM"] * 3, "value": [*a, *b],
+                                               "coef": [1.0] * 3 + [-1.0] * 3}))
+    assert np.isclose(v["value"], a.mean() - b.mean(), atol=0.01), v["evidence"]
+    assert np.isclose(v["ci_low"], w["lo"], atol=0.01) and np.isclose(v["ci_high"], w["hi"], atol=0.01)
+    assert v["pretrain_seeds"] == "3" and v["verdict"] == "reproduced", v["reason"]
+    assert v["seed_means_test"].startswith("Welch over the pretraining seeds' values (3 a family")
+    scores, runs = _ratio_sweep(tmp_path / "one", {"MLM": mlm[:1], "CLM+MLM": two[:1]})
+    v = claims.verdicts(scores, runs, ["6"], n_boot=200, full=True).iloc[0]
+    assert v["pretrain_seeds"] == "1" and v["verdict"] == "no signal"
+    assert "pretraining-seed noise not estimable" in v["reason"]
+
+
 def test_student_quantile_inverts_student_p():
     assert all(abs(bootstrap.student_quantile(d) - results.t95(d)) < 1e-3 for d in (1, 2, 3, 7, 30))
     assert abs(bootstrap.student_quantile(1e6) - 1.96) < 1e-2 and np.isnan(bootstrap.student_quantile(0))

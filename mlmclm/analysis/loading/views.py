@@ -170,24 +170,28 @@ def model_spreads(centered: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     return g.std().rename("sd").to_frame().join(g.size().rename("runs")).reset_index()
 
 
-def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str = "test") -> pd.DataFrame:
+def masking_ratio_spread(runs: pd.DataFrame, rule: str = "per_seed", split: str = "test",
+                         every_seed: bool = False) -> pd.DataFrame:
     """Fig. 7: scores (at the selected learning rates) of MLM-only and CLM+MLM runs across masking ratios, centered.
 
     MLM-only: full-budget MLM runs at every ratio. CLM+MLM: for each ratio, the two-phase run with the longest CLM
-    phase (the paper's 40K CLM + 2K MLM). ``centered`` is the score minus the family's mean over ratios and seeds.
+    phase (the paper's 40K CLM + 2K MLM). ``centered`` is the score minus the family's mean over ratios (and
+    fine-tuning seeds) of its pretraining seed (``seed``: seed 0 only unless ``every_seed``; each CLM+MLM run
+    continues its seed's CLM run, each MLM-only run reads its seed's data order).
     """
-    sel = _studied(select_lr(default_grid(runs), rule))
+    sel = _studied(select_lr(default_grid(runs), rule), every_seed)
     sel = sel[~sel["intermediate"] & (sel["cpt_steps"] == 0) & sel["mask_ratio"].notna()]
-    mlm = _final(sel)
+    mlm = _final(sel, every_seed)
     mlm = mlm[mlm["objective"] == "mlm"].assign(family="MLM")
     two = sel[sel["objective"] == "clm+mlm"]
     two = two[two["clm_steps"] == two.groupby(["source", "scale", "size", "mask_ratio"])["clm_steps"].transform("max")]
     at = ["source", "scale", "size", "steps"]
     two = two.merge(mlm[at].drop_duplicates(), on=at)
     df = pd.concat([mlm, two.assign(family="CLM+MLM")], ignore_index=True)
-    keys = ["source", "scale", "size", "family", "task_group", "dataset"]
+    keys = ["source", "scale", "size", "family", "seed", "task_group", "dataset"]
     if df.empty:
-        return df.assign(centered=pd.Series(dtype=float))
+        return df.assign(seed=pd.Series(dtype=int), centered=pd.Series(dtype=float))
+    df = df.assign(seed=df["pretrain_seed"].fillna(0).astype(int))
     df = df[df.groupby(keys)["mask_ratio"].transform("nunique") > 1]
     return df.assign(centered=df[split] - df.groupby(keys)[split].transform("mean")).reset_index(drop=True)
 
