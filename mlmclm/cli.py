@@ -337,7 +337,6 @@ def _main(argv: list[str] | None) -> int:
     for arg in sys.argv[1:] if argv is None else argv:  # a path the run records and lock files could not write
         check_encodable(arg)
     parser = build_parser()
-    commands.Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, rest = parser.parse_known_args(argv)
     if rest and isinstance(getattr(args, "overrides", None), list) and args.verb in ("pretrain", "data") and all(
             "=" in r and not r.startswith("-") for r in rest):  # key=value overrides after an option

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from argparse import ArgumentTypeError
 from pathlib import Path
 
@@ -48,12 +49,18 @@ def finish_parsers(parser) -> None:
 class Parser(argparse.ArgumentParser):
     """The command line's parser (every verb's too): a required option left out names a close option typed in its
     place (`--scal tiny`: did you mean --scale?), as an option a verb does not take does (`unknown_hint`)."""
-    argv: list[str] = []  # the words being parsed, set by `cli` before it parses them
+
+    def parse_known_args(self, args=None, namespace=None):
+        """Parse as argparse does, keeping the words this parser reads (a verb's parser is handed its own) for
+        `error`."""
+        self.words = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
         if message.startswith("the following arguments are required"):
             own = [o for a in self._actions for o in a.option_strings]
-            typed = [w.split("=")[0] for w in Parser.argv if w.startswith("--") and w.split("=")[0] not in own]
+            typed = [w.split("=")[0] for w in getattr(self, "words", []) if w.startswith("--")
+                     and w.split("=")[0] not in own]
             near = [(w, c[0]) for w in typed if (c := difflib.get_close_matches(w, own, n=1, cutoff=0.7))]
             message += "".join(f" ({w}: did you mean {c}?)" for w, c in near)
         super().error(message)
