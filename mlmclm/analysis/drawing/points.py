@@ -72,10 +72,9 @@ def _seed_mean_half_widths(scores: pd.DataFrame, pairs: pd.DataFrame) -> list[fl
         fams, draws = bootstrap.seed_mean_replicas(avg)
         col = {(g, f): i for i, (g, f) in enumerate(zip(fams["task_group"], fams["model"]))}
         for r in part.itertuples():
-            values = pd.concat([_seed_values(avg, r.task_group, r.model_mlm, 1.0),
-                                _seed_values(avg, r.task_group, r.model_clm, -1.0)], ignore_index=True)
-            k = values.groupby("family").size()
-            if len(k) == 2 and k.min() >= 2:
+            coefs = pd.DataFrame({"model": [r.model_mlm, r.model_clm], "task_group": r.task_group, "coef": [1.0, -1.0]})
+            values, _ = bootstrap.seed_contributions(avg, coefs)
+            if values is not None:
                 t = bootstrap.seed_test(values)
                 out.append((r.Index, (t["hi"] - t["lo"]) / 2))
                 continue
@@ -84,13 +83,6 @@ def _seed_mean_half_widths(scores: pd.DataFrame, pairs: pd.DataFrame) -> list[fl
             bounds = bootstrap.percentile_interval(gap)
             out.append((r.Index, float((bounds["hi"] - bounds["lo"]).iloc[0]) / 2 if len(bounds) else np.nan))
     return [h for _, h in sorted(out)]
-
-
-def _seed_values(avg: pd.DataFrame, group: str, family: str, coef: float) -> pd.DataFrame:
-    """A family's pretraining seeds' group averages in ``group``, times ``coef`` (``family``, ``seed``, ``value``)."""
-    rows = avg[(avg["task_group"] == group) & (avg["family"] == family)]
-    return pd.DataFrame({"family": family, "seed": rows["pretrain_seed"].fillna(0).astype(int).to_numpy(),
-                         "value": coef * rows["score"].to_numpy(dtype=float)})
 
 
 def mlm_lead(scores: pd.DataFrame) -> pd.DataFrame:

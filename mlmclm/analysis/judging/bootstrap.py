@@ -307,6 +307,22 @@ def welch_interval(values: pd.DataFrame, at: float | None = None, alpha: float =
     return {"value": value, "lo": value - half, "hi": value + half, "p": student_p(t, dof), "t": t, "dof": dof}
 
 
+def seed_contributions(averages: pd.DataFrame, coefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """Per family in a statistic (``coefs``: ``model``, the family's seed-0 id, ``task_group`` and ``coef``) and
+    pretraining seed, the seed's contribution to it, sum over groups of coef x the seed's group average in
+    ``averages`` (``family``, ``seed``, ``value``: what `seed_test` reads); (None, why) where a family has one seed."""
+    wide = averages.assign(pretrain_seed=averages["pretrain_seed"].fillna(0).astype(int)).pivot_table(
+        index=["family", "pretrain_seed"], columns="task_group", values="score")
+    parts = []
+    for family, part in coefs.groupby("model", sort=False):
+        x = wide.loc[family, list(part["task_group"])] if family in wide.index.get_level_values(0) else wide.iloc[0:0]
+        y = (x * part["coef"].to_numpy()).sum(axis=1, min_count=len(part)).dropna()
+        if len(y) < 2:
+            return None, f"{family} has one seed"
+        parts.append(pd.DataFrame({"family": family, "seed": y.index.to_numpy(), "value": y.to_numpy()}))
+    return pd.concat(parts, ignore_index=True), ""
+
+
 def seed_test(values: pd.DataFrame, at: float | None = None, alpha: float = 0.05) -> dict:
     """The verdicts' test on the pretraining seeds, for a statistic sum over families of coef x the family's mean
     (``values``: ``family``, ``seed`` (its pretraining seed), ``value``: that seed's coef x group average; two or more

@@ -293,22 +293,6 @@ def _contrasts(c: Claim, src: _Source, point: pd.DataFrame) -> pd.DataFrame:
         scope=coef["scope"].to_numpy(), coef=coef["coef"].to_numpy())
 
 
-def _seed_contributions(src: _Source, coefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
-    """Per family in a statistic (``coefs``: `_contrasts`' rows of one scope) and pretraining seed, the seed's
-    contribution to it, sum over groups of coef x the seed's group average (``family``, ``seed``, ``value``); (None,
-    why) where a family has one seed."""
-    wide = src.averages.assign(pretrain_seed=src.averages["pretrain_seed"].fillna(0).astype(int)).pivot_table(
-        index=["family", "pretrain_seed"], columns="task_group", values="score")
-    parts = []
-    for family, part in coefs.groupby("model", sort=False):
-        x = wide.loc[family, list(part["task_group"])] if family in wide.index.get_level_values(0) else wide.iloc[0:0]
-        y = (x * part["coef"].to_numpy()).sum(axis=1, min_count=len(part)).dropna()
-        if len(y) < 2:
-            return None, f"{family} has one seed"
-        parts.append(pd.DataFrame({"family": family, "seed": y.index.to_numpy(), "value": y.to_numpy()}))
-    return pd.concat(parts, ignore_index=True), ""
-
-
 def _seed_interval(src: _Source, coefs: pd.DataFrame, value: float, choices: int) -> dict | None:
     """The verdict's interval where every family in the statistic has 2+ pretraining seeds (`bootstrap.seed_test`:
     paired by seed where the families share their seeds, else Welch with a variance a family), centred on ``value``,
@@ -317,7 +301,7 @@ def _seed_interval(src: _Source, coefs: pd.DataFrame, value: float, choices: int
     power, (t_{1 - alpha/2} + t_{0.8}) x its standard error (what the seeds can show at their spread)."""
     if coefs.empty:
         return None
-    values, _ = _seed_contributions(src, coefs)
+    values, _ = bootstrap.seed_contributions(src.averages, coefs)
     if values is None:
         return None
     t = bootstrap.seed_test(values, at=value, alpha=0.05 / choices)
@@ -333,12 +317,12 @@ def _seed_interval(src: _Source, coefs: pd.DataFrame, value: float, choices: int
 
 def _welch(src: _Source, coefs: pd.DataFrame, value: float) -> tuple[float, str]:
     """The unpaired test on the pretraining-seed means (Welch, with Satterthwaite's degrees of freedom): per family,
-    its seeds' contributions y_i (`_seed_contributions`); se^2 = sum_f var(y_f) / k_f; the two-sided p of ``value`` /
+    its seeds' contributions y_i (`bootstrap.seed_contributions`); se^2 = sum_f var(y_f) / k_f; the two-sided p of ``value`` /
     se. Beside a paired interval it shows what the pairing adds. (NaN, why) where a family in the statistic has one
     seed."""
     if coefs.empty:
         return float("nan"), ""
-    values, why = _seed_contributions(src, coefs)
+    values, why = bootstrap.seed_contributions(src.averages, coefs)
     if values is None:
         return float("nan"), f"no test on the pretraining-seed means alone: {why}"
     w = bootstrap.welch_interval(values.assign(coef=1.0), at=value)
