@@ -42,8 +42,8 @@ def test_claims_on_the_paper_match_paper_md_section7():
     assert set(eff["total"]) == {42000}
     v = claims.verdicts(scores, NO_RUNS, list(claims.CLAIMS), numbers=True)
     by_claim = v.set_index([v["claim"].str.split(".").str[0], "scope"])["verdict"].sort_index()
-    assert (by_claim.drop(["1", "2b", "4", "6", "7", "B1", "B2"]) == "supported").all(), v
-    assert (by_claim[["B1", "B2"]] == "not checkable").all()  # beyond the paper: it has no such runs
+    assert (by_claim.drop(["1", "2b", "4", "6", "7", "B1", "B2", "B3"]) == "supported").all(), v
+    assert (by_claim[["B1", "B2", "B3"]] == "not checkable").all()  # beyond the paper: it has no such runs
     assert by_claim["1"].to_dict() == {"IR": "supported", "QA": "supported", "SC": "supported", "TC": "not supported"}
     assert (by_claim[["4", "6"]] == "not checkable").all()
     # 2b: 50% is best on IR at every size, but at 610M by +0.07 within the printed ± (0.64): not beyond the runner-up
@@ -702,6 +702,21 @@ def test_claimB2_the_detour_against_plain_mlm_cpt_of_the_same_model():
     assert _verdict(cells, "B2")["verdict"] == "not checkable"
 
 
+def test_claimB3_a_masking_ratio_ramp_against_constant_mlm_at_its_starting_ratio():
+    """Issue 61: the ramp (40% -> 20%) minus constant MLM-40% of the same size and budget; constant MLM at another
+    ratio is not what it faces, and a ramp is none of the masking-ratio sweep's constant-ratio models."""
+    cells = [("m-mlm40-400", "SC", 70, 0.4), ("m-mlm20-400", "SC", 90, 0.4), ("m-clm-400", "SC", 60, 0.4)]
+    held = _verdict(cells + [("m-mlm40to20-400", "SC", 73, 0.4)], "B3")
+    assert held["verdict"] == "reproduced" and held["value"] == 3.0, held["evidence"]
+    assert _verdict(cells + [("m-mlm40to20-400", "SC", 69, 0.4)], "B3")["verdict"] == "not reproduced"
+    assert _verdict(cells, "B3")["verdict"] == "not checkable"
+    scores = scores_frame(cells + [("m-mlm40to20-400", "SC", 73, 0.4)])
+    assert dict(zip(results.ramp_view(scores)["model"], results.ramp_view(scores)["schedule"])) == {
+        "m-mlm40to20-400": "mlm40to20", "m-mlm40-400": "constant"}
+    assert set(results.scaling_view(scores)["model"]) == {"m-mlm40-400", "m-mlm20-400", "m-clm-400"}
+    assert claims.CLAIMS["B3"].paper.startswith("not a claim of the paper; issue 61")
+
+
 def test_the_paper_views_leave_the_beyond_models_out():
     """A mixed model is no MLM-only model of the biphasic study, nor a detour a CPT of claim 7 (its base is MLM)."""
     scores = scores_frame(_mixed({"mix1clm1mlm40": 75}, {0: 70, 25: 72, 100: 68}) + [
@@ -719,37 +734,40 @@ def test_the_beyond_table_shows_each_new_schedule_beside_what_it_faces():
 
     cells = _mixed({"mix1clm15mlm40": 74}, {0: 70, 25: 72, 100: 68}, groups=("SC", "TC")) + [
         ("m-mlm40-dec400-mlm40-500", "SC", 72, 0.4), ("m-mlm40-dec400-clm-450-mlm40-500", "SC", 75, 0.4),
-        ("m-mix1clm15mlm40-400-p1", "SC", 76, 0.3), ("m-mix1clm15mlm40-400-p1", "TC", 76, 0.3)]
+        ("m-mix1clm15mlm40-400-p1", "SC", 76, 0.3), ("m-mix1clm15mlm40-400-p1", "TC", 76, 0.3),
+        ("m-mlm40to20-400", "SC", 71, 0.4)]
     table = tables.beyond_table(scores_frame(cells, source="ours", scale="long"))
-    assert list(table["Schedule"]) == ["mix1clm15mlm40", "MLM-only", "25/75 split", "CLM-only", "detour", "MLM-CPT"]
+    assert list(table["Schedule"]) == ["mix1clm15mlm40", "MLM-only", "25/75 split", "CLM-only", "detour", "MLM-CPT",
+                                       "mlm40to20", "constant"]
     assert list(table.columns[-2:]) == ["SC", "TC"] and table.loc[4, "TC"] == ""
     mixed = table.iloc[0]
     assert mixed["Pretraining seeds"] == 2 and mixed["SC"].startswith("75.00 (±")  # the mean over its two seeds
     assert tables.beyond_table(scores_frame(cells[:3], source="paper")).empty
 
 
-def _beyond(root, mixed: float, detour: float):
+def _beyond(root, mixed: float, detour: float, ramp: float):
     """Planted runs of the beyond study at mini-m: MLM-only 0.6, CLM-only 0.5, the 25/75 split 0.62, a mixed model at
-    ``mixed``; the plain MLM-CPT of the MLM model 0.65 and its CLM detour at ``detour``; two more pretraining seeds of
+    ``mixed``, a masking-ratio ramp from 40% at ``ramp``; the plain MLM-CPT of the MLM model 0.65 and its CLM detour
+    at ``detour``; two more pretraining seeds of
     CLM and MLM-only, drawn apart, so that the scale estimates pretraining-seed noise on 4 degrees of freedom (on one,
     two seeds that happen to agree make every interval of the scale a sliver)."""
     seeds = {f"mini-m-{o}-400-p{k}": rate for o, rate in (("clm", 0.5), ("mlm40", 0.6)) for k in (1, 2)}
     return _planted(root, 0.2, clm=0.5, mlm=0.6, **seeds, **{
-        "mini-m-clm-100-mlm40-400": 0.62, "mini-m-mix1clm15mlm40-400": mixed,
+        "mini-m-clm-100-mlm40-400": 0.62, "mini-m-mix1clm15mlm40-400": mixed, "mini-m-mlm40to20-400": ramp,
         "mini-m-mlm40-dec400-mlm40-500": 0.65, "mini-m-mlm40-dec400-clm-450-mlm40-500": detour})
 
 
 def test_beyond_claims_on_planted_runs_a_planted_advantage_is_reproduced_a_planted_null_is_not(tmp_path):
-    scores, runs = _beyond(tmp_path / "ahead", mixed=0.72, detour=0.75)
-    v = claims.verdicts(scores, runs, ["B1", "B2"], n_boot=200, full=True)
+    scores, runs = _beyond(tmp_path / "ahead", mixed=0.72, detour=0.75, ramp=0.7)
+    v = claims.verdicts(scores, runs, ["B1", "B2", "B3"], n_boot=200, full=True)
     assert set(v["verdict"]) == {"reproduced"}, v[["claim", "scope", "verdict", "reason"]].values.tolist()
-    assert sorted(v["scope"]) == ["SC", "SC", "TC", "TC"] and (v["value"] > 7).all()
-    scores, runs = _beyond(tmp_path / "null", mixed=0.62, detour=0.65)
-    v = claims.verdicts(scores, runs, ["B1", "B2"], n_boot=200, full=True)
+    assert sorted(v["scope"]) == ["SC"] * 3 + ["TC"] * 3 and (v["value"] > 7).all()
+    scores, runs = _beyond(tmp_path / "null", mixed=0.62, detour=0.65, ramp=0.6)
+    v = claims.verdicts(scores, runs, ["B1", "B2", "B3"], n_boot=200, full=True)
     assert "reproduced" not in set(v["verdict"]), v[["claim", "scope", "verdict", "evidence"]].values.tolist()
     assert (v["ci_low"] < 0).all() and (v["value"].abs() < 3).all()
-    kept = runs[~runs["model"].str.contains("mix|clm-450")]
-    v = claims.verdicts(results.aggregate(kept), kept, ["B1", "B2"], n_boot=50)
+    kept = runs[~runs["model"].str.contains("mix|clm-450|to20")]
+    v = claims.verdicts(results.aggregate(kept), kept, ["B1", "B2", "B3"], n_boot=50)
     assert set(v["verdict"]) == {"not checkable at this scale"}  # a scale of ours without those runs
 
 

@@ -218,13 +218,14 @@ BEYOND_COLUMNS = ["Scale", "Size", "Comparison", "Schedule", "Model", "Pretraini
 
 
 def beyond_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Beyond the paper (issue 27), ours only: the mixed and alternating models against MLM-only, CLM-only and the
-    25/75 split of their budget (`views.mixed_view`), then the CLM detour against the plain MLM-CPT of the same
-    decayed MLM-40% model (`views.detour_view`). One row per model: its task-group averages, the mean over its
-    pretraining seeds ± the 95% half-width (`aggregation.pool_pretraining_seeds`); no rows where no scale has such
-    runs."""
+    """Beyond the paper (issues 27, 61), ours only: the mixed and alternating models against MLM-only, CLM-only and
+    the 25/75 split of their budget (`views.mixed_view`), the CLM detour against the plain MLM-CPT of the same
+    decayed MLM-40% model (`views.detour_view`), then the masking-ratio ramps against constant MLM at their starting
+    ratio (`views.ramp_view`). One row per model: its task-group averages, the mean over its pretraining seeds ± the
+    95% half-width (`aggregation.pool_pretraining_seeds`); no rows where no scale has such runs."""
     pooled = aggregation.pool_pretraining_seeds(scores[scores["source"] == "ours"])
-    compared = ((views.mixed_view(pooled), "mixed vs sequential"), (views.detour_view(pooled), "detour vs MLM-CPT"))
+    compared = ((views.mixed_view(pooled), "mixed vs sequential"), (views.detour_view(pooled), "detour vs MLM-CPT"),
+                (views.ramp_view(pooled), "ramp vs constant"))
     v = pd.concat([ids.group_averages(view).assign(Comparison=name) for view, name in compared], ignore_index=True)
     groups = [g for g in ids.GROUPS if g in set(v["task_group"])]
     rows = []
@@ -244,11 +245,13 @@ def show_beyond(scores: pd.DataFrame, tables_dir: str | Path | None = None) -> N
 
     table = beyond_table(scores)
     if table.empty:
-        display(Markdown("*No runs beyond the paper: a scale runs them where it sets `mixed` or `detour_k`.*"))
+        display(Markdown("*No runs beyond the paper: a scale runs them where it sets `mixed`, `detour_k` or "
+                         "`ratio_schedules`.*"))
     for scale, part in table.groupby("Scale", sort=False):
-        caption = (f"Beyond the paper (issue 27; not claims of the paper), ours at scale {scale}: mixed and "
+        caption = (f"Beyond the paper (issues 27, 61; not claims of the paper), ours at scale {scale}: mixed and "
                    "alternating objectives against the sequential schedules of their budget, the CLM detour against "
-                   "plain MLM-CPT; task-group averages, mean over pretraining seeds ± the 95% half-width.")
+                   "plain MLM-CPT, masking-ratio ramps against constant MLM at their starting ratio; task-group "
+                   "averages, mean over pretraining seeds ± the 95% half-width.")
         _show(part.drop(columns="Scale"), tables_dir, scale, "beyond", caption, ["Size", "Comparison", "Schedule"])
 
 

@@ -1,6 +1,7 @@
-"""Beyond the paper (issue 27): not claims of the paper, judged with the same statistics, intervals and gates
-(`judge`): mixed or alternating CLM+MLM against the best sequential schedule (B1), and the CLM detour against plain
-MLM continued pretraining (B2). Each is one `judge.Claim`, defined in one place. No torch import here.
+"""Beyond the paper (issues 27, 61): not claims of the paper, judged with the same statistics, intervals and gates
+(`judge`): mixed or alternating CLM+MLM against the best sequential schedule (B1), the CLM detour against plain MLM
+continued pretraining (B2), and a decreasing masking ratio against the constant ratio it starts from (B3). Each is
+one `judge.Claim`, defined in one place. No torch import here.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ MIXED_AHEAD = Claim(
     models=_mixed_models, describe=_detail_mixed,
     unavailable=when_empty("no mixed or alternating run beside MLM-only, CLM-only and the 25/75 split of "
                            "its budget"),
-    paper=BEYOND_PAPER + "; GPT-BERT (Charpentier & Samuel, BabyLM 2024) mixed batches, AntLM "
+    paper=BEYOND_PAPER + "; issue 27; GPT-BERT (Charpentier & Samuel, BabyLM 2024) mixed batches, AntLM "
                          "alternating objectives")
 
 
@@ -86,7 +87,31 @@ DETOUR_AHEAD = Claim(
     statistic="CLM detour (CLM then MLM-40% CPT) minus plain MLM-40% CPT of the same decayed MLM-40% "
               "model, mean over CPT lengths (points)", measure=mean_diff, models=_detour_models,
     unavailable=when_empty("no CLM-detour run beside the plain MLM-CPT of its model and length"),
-    paper=BEYOND_PAPER + "; Touchent & de la Clergerie, arXiv 2605.12438")
+    paper=BEYOND_PAPER + "; issue 27; Touchent & de la Clergerie, arXiv 2605.12438")
 
 
-CLAIMS = (MIXED_AHEAD, DETOUR_AHEAD)
+def check_ramp(scores: pd.DataFrame, runs=None, split="test") -> pd.DataFrame:
+    """Claim B3: per source, size, budget, ramp and task group, the masking-ratio ramp (``mlm40to20``) minus constant
+    MLM at the ratio it starts from, of the same size and budget (`views.ramp_view`)."""
+    v = ids.group_averages(views.ramp_view(scores))
+    keys = ["source", "scale", "size", "steps", "start", "task_group"]
+    ramps = v[v["schedule"] != "constant"]
+    out = compare(ramps, v[v["schedule"] == "constant"], keys, ("ramp", "constant"))
+    schedules = ramps.drop_duplicates(keys)[[*keys, "schedule"]]
+    return sort_rows(out.merge(schedules, on=keys), "steps", "schedule")
+
+
+def _ramp_models(scores, runs=None, groups=None) -> set:
+    return set(views.ramp_view(scores)["model"])
+
+
+RAMP_AHEAD = Claim(
+    "B3", "A decreasing masking ratio beats a constant 40% at a fixed budget", check_ramp,
+    statistic="masking-ratio ramp (e.g. 40% to 20% linearly over the run) minus constant MLM at its starting ratio, "
+              "same budget and seeds, mean over ramps (points)", measure=mean_diff, models=_ramp_models,
+    unavailable=when_empty("no masking-ratio ramp beside constant MLM at its starting ratio"),
+    paper=BEYOND_PAPER + "; issue 61; ratio schedules: Ankner et al. 2023 (dynamic masking rates, 30% to 15% on "
+                         "BERT-base), mmBERT (30% -> 15% -> 5%)")
+
+
+CLAIMS = (MIXED_AHEAD, DETOUR_AHEAD, RAMP_AHEAD)

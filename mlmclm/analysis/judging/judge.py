@@ -88,7 +88,7 @@ class Claim:
         return (self.table or self.check)(scores, runs, split=split)
 
 
-BEYOND_PAPER = "not a claim of the paper; issue 27"  # ``paper`` of the claims beyond it (their keys: B1, B2)
+BEYOND_PAPER = "not a claim of the paper"  # how ``paper`` of the claims beyond it starts (keys B1, B2, B3)
 
 
 def _flagged(scores: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:

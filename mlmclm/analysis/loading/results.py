@@ -32,7 +32,7 @@ from .ids import (ATTRIBUTES, AVG, BEYOND_OBJECTIVES, DATASETS, GRIDS, GROUPS, M
 from .published import architecture, load_architecture, load_paper, load_run_csv
 from .run_tree import load_pretrain_logs, load_run_tree, run_parameters
 from .views import (SEQUENTIAL, STABILITY_LRS, biphasic_view, centered_scores, cpt_loss_curves, cpt_view,
-                    data_efficiency_view, detour_view, is_clm_or_mlm40, masking_ratio_spread, mixed_view,
+                    data_efficiency_view, detour_view, is_clm_or_mlm40, masking_ratio_spread, mixed_view, ramp_view,
                     scaling_view)
 
 __all__ = [
@@ -47,7 +47,8 @@ __all__ = [
     "architecture", "load_architecture", "load_paper", "load_run_csv",
     "load_pretrain_logs", "load_run_tree", "run_parameters",
     "SEQUENTIAL", "STABILITY_LRS", "biphasic_view", "centered_scores", "cpt_loss_curves", "cpt_view",
-    "data_efficiency_view", "detour_view", "is_clm_or_mlm40", "masking_ratio_spread", "mixed_view", "scaling_view",
+    "data_efficiency_view", "detour_view", "is_clm_or_mlm40", "masking_ratio_spread", "mixed_view", "ramp_view",
+    "scaling_view",
 ]
 
 

@@ -5,6 +5,8 @@ paper's tables and figures group them, and the two beyond it (issue 27). No torc
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -132,6 +134,22 @@ def detour_view(scores: pd.DataFrame) -> pd.DataFrame:
     plain = plain[(plain["base"] == "MLM") & (plain["cpt_steps"] > 0)].merge(detour[keys].drop_duplicates())
     return pd.concat([detour.assign(schedule="detour"), plain.drop(columns="base").assign(schedule="MLM-CPT")],
                      ignore_index=True)
+
+
+def ramp_view(scores: pd.DataFrame) -> pd.DataFrame:
+    """Beyond the paper (issue 61): masking-ratio ramps from scratch (``mlm40to20``) beside constant MLM at the ratio
+    each starts from, of the same size and budget (`_final`'s MLM rows). Adds ``start`` (the starting ratio, in
+    percent) and ``schedule``: a ramp's objective as its id spells it, or "constant"."""
+    studied = _studied(scores)
+    ramps = studied[~studied["intermediate"] & (studied["objective"] == "ramp") & (studied["cpt_steps"] == 0)]
+    spelled = [_spelled(m) for m in ramps["model"]]
+    start = [int(m[1]) if (m := re.match(r"mlm(\d+)to\d+$", o)) else -1 for o in spelled]
+    ramps = ramps.assign(schedule=spelled, start=start)
+    constant = _final(scores)
+    constant = constant[constant["objective"] == "mlm"].assign(start=lambda d: d["mask_ratio"].astype(int))
+    keys = ["source", "scale", "size", "steps", "start"]
+    constant = constant.merge(ramps[keys].drop_duplicates())
+    return pd.concat([ramps, constant.assign(schedule="constant")], ignore_index=True)
 
 
 def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "test",
