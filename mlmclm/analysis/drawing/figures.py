@@ -176,10 +176,11 @@ def _main_size(view: pd.DataFrame) -> np.ndarray:
 
 def fig7(runs: pd.DataFrame, out_dir: str | Path) -> Drawn:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
-    the sizes that have CLM+MLM runs (the comparison needs both families). Notebook 04_biphasic; reads, through
-    ``runs``, results/runs/<scale>/*/*/*/lr*_sd*/results.json (the paper prints no numbers for it)."""
+    the sizes that have CLM+MLM runs (the comparison needs both families); every pretraining seed, each centered on
+    its own mean as claim 6 reads them. Notebook 04_biphasic; reads, through ``runs``,
+    results/runs/<scale>/*/*/*/lr*_sd*/results.json (the paper prints no numbers for it)."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
-    spread = views.masking_ratio_spread(runs)
+    spread = views.masking_ratio_spread(runs, every_seed=True)
     both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
     return draw_per_source(
         spread[both.astype(bool)], out_dir, "fig07_masking_robustness", "Fig. 7: sensitivity to the masking ratio",
