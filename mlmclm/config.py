@@ -447,8 +447,7 @@ class ScaleConfig:
     split_cpt_seeds: int = 1                # pretraining seeds of the 42k budget's CLM-then-MLM splits (claim 5) and
                                             # of the longest MLM-CPT runs (claim 7), each from its seed's base runs
     objectives: list[str] = field(default_factory=list)   # (a)'s objectives (empty: CLM and MLM 20/30/40/50%)
-    ratio_seeds: int = 1                    # pretraining seeds of the masking-ratio runs (claims 2, 2b, 6): MLM-only at
-                                            # every ratio of `objectives` and the CLM 40k + MLM 2k switches to them
+    ratio_seeds: int = 1                    # seeds of (a)'s ratios and (d)'s CLM 40k + MLM 2k switches (claims 2, 6)
     budgets: dict[int, list[int]] = field(default_factory=dict)  # (d): budget -> CLM steps of each split, thousands
                                                                  # of the paper's steps (empty: the paper's)
     cpt_k: list[int] = field(default_factory=list)   # (e)'s CPT lengths, thousands of paper steps (empty: 2, 12, 22)
@@ -461,8 +460,7 @@ class ScaleConfig:
     detour_k: list[int] = field(default_factory=list)  # CLM-detour CPT lengths of the decayed MLM-40% run (each one of
                                                        # cpt_k: compared with the plain MLM-CPT of that length)
     detour_clm: float = 0.5                 # the detour's CLM share of its CPT length (then MLM-40% with the decay)
-    ratio_schedules: list[str] = field(default_factory=list)  # masking-ratio ramps (mlm40to20) trained from scratch at
-                                                              # the 42k budget, beside constant MLM-40% (claim B3)
+    ratio_schedules: list[str] = field(default_factory=list)  # ratio ramps (mlm40to20) beside constant MLM (B3)
     beyond_seeds: int = 2                   # pretraining seeds of each of those runs and of the runs they face
 
     # Which of the paper's configurations a model of this scale stands for (the one place that says it; claims read
@@ -514,13 +512,11 @@ class ScaleConfig:
         if self.calibration_seed is not None and self.calibration_seed < 1:
             raise ConfigError(f"calibration_seed ({self.calibration_seed}) must be 1 or more: seed 0 is every "
                               f"study's first pretraining seed (the claims' seeds skip the calibration seed)")
-        if not 1 <= self.ratio_seeds <= self.pretrain_seeds:
-            raise ConfigError(f"ratio_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
-                              f"masking-ratio runs and switches use those seeds' data orders and CLM runs; got "
-                              f"{self.ratio_seeds}")
-        if not 1 <= self.split_cpt_seeds <= self.pretrain_seeds:
-            raise ConfigError(f"split_cpt_seeds must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the "
-                              f"splits and CPT runs continue base runs of those seeds; got {self.split_cpt_seeds}")
+        for key, why in (("ratio_seeds", "masking-ratio runs and switches use those seeds' data orders and CLM runs"),
+                         ("split_cpt_seeds", "splits and CPT runs continue base runs of those seeds")):
+            if not 1 <= getattr(self, key) <= self.pretrain_seeds:
+                raise ConfigError(f"{key} must be between 1 and pretrain_seeds ({self.pretrain_seeds}): the {why}; "
+                                  f"got {getattr(self, key)}")
         for budget, splits in self.budgets.items():  # shorter budgets branch off the 42k base runs
             if not 0 < budget <= 42 or not splits or any(not 0 <= c <= budget for c in splits):
                 raise ConfigError(f"budgets: {budget}: {splits} must be a budget of 1-42 (thousands of the paper's "
