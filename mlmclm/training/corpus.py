@@ -383,10 +383,11 @@ def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True
         path = tokenizer_dir(data)
         if not build and not (path / "tokenizer.json").exists():
             raise not_prepared(cfg, f"its tokenizer {path} is not trained", root)
-        with locks.hold(path.parent):  # one builder at a time; the second finds it built
-            if not (path / "tokenizer.json").exists():
-                texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
-                train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
+        if not (path / "tokenizer.json").exists():  # one found is read without its lock (no wait between ranks)
+            with locks.hold(path.parent):  # one builder at a time; the second finds it built
+                if not (path / "tokenizer.json").exists():
+                    texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
+                    train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
         tok = load_tokenizer(str(path))
         if fault := tokenizer_fault(path, tok, data.vocab_size):
             raise ConfigError(f"tokenizer {path}: {fault}; remove that folder and make it again: "
