@@ -3,7 +3,8 @@
 Five rooms, imported in this direction (a room never imports one listed below it; `tests/test_layout.py` checks it):
 
     models/      the transformer: configuration, modeling, attention (backends, kernels/), convert, any_encoder
-    training/    pretraining: objectives, sources, corpus, build, pretrain, optim, checkpoints, runlog, trackers
+    training/    pretraining: objectives, sources, corpus, tokenizer, shards, build, pretrain, ownership, optim,
+                 checkpoints, reshard, trackers
     evaluation/  fine-tuning: catalog, grid, tasks, paper_suite, offline_suite, finetune, checkpoint, groups/,
                  workers, metrics
     analysis/    stored results -> what a reader sees (reads result files only, never imports torch), in three rooms

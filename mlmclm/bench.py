@@ -50,13 +50,13 @@ from .models.configuration import MlmClmConfig
 from .io import PACKAGE_ROOT, git_commit, hardware, versions, working_root, write_text
 from .models.modeling import MlmClmForMaskedLM
 from .paths import RESULTS
-from .training.corpus import load_tokenizer, train_tokenizer
 from .training.objectives import IGNORE, clm_labels, label_positions
+from .training.tokenizer import load_tokenizer, train_tokenizer
 
 
 # The benchmarks' batches are random token ids without a tokenizer: ids 0-3 are the special tokens, in a trained
-# tokenizer's order (pad, bos, eos, mask: `corpus.SPECIAL_TOKENS`), text tokens are drawn from 4 up. The model configs
-# the benchmarks build carry these ids; the masked inputs and transformers' twins take them from there.
+# tokenizer's order (pad, bos, eos, mask: `tokenizer.SPECIAL_TOKENS`), text tokens are drawn from 4 up. The model
+# configs the benchmarks build carry these ids; the masked inputs and transformers' twins take them from there.
 SPECIAL_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, mask_token_id=3)
 
 
@@ -318,7 +318,7 @@ FINETUNE_LRS = (1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3)  # the grid's learning rates
 def random_checkpoint(path: Path, texts, vocab_size: int = 512, seed: int = 0, size: str = "tiny",
                       **config) -> Path:
     """A randomly initialised MlmClmForMaskedLM of `size` with the byte-level BPE a pretraining run would train on
-    `texts` (`corpus.train_tokenizer`), saved in transformers format in `path` (what fine-tuning reads): the model
+    `texts` (`tokenizer.train_tokenizer`), saved in transformers format in `path` (what fine-tuning reads): the model
     `bench_finetune` times (the tests fine-tune it too)."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="mlmclm-tokenizer-") as tmp:

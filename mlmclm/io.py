@@ -306,6 +306,12 @@ def shown(path: str | Path) -> str:
     return str(Path(path).absolute())
 
 
+def quoted(value) -> str:
+    """A value read from a record, as a line of a message shows it (JSON, cut short)."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def typed_path(text: str | None, root: Path) -> str | None:
     """A folder typed on the command line (read from the working directory, as any command reads a path) as a config
     names it: relative to the working root `root` when inside it, else absolute (`repo_relative`)."""

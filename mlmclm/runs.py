@@ -1,6 +1,6 @@
 """A model id and a run's record: the one module that writes a model id and parses it back (`ModelId`), and the one
-reader of a run's record (`read_record`) with its identity (`config_identity`). Where a run lives: `mlmclm.paths`.
-Torch- and pandas-free.
+reader of a run's record (`read_record`) with its identity (`identity`, `config_identity`). Where a run lives:
+`mlmclm.paths`. Torch- and pandas-free.
 
 A model id (results/README.md, "Model ids") is the paper's released model name, in a scale's steps:
 
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import read_yaml, step_text
+from .config import PretrainConfig, read_yaml, step_text, to_yaml
 from .errors import ConfigError, ResultFileError
 from .io import read_json
 from .paths import CONFIG, META
@@ -198,7 +198,7 @@ LOCATIONS = ("results_dir", "checkpoints_dir", "data.root")
 
 
 def config_identity(text: str) -> str:
-    """A run's identity from the text of its config.yaml (`training.pretrain.identity`: its resolved config as
+    """A run's identity from the text of its config.yaml (`identity`: its resolved config as
     `config.to_yaml` writes it): the sha256 of the config as canonical JSON without its `LOCATIONS`, its first 16 hex
     digits. A text that is not a YAML mapping has its `legacy_identity`."""
     config = yaml.safe_load(text)
@@ -221,6 +221,12 @@ def legacy_identity(text: str) -> str:
     """The identity that runs recorded before `LOCATIONS` were left out carry (meta.json, run.json, trainer states):
     the sha256 of the config's whole text, its first 16 hex digits. Readers accept it beside `config_identity`."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def identity(cfg: PretrainConfig) -> str:
+    """A run's identity: the hash of its config, where its files go left out (its config.yaml's text:
+    `config_identity`)."""
+    return config_identity(to_yaml(cfg))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from mlmclm.analysis.loading import results
 from mlmclm.evaluation.offline_suite import build_offline
 from mlmclm.evaluation.tasks import SUITES, load_task
 from mlmclm.io import lr_text
-from mlmclm.training.corpus import load_tokenizer, train_tokenizer
+from mlmclm.training.tokenizer import load_tokenizer, train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]  # the checkout: the working root of the tests run in it
 ENCODEVAL_SAMPLE = REPO / "results" / "samples" / "encodeval-610m-sst2.csv"  # the authors' 610M SST-2 runs
@@ -35,7 +35,7 @@ def free_port() -> int:
 
 
 def tokenizer(texts, vocab_size: int = 512, out: Path | None = None):
-    """The byte-level BPE a pretraining run trains (`training.corpus.train_tokenizer`), on `texts`, loaded as a
+    """The byte-level BPE a pretraining run trains (`training.tokenizer.train_tokenizer`), on `texts`, loaded as a
     transformers tokenizer. Saved in `out` (default: a temporary folder)."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mlmclm-tokenizer-"))
     return load_tokenizer(str(train_tokenizer(iter(texts), vocab_size, out)))

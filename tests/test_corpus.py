@@ -9,15 +9,13 @@ import numpy as np
 import pytest
 
 from helpers import sentence
-from mlmclm import cli
+from mlmclm import cli, locks
 from mlmclm.config import PretrainConfig, load_config, to_yaml
 from mlmclm.io import working_root
 from mlmclm.errors import ConfigError
-from mlmclm.training import corpus
-from mlmclm.training.corpus import (
-    SOURCES, SPECIAL_TOKENS, TokenBlocks, build_offline_corpus, build_shards, check_corpus, iter_texts, load_tokenizer,
-    train_tokenizer,
-)
+from mlmclm.training.corpus import SOURCES, build_offline_corpus, check_corpus, iter_texts
+from mlmclm.training.shards import TokenBlocks, build_shards
+from mlmclm.training.tokenizer import SPECIAL_TOKENS, load_tokenizer, train_tokenizer
 
 
 def test_offline_corpus_source_has_a_manifest_and_is_cached(tmp_path):
@@ -89,18 +87,18 @@ def test_tokenizer_shards_and_block_order(tmp_path):
 def test_a_document_on_one_huge_line_is_tokenised_in_pieces_to_the_same_ids(tmp_path, monkeypatch):
     """A text over PIECE_CHARS (a corpus file on one line) is encoded in pieces cut before a space that follows a
     word, which bounds memory and gives the ids of the whole text (double spaces, punctuation and digits included)."""
-    from mlmclm.training import corpus
+    from mlmclm.training import shards
 
     words = ["the", "state,", "of", "1790", "union;", "  congress", "\tand", "president's", "--", "address."]
     text = " ".join(words[(i * 7) % len(words)] for i in range(3000))
     tok = load_tokenizer(str(train_tokenizer(iter([text]), 300, tmp_path / "tok")))
     whole = tok([text], add_special_tokens=False)["input_ids"][0]
-    monkeypatch.setattr(corpus, "PIECE_CHARS", 500)
-    pieces = corpus._pieces(text)
+    monkeypatch.setattr(shards, "PIECE_CHARS", 500)
+    pieces = shards._pieces(text)
     assert len(pieces) >= 40 and "".join(pieces) == text and all(len(p) <= 500 for p in pieces)
-    assert corpus._token_ids(tok, [text, "a short one"]) == [whole, tok(["a short one"], add_special_tokens=False)[
+    assert shards._token_ids(tok, [text, "a short one"]) == [whole, tok(["a short one"], add_special_tokens=False)[
         "input_ids"][0]]
-    assert corpus._pieces("x" * 1200) == ["x" * 500, "x" * 500, "x" * 200]  # no space: cut where it is
+    assert shards._pieces("x" * 1200) == ["x" * 500, "x" * 500, "x" * 200]  # no space: cut where it is
 
 
 @pytest.mark.slow  # end to end (several processes, or a whole command): `make test`, not test-quick
@@ -318,7 +316,7 @@ def test_a_tokenizer_is_the_one_its_folder_and_record_name(tmp_path, capsys, mon
     assert f"the corpus gives a vocabulary of {reached['tokens']:,}" in capsys.readouterr().out
     assert cli.main(["data", str(few)]) == 0
     with monkeypatch.context() as m:  # a tokenizer found is read without its lock: ranks of a launch never wait on
-        m.setattr(corpus.locks, "hold", lambda folder: pytest.fail(f"locked {folder}"))  # one another (CI 65)
+        m.setattr(locks, "hold", lambda folder: pytest.fail(f"locked {folder}"))  # one another (CI 65)
         assert cli.main(["pretrain", str(few), "--dry-run"]) == 0
     assert cli.main(["data", str(other)]) == 0
     (theirs,) = (tmp_path / "data" / "tokenizers").glob("*-bpe300")

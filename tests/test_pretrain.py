@@ -22,7 +22,8 @@ from mlmclm.io import working_root
 from mlmclm.config import RECIPES_DIR, PretrainConfig, load_config, to_yaml
 from mlmclm.errors import ConfigError, NonFiniteLoss
 from mlmclm.models.modeling import MlmClmForMaskedLM
-from mlmclm.training.pretrain import identity, pretrain
+from mlmclm.runs import identity
+from mlmclm.training.pretrain import pretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -378,7 +379,7 @@ def test_missing_init_checkpoint_and_tokenizer_without_mask(tmp_path, text_corpu
     assert not (tmp_path / "runs" / "test" / "x").exists()
     from transformers import PreTrainedTokenizerFast
 
-    from mlmclm.training.corpus import train_tokenizer
+    from mlmclm.training.tokenizer import train_tokenizer
     tok = PreTrainedTokenizerFast.from_pretrained(train_tokenizer(iter(["some text"] * 50), 300, tmp_path / "t0"))
     tok.mask_token = None
     tok.save_pretrained(tmp_path / "nomask")

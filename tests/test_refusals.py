@@ -120,7 +120,7 @@ def test_an_argument_that_is_not_utf8_is_one_line_before_any_work(tmp_path, caps
 
 def test_a_vocabulary_the_text_cannot_reach_is_said_with_the_size_reached(tmp_path, capsys):
     from mlmclm.config import PretrainConfig, load_config
-    from mlmclm.training.corpus import prepare_tokenizer
+    from mlmclm.training.tokenizer import prepare_tokenizer
 
     texts = tmp_path / "corpus.txt"
     texts.write_text("the cat sat on the mat\n" * 50)

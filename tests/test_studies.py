@@ -241,7 +241,8 @@ def test_a_run_on_record_keeps_its_named_checkpoints_and_can_be_retrained(tmp_pa
     import dataclasses
     import shutil
     from mlmclm.config import to_yaml
-    from mlmclm.training.pretrain import identity, pretrain
+    from mlmclm.runs import identity
+    from mlmclm.training.pretrain import pretrain
 
     plan = studies.build_plan(scale_config("tiny"))
     paths = studies.Paths(ROOT, results=tmp_path / "runs", checkpoints=tmp_path / "ckpt")
@@ -434,7 +435,7 @@ def test_committed_runs_keep_their_identity_and_are_complete(scale):
     of its config.yaml, so the config each plan resolves today must be their config.yaml to the byte, and a study
     run finds every one of them complete, with nothing to train or fine-tune."""
     from mlmclm.config import to_yaml
-    from mlmclm.training.pretrain import identity
+    from mlmclm.runs import identity
 
     plan = studies.build_plan(scale_config(scale))
     paths = studies.Paths(ROOT)

@@ -19,6 +19,7 @@ from ..evaluation.grid import plan_grid
 from ..evaluation.offline_suite import build_offline
 from ..evaluation.tasks import tasks_dir
 from ..training import checkpoints
+from ..training.ownership import claim
 from .configs import grid_configs, run_config
 from .plan import Evaluation, Plan, Run
 from .state import ASIDE, Work, has_checkpoint, set_aside, work
@@ -31,7 +32,7 @@ def _rewind(plan: Plan, paths: Paths, run: Run, wanted: list[int], cfg: Pretrain
     before), and its checkpoints, which that process may be fine-tuning now, are not dropped then. Nothing is dropped
     before pretraining's own checks before work pass, and the folder's claim is checked, not written (pretraining
     writes it as it starts): a run refused leaves no folder behind (issue 63)."""
-    from ..training.pretrain import check_before_work, claim
+    from ..training.pretrain import check_before_work
 
     def missing() -> list[int]:
         return [s for s in wanted if not has_checkpoint(plan, paths, run.run_id, s)]

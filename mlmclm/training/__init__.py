@@ -1,3 +1,4 @@
-"""Pretraining: `objectives` (MLM masking, next-token labels, the phase schedule), `corpus` (text -> tokenizer ->
-uint32 shards), `pretrain` (the accelerate loop), `checkpoints` (the step-folder layout: find, prune, read, complete).
+"""Pretraining: `objectives` (MLM masking, next-token labels, the phase schedule), `corpus` (the text a run reads)
+-> `tokenizer` -> `shards` (uint32 token streams and their blocks), `pretrain` (the accelerate loop), `ownership` (a
+run's claim on its folders), `checkpoints` (the step-folder layout: find, prune, read, complete).
 """

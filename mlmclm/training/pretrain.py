@@ -7,20 +7,18 @@ objective: CLM feeds it next-token labels with causal attention, MLM masked-toke
 A mixed phase (`mix1clm15mlm40`) splits every global batch: its first rows CLM, the rest MLM, each part its own forward
 call with its own attention; an alternating phase (`alt1clm1mlm40`) trains one objective a step, a masking-ratio ramp
 (`mlm40to20`) MLM at each step's own ratio (`mlmclm.schedule`); the log and the checkpoints name the phase.
-A run's step s reads global samples o+(s-1)*B .. o+s*B-1 of the token stream (o = data.offset) and draws its masks from a generator seeded
-by (seed, s): the data and masks of a step do not depend on how many processes run it or on where it was resumed.
+A run's step s reads global samples o+(s-1)*B .. o+s*B-1 of the token stream (o = data.offset) and draws its masks
+from a generator seeded by (seed, s): the data and masks of a step do not depend on how many processes run it or on
+where it was resumed.
 
 Run folder `results/runs/<scale>/<run_id>/`: config.yaml (resolved), pretrain.csv, meta.json. Checkpoints
 `checkpoints/<scale>/<run_id>/step_NNNNNN/`: accelerate state (model, optimizer, RNG) for resume, `hf/` (the model
 and tokenizer in transformers format) and trainer_state.json. Every checkpoint is written under a temporary name and
 renamed when complete; `mlmclm.training.checkpoints` owns that layout.
 
-A run is its resolved config (config.yaml): its identity is the hash of that config without where its files go
-(`identity`, `runs.config_identity`), stored in meta.json, in every checkpoint's trainer state and in the checkpoint
-folder's run.json; a run recorded under its legacy identity (`runs.legacy_identity`) is still its own. A run
-refuses, in one line naming both, a results folder or a checkpoint folder of another identity, so it never removes,
-overwrites or resumes another run's checkpoints. Results written before identities (meta.json without one: the
-committed runs) are checked by their config.yaml alone, which is what the identity hashes.
+A run is its resolved config (config.yaml): its identity (`runs.identity`) is stored in meta.json and in every
+checkpoint's trainer state, and a results folder or a checkpoint folder of another identity is refused in one line
+naming both (`mlmclm.training.ownership`), so a run never removes, overwrites or resumes another run's checkpoints.
 
 `pretrain` checks what it can before any work, then builds the run (`mlmclm.training.build`: the accelerator, the
 data, the model and its optimizer) and trains it (`Trainer`).
@@ -45,19 +43,23 @@ from torch.distributed.checkpoint import CheckpointException
 
 from .. import locks, store
 from ..config import PretrainConfig, load_config, recipe_path, to_yaml
-from ..errors import ConfigError, NonFiniteLoss, ResultFileError
-from ..io import HUB_ID, check_writable, provenance, read_json, shown, write_json, write_text
+from ..errors import ConfigError, NonFiniteLoss
+from ..io import HUB_ID, check_writable, provenance, shown, write_json, write_text
 from ..models.attention import check_backend
 from ..models.configuration import MlmClmConfig
 from ..models.convert import load_hf_decoder
 from ..models.modeling import MlmClmForCausalLM, MlmClmForMaskedLM
 from ..paths import CONFIG, LOG, META, hf_dir, run_folder, step_dir, step_of, tmp_dir
 from ..runlog import CSV_FIELDS, finished, log_end, truncate
-from ..runs import ModelId, config_identity, id_of, legacy_identity
-from . import checkpoints, corpus, reshard, trackers
+from ..runs import identity
+from . import checkpoints, reshard, trackers
 from .build import (Built, build, check_data_prepared, distributed_setup, micro_batch_from_memory,
                     start_accelerator)
+from .corpus import check_corpus
 from .objectives import IGNORE, Schedule, clm_labels, label_positions, mlm_inputs
+from .ownership import check_results_named, check_run_folder, check_run_id, claim
+from .shards import prepare_shards
+from .tokenizer import prepare_tokenizer
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -83,24 +85,6 @@ def export_model(state_dict: dict, config: MlmClmConfig, causal: bool, tokenizer
 # ---------------------------------------------------------------------------------------------------------------
 # The run
 # ---------------------------------------------------------------------------------------------------------------
-def identity(cfg: PretrainConfig) -> str:
-    """A run's identity: the hash of its config, where its files go left out (its config.yaml's text:
-    `runs.config_identity`)."""
-    return config_identity(to_yaml(cfg))
-
-
-def owner(cfg: PretrainConfig) -> dict:
-    """What a checkpoint folder records of the run it belongs to (`checkpoints.claim`)."""
-    return {"identity": identity(cfg), "run_id": cfg.run_id,
-            "results": str(run_folder(cfg.results_dir, cfg.scale, cfg.run_id))}
-
-
-def claim(root: Path, cfg: PretrainConfig, write: bool = True) -> None:
-    """`checkpoints.claim` of the checkpoint folder `root` for the run of `cfg`, under its identity or the legacy
-    one its folder may record (`runs.legacy_identity`)."""
-    checkpoints.claim(root, owner(cfg), write, legacy=legacy_identity(to_yaml(cfg)))
-
-
 def check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, create: bool = True) -> None:
     """What can be checked before any data is built or any step trained (what `--dry-run` runs): the attention backend
     and `micro_batch_size: auto` on this machine, the init checkpoint, the context, the corpus, the output folders
@@ -115,17 +99,17 @@ def check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, creat
         raise ConfigError("micro_batch_size: auto finds the largest micro-batch that fits a GPU's memory and this "
                           "machine has none; set micro_batch_size to a number (batch_size / processes: the whole "
                           "batch in one pass)")
-    _check_run_id(cfg)
+    check_run_id(cfg)
     if cfg.init.kind == "scratch":
         context = MlmClmConfig.from_size(cfg.model.size, **cfg.model.overrides).max_position_embeddings
         if cfg.data.seq_len > context:
             raise ConfigError(f"data.seq_len ({cfg.data.seq_len}) exceeds the {context}-token context of model size "
                               f"{cfg.model.size}; lower data.seq_len, or widen the model with "
                               f"model.overrides={{max_position_embeddings: {cfg.data.seq_len}}}")
-    corpus.check_corpus(at.data.corpus)
+    check_corpus(at.data.corpus)
     for folder in (Path(at.results_dir), Path(at.checkpoints_dir), Path(at.data.root)):
         check_writable(folder, create)
-    _check_run_folder(cfg, run_folder(at.results_dir, cfg.scale, cfg.run_id))
+    check_run_folder(cfg, run_folder(at.results_dir, cfg.scale, cfg.run_id))
     if cfg.init.kind == "run":
         src = store.find_checkpoint(at.init.path, root, cfg.init.step)
         if fault := store.damage(src, verify=True):
@@ -144,9 +128,9 @@ def check_before_work(cfg: PretrainConfig, schedule: Schedule, root: Path, creat
 def pretrain(cfg: PretrainConfig, report_to: str = "none", *, root: Path) -> Path:
     """Train (or resume, or skip when complete) the run `cfg` describes; returns its run folder. `report_to`: an
     experiment tracker the logged rows also go to (`trackers.REPORT_TO`; not part of the run's identity). `root`: the
-    working root the config's relative folders and files resolve against (`io.working_root`, read by the entrance). The main
-    process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second process on
-    the same run waits for it, then finds the run complete."""
+    working root the config's relative folders and files resolve against (`io.working_root`, read by the entrance).
+    The main process holds the locks of the run folder and of its checkpoints meanwhile (`mlmclm.locks`): a second
+    process on the same run waits for it, then finds the run complete."""
     schedule = cfg.schedule()
     check_before_work(cfg, schedule, root)
     work = cfg.resolved(root)  # what the run reads and writes; `cfg`, as written, is its record and identity
@@ -176,9 +160,9 @@ def _complete(cfg: PretrainConfig, schedule: Schedule, run_dir: Path, ckpt_root:
     """Whether the run is complete (its log whole, its last checkpoint written, every checkpoint's files as recorded:
     one edited since makes it incomplete, and `Trainer.resume` writes it again); refuses first a results folder or a
     checkpoint folder of another run, or one whose record lies in another results folder."""
-    _check_run_folder(cfg, run_dir)
+    check_run_folder(cfg, run_dir)
     claim(ckpt_root, cfg, write=False)  # refused before any work when they are another run's
-    _check_results_named(ckpt_root, run_dir, root)
+    check_results_named(ckpt_root, run_dir, root)
     total = schedule.total
     return (finished(run_dir, total) and store.checkpoint_steps(ckpt_root)[-1:] == [total]
             and checkpoints.first_damaged(ckpt_root) is None)
@@ -538,60 +522,6 @@ def _save_checkpoint(accelerator, root: Path, step: int, model, tokenizer, causa
     accelerator.wait_for_everyone()
 
 
-def _check_run_id(cfg: PretrainConfig) -> None:
-    """A run_id written as a model id (`runs.ModelId`) must be the one its config trains (`runs.id_of`): the analysis
-    reads a run's objective, steps and seed from it. A name that is no model id (`my-run`) is free."""
-    try:
-        named = ModelId.parse(cfg.run_id)
-    except ResultFileError:
-        return
-    derived = id_of(cfg)
-    if derived is not None and named != derived:
-        raise ConfigError(f"run_id={cfg.run_id!r} names another model than this config trains ({derived}: its "
-                          f"size, phases, seed and the run it starts from); set run_id={derived}, or a name that is "
-                          "not a model id")
-
-
-def _check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
-    """Refuse a run folder that holds another config under this run_id (its meta.json's identity, its config.yaml's):
-    one that differs only in where its files go is this run's."""
-    me, text = owner(cfg), to_yaml(cfg)
-    recorded, other = _recorded_identity(run_dir / META), None
-    if recorded not in (None, me["identity"], legacy_identity(text)):
-        other = f"identity {recorded}"
-    elif (run_dir / CONFIG).exists() and config_identity((run_dir / CONFIG).read_text()) != me["identity"]:
-        other = "its config.yaml differs"
-    if other:
-        raise ConfigError(f"{run_dir} holds run {cfg.run_id!r} with another config ({other}), not this one "
-                          f"(identity {me['identity']}); choose another run_id, or delete that folder and its "
-                          f"checkpoints to start over")
-
-
-def _check_results_named(ckpt_root: Path, run_dir: Path, root: Path) -> None:
-    """Refuse a checkpoint folder whose run.json names another results folder that holds the run's record: the same
-    config run twice into two results folders would otherwise share, and rewind, one set of checkpoints. (A run
-    moved whole, or whose results folder is gone, has none there.)"""
-    run = store.owner(ckpt_root)
-    named = run.get("results") if isinstance(run, dict) else None
-    if not isinstance(named, str):
-        return
-    named = Path(named) if Path(named).is_absolute() else root / named
-    if named.resolve() != run_dir.resolve() and (named / CONFIG).exists():
-        raise ConfigError(f"{ckpt_root} holds the checkpoints of the run recorded in {named}, not in {run_dir}: "
-                          f"write this run's results there (results_dir), or its checkpoints elsewhere "
-                          f"(checkpoints_dir)")
-
-
-def _recorded_identity(meta_path: Path) -> str | None:
-    """The identity a run folder's meta.json records (None when it has none: a new run, or one written before
-    identities; a damaged meta.json is `finished`'s to name)."""
-    try:
-        meta = read_json(meta_path) if meta_path.exists() else {}
-    except ResultFileError:
-        return None
-    return meta.get("identity") if isinstance(meta, dict) else None
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
@@ -612,8 +542,8 @@ def pretrain_command(args) -> int:
 def data_command(args) -> int:
     cfg = load_config(PretrainConfig, recipe_path(args.config), args.overrides).resolved(args.root)
     hf_tok = load_hf_decoder(cfg.init.path, cfg.init.gguf_file, model=False)[1] if cfg.init.kind == "hf" else None
-    tokenizer = corpus.prepare_tokenizer(cfg, hf_tok, root=args.root)
-    shards = corpus.prepare_shards(cfg, tokenizer, root=args.root)  # built when missing, then checked whole (`corpus.shards_fault`)
+    tokenizer = prepare_tokenizer(cfg, hf_tok, root=args.root)
+    shards = prepare_shards(cfg, tokenizer, root=args.root)  # built when missing, then checked whole (`shards_fault`)
     meta = json.loads((shards / "meta.json").read_text())
     print(f"shards: {shown(shards)}  train tokens {meta['tokens']['train']:,}  valid tokens "
           f"{meta['tokens']['valid']:,}  vocabulary {meta['vocab_size']:,}; verified whole (each token stream holds "
