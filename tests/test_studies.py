@@ -589,6 +589,21 @@ def test_full_run_estimate_is_within_1_5x_of_the_measured_time(tmp_path, scale, 
     assert 1 / 1.5 < sum(t["full"]) / 60 / measured_min < 1.5, t
 
 
+def test_a_record_made_under_another_protocol_counts_the_work_it_did(tmp_path):
+    """The fine-tuning rate on record divides each record's own work by its wall time: a grid made twice as long
+    since its records were made (twin's SC, issue 60) doubles the estimate, not the measured rate (it did: the old
+    records' wall time against the new grid's FLOPs)."""
+    paths = studies.Paths(ROOT, tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    plan = studies.build_plan(scale_config("long"))
+    grids = studies.grid_configs(plan, paths)
+    longer = {k: dataclasses.replace(g, epochs=2 * g.epochs) for k, g in grids.items()}
+    (rate, n, _), (rate2, n2, _) = (studies.measured_finetune_rate(plan, paths, studies.compute(plan, g))
+                                    for g in (grids, longer))
+    assert n == n2 > 100 and abs(rate2 / rate - 1) < 0.05, (rate, rate2)
+    once, twice = (studies.estimate(plan, paths, g, studies.work(plan, paths, g))["full"][1] for g in (grids, longer))
+    assert 1.8 < twice / once < 2.1, (once, twice)  # fine-tuning seconds
+
+
 def test_paper_plan_estimates_gpu_hours_not_cpu_time(capsys):
     assert cli.main(["study", "plan", "all", "--scale", "paper"]) == 0
     out = capsys.readouterr().out

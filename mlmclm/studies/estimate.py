@@ -38,7 +38,7 @@ def compute(plan: Plan, grids: dict) -> dict:
     results.json count of each evaluation ("results"). `grids`: the plan's `grid_configs`."""
     seq, batch = plan.template["data"]["seq_len"], plan.template["batch_size"]
     runs = {r.run_id: r.trained * batch * seq * flops_per_token(_shape(plan, r.size), seq) for r in plan.runs.values()}
-    trainings, results = {}, collections.Counter()
+    trainings, steps_of, results = {}, {}, collections.Counter()
     for key, e in plan.evaluations.items():
         shape = _shape(plan, plan.runs[e.run_id].size)
         for cfg, trainer, evaluated in plan_grid(grids[e.grid]):  # each dataset under its own protocol
@@ -52,8 +52,9 @@ def compute(plan: Plan, grids: dict) -> dict:
             for lr in cfg.lrs:
                 for seed in cfg.seeds:
                     trainings[(key, trainer.name, lr, seed)] = flops
+                    steps_of[(key, trainer.name, lr, seed)] = steps
                     results[key] += len(evaluated)
-    return {"runs": runs, "trainings": trainings, "results": results}
+    return {"runs": runs, "trainings": trainings, "steps": steps_of, "results": results}
 
 
 def part_totals(plan: Plan, c: dict) -> dict[str, list]:
@@ -125,13 +126,14 @@ def measured_rate(plan: Plan, paths: Paths) -> tuple[float, int, set] | None:
     return (flops / wall, n, where) if wall else None
 
 
-def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[float, int, set] | None:
+def measured_finetune_rate(plan: Plan, paths: Paths, c: dict) -> tuple[float, int, set] | None:
     """Fine-tuning FLOPs per second of wall time over this scale's trainings on record (one results.json per
     training: the one evaluated on its own training set; runs of W worker processes share the wall time), how many
-    trainings, and on what hardware; None when there are none. `trainings`: `compute`'s."""
+    trainings, and on what hardware; None when there are none. A record made under another protocol counts the
+    planned FLOPs scaled by its own training steps (the work it did, not the plan's). `c`: `compute`'s."""
     flops = wall = n = 0
     where = set()
-    for (key, trainer, lr, seed), f in trainings.items():
+    for (key, trainer, lr, seed), f in c["trainings"].items():
         e = plan.evaluations[key]
         for records in _records(paths):
             tree = records.run(plan.scale.scale, e.model, e.grid)
@@ -139,7 +141,8 @@ def measured_finetune_rate(plan: Plan, paths: Paths, trainings: dict) -> tuple[f
             metas = [_meta(path).get("meta") or {} for path in found]
             metas = [m for m in metas if isinstance(m, dict) and m.get("wall_time_s")]
             if metas:
-                flops, n = flops + f, n + 1
+                planned, done = c["steps"][(key, trainer, lr, seed)], metas[0].get("train_steps")
+                flops, n = flops + (f * done / planned if planned and isinstance(done, int) else f), n + 1
                 wall += metas[0]["wall_time_s"] / metas[0].get("grid_workers", 1)
                 where.add(_hardware(metas[0]))
                 break
@@ -170,7 +173,7 @@ def estimate(plan: Plan, paths: Paths, grids: dict, state: Work, c: dict | None 
                "FLOP; this is a GPU cluster's scale, not one for a CPU")
         return {"missing": (pre_todo * pre_s, ft_todo * ft_s), "full": (pre * pre_s, ft * ft_s), "how": how,
                 "gpu": True}
-    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, c["trainings"])
+    pre_rate, ft_rate = measured_rate(plan, paths), measured_finetune_rate(plan, paths, c)
     if pre_rate or ft_rate:  # a part with no runs on record: the other's rate, measured on the same hardware
         hows = [f"{name} at {r[0] / 1e9:,.1f} GFLOP/s, the rate of this scale's {r[1]} {unit} on record on "
                 f"{', '.join(sorted(r[2]))}" for name, r, unit in (("pretraining", pre_rate, "runs"),
