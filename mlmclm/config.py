@@ -317,6 +317,7 @@ class DatasetProtocol:
     max_eval: Optional[int] = None
     max_length: Optional[int] = None
     batch_size: Optional[int] = None
+    screen_seeds: Optional[int] = None
 
     def fields(self) -> dict:
         """The fields this dataset sets."""
@@ -332,6 +333,8 @@ class FinetuneConfig:
     datasets: list[str] = field(default_factory=list)    # empty: every dataset of `groups`
     lrs: list[float] = field(default_factory=lambda: list(PAPER_LRS))
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    screen_seeds: int = 0              # k > 0: the first k seeds at every rate, each later seed at the rate their mean
+                                       # validation chose (`grid.screen_split`); 0, or k >= len(seeds): every seed
     batch_size: int = 32
     eval_batch_size: int = 64
     max_steps: int = 1000              # at most this many steps or `epochs` epochs, whichever comes first; -1: no cap
@@ -379,6 +382,9 @@ class FinetuneConfig:
         for name in ("batch_size", "eval_batch_size", "qa_max_answer_tokens", "qa_n_best"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.screen_seeds < 0:
+            raise ConfigError(f"screen_seeds must be 0 (every seed at every rate) or more (the first k seeds screen "
+                              f"the rates, the later ones train at the rate chosen), got {self.screen_seeds}")
         if self.grid_workers < 0:
             raise ConfigError(f"grid_workers must be 0 (one a torch thread) or more, got {self.grid_workers}")
         if self.max_steps == 0 or self.max_steps < -1:

@@ -975,3 +975,18 @@ def test_claims_3_and_3b_judge_the_checkpoints_every_seed_has():
     assert claims._early(other)["steps"].tolist() == [500, 1000, 2500, 5000]
     assert claims._last(other)["steps"].tolist() == [20000]
     assert claims._early(rows.iloc[0:0]).empty
+
+
+def test_screened_grids_whose_screens_chose_different_rates_are_equal_grids():
+    """Issue 60: models whose screens chose different rates ran the same grid (`screen_seeds`: their later seeds at
+    one rate each); a later seed at two rates is another grid."""
+    import pandas as pd
+    from mlmclm.analysis.judging.evidence import _unequal_grids
+
+    rows = [{"source": "ours", "scale": "tiny", "task_group": "SC", "dataset": "d", "model": m, "objective": o,
+             "lr": lr, "seed": sd, "test": 0.5 + 0.1 * sd + lr, "protocol": ""}
+            for m, o, chosen in (("a", "clm", 1e-3), ("b", "mlm", 1e-2))
+            for lr, sd in [(1e-3, 0), (1e-2, 0), (1e-3, 1), (1e-2, 1), (chosen, 2), (chosen, 3)]]
+    runs = pd.DataFrame(rows)
+    assert _unequal_grids(runs).empty
+    assert not _unequal_grids(pd.concat([runs, runs.iloc[[4]].assign(lr=1e-2, model="a")])).empty

@@ -12,7 +12,7 @@ import torch
 
 from helpers import offline_suite, tokenizer
 from mlmclm.paths import hf_dir, step_dir
-from mlmclm.io import working_root
+from mlmclm.io import lr_text, working_root
 from mlmclm.bench import random_checkpoint
 from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
@@ -134,6 +134,9 @@ def test_seeds_are_reproducible_and_matter(suite, tmp_path):
     (["--datasets", "squad11", "--groups", "SC"], "'squad11' is in group QA, which --groups leaves out"),
     (["--set", "batch_size=0"], "batch_size must be positive, got 0"),
     (["--set", "grid_workers=-1"], "grid_workers must be 0 (one a torch thread) or more, got -1"),
+    (["--set", "screen_seeds=-1"], "screen_seeds must be 0 (every seed at every rate) or more"),
+    (["--set", "per_dataset.multiemo_sentiment.screen_seeds=-2"],
+     "per_dataset.multiemo_sentiment: screen_seeds must be 0 (every seed at every rate) or more"),
     (["--model-id", ".."], "the model id (--model-id) '..' must be one folder name"),
     (["--model-id", "a/b"], "the model id (--model-id) 'a/b' must be one folder name"),
     (["--seeds", "-1"], "seeds[0] must be in [0, 4294967296), got -1"),
@@ -484,3 +487,65 @@ def test_a_group_re_run_after_the_scales_rates_changed_sets_the_old_rates_aside(
     assert not old.exists() and old.with_name("results.outside-grid.json").is_file() and other_group.is_file()
     sc = load_run_tree(runs / "tiny", "ours", "tiny").query("task_group == 'SC'")
     assert sorted(zip(sc["lr"], sc["seed"])) == [(1e-3, 0), (1e-3, 1)]
+
+
+def test_the_screen_chooses_the_best_mean_validation_ties_to_the_smaller_rate_as_the_analysis_does(tmp_path):
+    """`grid.best_lr` is `select_lr(rule="seed_average")`'s rule without pandas; a training evaluated on several
+    datasets (IR) runs a later seed at each rate its datasets chose, each job writing only the datasets that chose
+    it (`jobs_to_do` with the screen's `rates`)."""
+    import pandas as pd
+    from helpers import write_run
+    from mlmclm.analysis.loading.aggregation import select_lr
+    from mlmclm.config import to_dict
+    from mlmclm.evaluation.grid import best_lr, jobs_to_do, plan_grid, screen_choice
+
+    for scores in ({1e-3: [0.6, 0.6], 1e-2: [0.7, 0.5]}, {1e-4: [0.2, 0.4], 1e-3: [0.5, 0.1], 1e-2: [0.31, 0.3]},
+                   {3e-3: [0.5, 0.5], 1e-3: [0.5, 0.5]}):
+        runs = pd.DataFrame([{"source": "ours", "scale": "tiny", "model": "m", "task_group": "SC", "dataset": "d",
+                              "lr": lr, "seed": sd, "validation": v}
+                             for lr, vs in scores.items() for sd, v in enumerate(vs)])
+        assert best_lr(scores) == select_lr(runs, rule="seed_average")["lr"].iloc[0]
+    assert best_lr({1e-3: [0.6, 0.6], 1e-2: [0.7, 0.5]}) == 1e-3 and best_lr({3e-3: [0.5], 1e-3: [0.5]}) == 1e-3
+    cfg = finetune_config(TINY, [f"results_dir={tmp_path}", "datasets=[squad_retrieval, nq_retrieval]",
+                                 "lrs=[1e-3, 1e-2]", "seeds=[0, 1, 2]", "screen_seeds=2"])
+    (c, trainer, evaluated), = plan_grid(cfg)
+    tree = tmp_path / "tiny" / "m"
+    for name, best in (("squad_retrieval", 1e-2), ("nq_retrieval", 1e-3)):
+        task = next(t for t in evaluated if t.name == name)
+        for lr in c.lrs:
+            for sd in (0, 1):
+                assert screen_choice(tree, c, task) is None  # the screen is not complete yet
+                write_run(tree.parent, "m", "IR", name, lr, sd, 0.6 if lr == best else 0.4, 0.5,
+                          meta={"config": to_dict(c)})
+        assert screen_choice(tree, c, task) == best
+    rates = {t.name: screen_choice(tree, c, t) for t in evaluated}
+    jobs = jobs_to_do("m", c, [(trainer, evaluated)], tmp_path.parent, [2], rates)
+    assert sorted((lr, [t.name for t in ev], sd) for _, ev, lr, sd in jobs) == [
+        (1e-3, ["nq_retrieval"], 2), (1e-2, ["squad_retrieval"], 2)]
+
+
+def test_a_screened_grid_trains_the_later_seeds_at_the_screens_choice_and_resumes(suite, tmp_path):
+    """`screen_seeds` k (issue 60): k x rates + one training a later seed, each later seed's result only at the rate
+    the screen's mean validation chose; a grid killed in its later stage trains only what is missing, and a later
+    seed's result at another rate (a full grid made before) is kept, never set aside."""
+    from mlmclm.evaluation.grid import best_lr
+
+    root, ckpt = suite
+    cfg = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "grid_workers=1",
+                                 "datasets=[multiemo_sentiment]", "lrs=[1e-4, 3e-2]", "seeds=[0, 1, 2, 3]",
+                                 "screen_seeds=2"])
+    out = run_grid(ckpt, cfg, progress=False, root=working_root(), own_grid=True)
+    assert (out["runs"], out["trainings"], out["skipped"]) == (2 * 2 + 2, 2 * 2 + 2, 0)
+    docs = {(d["meta"]["lr"], d["meta"]["seed"]): d for d in _grid_docs(tmp_path).values()}
+    chosen = best_lr({lr: [docs[(lr, sd)]["validation"]["score"] for sd in (0, 1)] for lr in cfg.lrs})
+    assert sorted(docs) == sorted([(lr, sd) for lr in cfg.lrs for sd in (0, 1)] + [(chosen, 2), (chosen, 3)])
+    folder = tmp_path / "tiny" / "tiny-mlm40-100" / "SC" / "multiemo_sentiment"
+    (folder / f"lr{lr_text(chosen)}_sd3" / "results.json").unlink()  # killed in the later stage
+    other = next(lr for lr in cfg.lrs if lr != chosen)
+    kept = folder / f"lr{lr_text(other)}_sd2" / "results.json"  # a full grid's result at the other rate
+    kept.parent.mkdir()
+    kept.write_text(json.dumps({**docs[(other, 0)], "meta": {**docs[(other, 0)]["meta"], "seed": 2}}))
+    out = run_grid(ckpt, cfg, progress=False, root=working_root(), own_grid=True)
+    assert (out["runs"], out["trainings"], out["skipped"]) == (1, 1, 5)
+    assert (folder / f"lr{lr_text(chosen)}_sd3" / "results.json").is_file() and kept.is_file()
+    assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 0

@@ -566,6 +566,46 @@ def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, ca
     assert "missing now: nothing" not in out
 
 
+def test_a_screened_grid_is_complete_with_its_later_seeds_at_the_screens_rate_only(tmp_path, capsys):
+    """`screen_seeds` (issue 60): `study plan`'s counts, `study run`'s skip and the estimate's results count the
+    screen's cells and each later seed once, at the rate the screen's mean validation chose (ties to the smaller
+    rate); a later seed's result at another rate (a full grid made before) neither completes the grid nor is set
+    aside; the plan's FLOPs count k x rates + the later seeds' trainings."""
+    from mlmclm.config import to_dict
+    from helpers import write_run
+
+    paths = studies.Paths(ROOT, tmp_path / "runs", tmp_path / "ckpt", tmp_path / "data")
+    scale = scale_config("tiny", ["finetune.datasets=[multiemo_sentiment]", "finetune.lrs=[1e-3, 1e-2]",
+                                  "finetune.per_dataset.multiemo_sentiment.seeds=[0, 1, 2]",
+                                  "finetune.per_dataset.multiemo_sentiment.screen_seeds=2"])
+    plan = studies.build_plan(scale).for_studies(["scaling"])
+    grids = studies.grid_configs(plan, paths)
+    key = next(k for k, e in plan.evaluations.items() if e.grid == "default")
+    e, cfg = plan.evaluations[key], grids["default"]
+    meta = {"config": to_dict(cfg.for_dataset("multiemo_sentiment"))}
+    runs = paths.results / "tiny"
+
+    def status():
+        return studies.work(plan, paths, grids).status[key]
+    assert status() == "to run: 5 of 5 results missing"  # 2 rates x 2 screen seeds + the later seed at one rate
+    c = studies.compute(plan, grids)
+    assert [(lr, sd) for k, _, lr, sd in c["trainings"] if k == key] == [
+        (1e-3, 0), (1e-3, 1), (1e-2, 0), (1e-2, 1), (None, 2)] and c["results"][key] == 5
+    for lr, sd, val in ((1e-3, 0, 0.6), (1e-3, 1, 0.6), (1e-2, 0, 0.7), (1e-2, 1, 0.5)):  # a tie: 1e-3 chosen
+        write_run(runs, e.model_id, "SC", "multiemo_sentiment", lr, sd, val, 0.5, meta=meta)
+    assert status() == "to run: 1 of 5 results missing"
+    other = write_run(runs, e.model_id, "SC", "multiemo_sentiment", 1e-2, 2, 0.9, 0.9, meta=meta)
+    assert status() == "to run: 1 of 5 results missing"
+    assert studies.set_aside(plan, grids, paths.root) == [] and other.is_file()  # inside the grid: kept
+    chosen = write_run(runs, e.model_id, "SC", "multiemo_sentiment", 1e-3, 2, 0.6, 0.5, meta=meta)
+    assert status() == "complete" and set(studies.required_results(e, cfg, paths.root)) >= {chosen}
+    assert other not in studies.required_results(e, cfg, paths.root) and other in studies.grid_results(e, cfg, paths.root)
+    twin = studies.build_plan(scale_config("twin")).for_studies(["scaling"])
+    c = studies.compute(twin, studies.grid_configs(twin, paths))
+    model = next(k for k, e in twin.evaluations.items() if e.grid == "default")
+    assert sum(k == model and trainer == "multiemo_sentiment" for k, trainer, *_ in c["trainings"]) == 3 * 2 + 4
+
+
 def test_committed_long_plan_has_nothing_to_do(capsys):
     """A fresh clone holds the long scale's results but no checkpoints: every grid is complete, nothing trains."""
     assert cli.main(["study", "plan", "all", "--scale", "long"]) == 0

@@ -21,6 +21,9 @@ lengths and are padded to their own longest sequence. Evaluation runs after trai
 several epochs validation is also scored after each earlier epoch (`validation.curve`: [step, score] pairs, the
 final one included), which is how a calibration shows that fine-tuning has plateaued.
 
+With `screen_seeds` k, a protocol's first k seeds are its screen, trained at every rate; each later seed is trained at
+the rate with the best mean validation over the screen only (`grid.screen_split`, `grid.screen_choice`).
+
 A grid's runs go one after another, or with `grid_workers` W > 1 (0: one a torch thread) on W forked processes
 with 1/W of the torch threads each (`workers`): every run is the same computation either way, so the results are the
 same (tests/test_finetune.py checks it). `mlmclm bench finetune` measures the speed-up.
@@ -53,7 +56,8 @@ from ..paths import RESULTS, run_folder
 from ..training import trackers
 from ..training.optim import build_optimizer
 from .checkpoint import Checkpoint, attention_backend, check_head, load_model, max_length, open_checkpoint
-from .grid import OUTSIDE_GRID, cell_dir, grid_cells, jobs_to_do, plan_grid, set_aside_outside
+from .grid import (OUTSIDE_GRID, cell_dir, grid_cells, jobs_to_do, plan_grid, screen_choice, screen_split,
+                   set_aside_outside)
 from .groups import HANDLERS, encode, evaluate, majority
 from .groups.shared import autocast
 from .tasks import Task, group_datasets, load_task, tasks_dir
@@ -181,17 +185,37 @@ def _by_protocol(pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
 def _run_protocol(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], progress: bool,
                   report_to: str, root: Path) -> dict:
     """`run_grid`'s work for the datasets of one protocol (under the model folder's lock): the jobs still to do,
-    their data, then the runs."""
-    todo = jobs_to_do(ckpt.model_id, cfg, pairs, root)
-    total = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(cfg.seeds)
+    their data, then the runs. A screened protocol (`grid.screen_split`) runs its screen first, then its later seeds
+    at the rate the screen chose for each evaluated dataset (`grid.screen_choice`, read back from the screen's
+    results.json: a killed grid resumes with the same choice)."""
+    screen, later = screen_split(cfg)
+    out = _run_jobs(ckpt, cfg, jobs_to_do(ckpt.model_id, cfg, pairs, root, screen), progress, report_to, root)
+    out["skipped"] = sum(len(evaluated) for _, evaluated in pairs) * len(cfg.lrs) * len(screen) - out["runs"]
+    if later:
+        tree = run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)
+        rates = {e.name: screen_choice(tree, cfg, e) for _, evaluated in pairs for e in evaluated}
+        if unchosen := sorted(name for name, lr in rates.items() if lr is None):
+            raise FinetuneError(f"{unchosen[0]}'s screen (seeds {screen}) on {ckpt.model_id} is not complete after "
+                                f"its runs; run the grid again (it redoes what is incomplete)")
+        todo = jobs_to_do(ckpt.model_id, cfg, pairs, root, later, rates)
+        more = _run_jobs(ckpt, cfg, todo, progress, report_to, root)
+        out["skipped"] += len(rates) * len(later) - more["runs"]
+        out = {key: max(out[key], more[key]) if key == "workers" else out[key] + more[key] for key in out}
+    return out
+
+
+def _run_jobs(ckpt: Checkpoint, cfg: FinetuneConfig, todo: list[tuple], progress: bool, report_to: str,
+              root: Path) -> dict:
+    """Run the jobs `todo` (`grid.jobs_to_do`) of one protocol: their data loaded and encoded, then the runs, here or
+    on forked workers; counts of results written, trainings and workers."""
     runs = sum(len(evaluated) for _, evaluated, *_ in todo)
     if not todo:
-        return {"runs": 0, "trainings": 0, "skipped": total, "workers": 0}
+        return {"runs": 0, "trainings": 0, "skipped": 0, "workers": 0}
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     workers = min(grid_workers(cfg, device), len(todo))
     grid = _prepare_grid(ckpt, cfg, todo, device, workers, report_to, root)
     run_jobs(grid.run, todo, workers, progress, f"finetune {ckpt.model_id}")
-    return {"runs": runs, "trainings": len(todo), "skipped": total - runs, "workers": max(workers, 1)}
+    return {"runs": runs, "trainings": len(todo), "skipped": 0, "workers": max(workers, 1)}
 
 
 def _load_data(cfg: FinetuneConfig, todo: list[tuple], root: Path) -> tuple[dict[str, Task], dict]:

@@ -19,7 +19,8 @@ from .tasks import GROUPS, Task, select_tasks
 
 # FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
 # (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
-GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "grid_workers", "data_dir", "results_dir", "per_dataset")
+GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "screen_seeds", "grid_workers", "data_dir", "results_dir",
+               "per_dataset")
 
 
 def protocol(config: dict) -> dict:
@@ -72,6 +73,59 @@ def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
     protocol it is computed with."""
     return {cell(t.group, t.name, lr, sd) / RESULTS: c
             for c, _, evaluated in plan_grid(cfg) for t in evaluated for lr in c.lrs for sd in c.seeds}
+
+
+# ---- screening seeds (`FinetuneConfig.screen_seeds`) ----
+# A screened protocol trains its first k seeds at every rate (the screen), each later seed only at the rate the
+# screen chose for each evaluated dataset: the best mean validation score over the screen's seeds. The grid's cells
+# stay every rate x seed (`grid_runs`, `grid_cells`: results there are kept, never set aside); the results required
+# for it to be complete are the screen's and the later seeds' at the chosen rates (`required_runs`).
+UNCHOSEN = "lr-chosen-by-screen"  # the cell folder prefix of a later seed's result while the screen is not complete
+
+
+def screen_split(cfg: FinetuneConfig) -> tuple[list[int], list[int]]:
+    """(the seeds trained at every rate, the later seeds trained at the screen's choice only) of one protocol: with
+    `screen_seeds` k, 0 < k < len(seeds), the first k and the rest; else every seed and none."""
+    k = cfg.screen_seeds
+    return (cfg.seeds[:k], cfg.seeds[k:]) if 0 < k < len(cfg.seeds) else (list(cfg.seeds), [])
+
+
+def best_lr(validation: dict[float, list[float]]) -> float:
+    """The learning rate with the best mean validation score over its seeds (`validation`: rate -> scores), ties to
+    the smaller rate: the rule of `mlmclm.analysis.loading.aggregation.select_lr(rule="seed_average")`, without
+    pandas (tests/test_finetune.py checks that the two agree)."""
+    return min(validation, key=lambda lr: (-sum(validation[lr]) / len(validation[lr]), lr))
+
+
+def screen_choice(tree: Path, cfg: FinetuneConfig, task: Task) -> float | None:
+    """The rate the screen of `cfg` (a dataset's protocol) chose for the evaluated `task` in the model folder `tree`
+    (`best_lr` over its screen cells' validation scores); None while one of those is not complete."""
+    scores = {}
+    for lr in cfg.lrs:
+        for seed in screen_split(cfg)[0]:
+            path = tree / cell(task.group, task.name, lr, seed) / RESULTS
+            if result_fault(path, cfg):
+                return None
+            scores.setdefault(lr, []).append(load_result(path)["validation"]["score"])
+    return best_lr(scores)
+
+
+def required_runs(cfg: FinetuneConfig, tree: Path) -> dict[Path, FinetuneConfig]:
+    """The results.json that `cfg`'s grid needs in the model folder `tree` to be complete, each with its protocol:
+    every cell of a dataset without a screen (`grid_runs`); with one, the screen's cells and each later seed's at the
+    rate the screen chose (`screen_choice`), or, while the screen is not complete, one placeholder a seed
+    (`UNCHOSEN`: never on disk, so it counts as one missing result)."""
+    out = {}
+    for c, _, evaluated in plan_grid(cfg):
+        screen, later = screen_split(c)
+        for t in evaluated:
+            out.update({tree / cell(t.group, t.name, lr, sd) / RESULTS: c for lr in c.lrs for sd in screen})
+            lr = screen_choice(tree, c, t) if later else None
+            for sd in later:
+                unchosen = Path(t.group, t.name, f"{UNCHOSEN}_sd{sd}")
+                folder = cell(t.group, t.name, lr, sd) if lr is not None else unchosen
+                out[tree / folder / RESULTS] = c
+    return out
 
 
 def context_length(cfg: FinetuneConfig, limit: int) -> int:
@@ -152,11 +206,16 @@ def set_aside_misplaced(path: Path) -> Path | None:
     return set_result_aside(path, MISPLACED)
 
 
-def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], root: Path) -> list[tuple]:
+def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[Task]]], root: Path,
+               seeds: list[int] | None = None, rates: dict[str, float] | None = None) -> list[tuple]:
     """The (trainer, evaluated tasks, lr, seed) jobs with a results.json that is not complete (`result_fault`), each
-    with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone)."""
+    with only those evaluated tasks; a misplaced file is set aside first, a faulty one named (it is redone).
+    `seeds`: only these (default: every seed of `cfg`); `rates`: an evaluated task's one rate (a screen's choice,
+    `screen_choice`) instead of every rate of `cfg`."""
+    seeds = cfg.seeds if seeds is None else seeds
     paths = {(e.name, lr, seed): cell_dir(root, cfg, model_id, e, lr, seed) / RESULTS
-             for _, evaluated in pairs for e in evaluated for lr in cfg.lrs for seed in cfg.seeds}
+             for _, evaluated in pairs for e in evaluated
+             for lr in ([rates[e.name]] if rates is not None else cfg.lrs) for seed in seeds}
     for path in paths.values():
         set_aside_misplaced(path)
     faults = {key: result_fault(path, cfg) for key, path in paths.items()}
@@ -165,6 +224,6 @@ def jobs_to_do(model_id: str, cfg: FinetuneConfig, pairs: list[tuple[Task, list[
         print(f"{fault}; it is redone", flush=True)
     if len(redo) > 5:
         print(f"... and {len(redo) - 5} more results.json of {model_id} redone likewise", flush=True)
-    jobs = [(trainer, [e for e in evaluated if faults[(e.name, lr, seed)]], lr, seed)
-            for trainer, evaluated in pairs for lr in cfg.lrs for seed in cfg.seeds]
+    jobs = [(trainer, [e for e in evaluated if faults.get((e.name, lr, seed))], lr, seed)
+            for trainer, evaluated in pairs for lr in cfg.lrs for seed in seeds]
     return [j for j in jobs if j[1]]

@@ -51,14 +51,14 @@ from .plan import Evaluation, Plan, Run
 from .report import format_plan
 from .runner import run, task_names
 from .state import (ASIDE, COMPLETE, Work, checkpoint_fault, grid_results, has_checkpoint,
-                    missing_results, result_faults, run_fault, set_aside, work)
+                    missing_results, required_results, result_faults, run_fault, set_aside, work)
 
 __all__ = ["ASIDE", "BEYOND", "COMPLETE", "NOTEBOOK_STUDY", "PAPER_ACCOUNTING", "STUDIES", "Evaluation", "Paths",
            "Plan", "Run", "Work", "add_options", "build_plan", "check_overrides", "checkpoint_fault",
            "compute", "decoder_path", "estimate", "format_plan", "grid_config", "grid_configs", "grid_results",
            "group_overrides", "has_checkpoint", "machine_rate", "measured_finetune_rate", "measured_rate",
            "missing_results", "part_totals", "paths_from", "print_verdicts", "reproduce", "resolve_names", "result_faults",
-           "run", "run_config",
+           "required_results", "run", "run_config",
            "run_fault", "run_template", "scale_studies", "set_aside", "task_names", "work"]
 
 

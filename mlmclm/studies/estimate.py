@@ -15,7 +15,7 @@ from ..errors import ResultFileError
 from ..sizes import SIZES, flops_per_token
 from ..io import read_json
 from ..paths import META, RESULTS, Paths, cell_folder
-from ..evaluation.grid import context_length, plan_grid
+from ..evaluation.grid import context_length, plan_grid, screen_split
 from .configs import grid_configs
 from .design import PAPER_ACCOUNTING, build_plan
 from .plan import Plan
@@ -35,7 +35,10 @@ def compute(plan: Plan, grids: dict) -> dict:
     """FLOPs of the plan, by the "model" rule of `mlmclm.flops` (6 x the body's weights and the output layer a
     training token, plus attention: `sizes.flops_per_token`, dense output layer): of each run ("runs": its own steps), of each fine-tuning training ("trainings", by (evaluation key,
     trainer, lr, seed): its steps once, validation every epoch and test on each dataset it is evaluated on), and the
-    results.json count of each evaluation ("results"). `grids`: the plan's `grid_configs`."""
+    results.json count of each evaluation ("results"). A screened protocol (`FinetuneConfig.screen_seeds` k) plans k x
+    its rates + each later seed once (lr None: the rate its screen chooses); a training whose evaluated datasets
+    choose different rates (IR's) is run once at each of them, so it costs more than planned. `grids`: the plan's
+    `grid_configs`."""
     seq, batch = plan.template["data"]["seq_len"], plan.template["batch_size"]
     runs = {r.run_id: r.trained * batch * seq * flops_per_token(_shape(plan, r.size), seq) for r in plan.runs.values()}
     trainings, steps_of, results = {}, {}, collections.Counter()
@@ -49,11 +52,11 @@ def compute(plan: Plan, grids: dict) -> dict:
             eval_tokens = (1 + cfg.epochs) * (cfg.max_eval or 1000) * length  # validation every epoch, test once
             flops = (train_tokens * flops_per_token(shape, length)  # one training, scored on each evaluated set
                      + len(evaluated) * eval_tokens * flops_per_token(shape, length, training=False))
-            for lr in cfg.lrs:
-                for seed in cfg.seeds:
-                    trainings[(key, trainer.name, lr, seed)] = flops
-                    steps_of[(key, trainer.name, lr, seed)] = steps
-                    results[key] += len(evaluated)
+            screen, later = screen_split(cfg)  # a later seed: one training, at the rate its screen chooses (None)
+            for lr, seed in [(lr, seed) for lr in cfg.lrs for seed in screen] + [(None, seed) for seed in later]:
+                trainings[(key, trainer.name, lr, seed)] = flops
+                steps_of[(key, trainer.name, lr, seed)] = steps
+                results[key] += len(evaluated)
     return {"runs": runs, "trainings": trainings, "steps": steps_of, "results": results}
 
 
@@ -134,6 +137,8 @@ def measured_finetune_rate(plan: Plan, paths: Paths, c: dict) -> tuple[float, in
     flops = wall = n = 0
     where = set()
     for (key, trainer, lr, seed), f in c["trainings"].items():
+        if lr is None:  # a later seed of a screen: its rate is read from its screen, the screen's records count
+            continue
         e = plan.evaluations[key]
         for records in _records(paths):
             tree = records.run(plan.scale.scale, e.model, e.grid)

@@ -9,6 +9,7 @@ import collections
 from ..config import REFERENCE
 from ..io import shown
 from ..paths import Paths
+from ..evaluation.grid import screen_split
 from .configs import grid_configs
 from .design import PAPER_ACCOUNTING
 from .estimate import compute, estimate, part_totals
@@ -90,16 +91,21 @@ def _finetune_lines(plan: Plan, grids: dict, state: Work, c: dict) -> list[str]:
     for g in by_grid:
         cfg = grids[g]
         lines.append(f"  {g} grid: {cfg.suite} suite {', '.join(cfg.datasets) or ', '.join(cfg.groups)}; "
-                     f"lrs {cfg.lrs}; seeds {cfg.seeds}; " + _steps_text(cfg))
+                     f"lrs {cfg.lrs}; {_seeds_text(cfg)}; " + _steps_text(cfg))
         for name in [n for n in cfg.per_dataset if not cfg.datasets or n in cfg.datasets]:
             d = cfg.for_dataset(name)
-            lines.append(f"    {name}: lrs {d.lrs}; seeds {d.seeds}; " + _steps_text(d))
+            lines.append(f"    {name}: lrs {d.lrs}; {_seeds_text(d)}; " + _steps_text(d))
     w = max([len("evaluated model"), *(len(e.model_id) for e in plan.evaluations.values())])
     lines.append(f"  {'evaluated model':<{w}} {'grid':<10} status")
     for key, e in plan.evaluations.items():
         status = state.status[key]
         lines.append(f"  {e.model_id:<{w}} {e.grid:<10} {status.split(':')[0]}" + _status_line(status))
     return lines
+
+
+def _seeds_text(cfg) -> str:
+    screen, later = screen_split(cfg)
+    return f"seeds {cfg.seeds}" + (f" (seeds {later} at the rate seeds {screen} chose)" if later else "")
 
 
 def _steps_text(cfg) -> str:

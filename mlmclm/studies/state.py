@@ -1,5 +1,6 @@
 """What of a plan is complete, read from the results on disk: a run when its meta.json and pretrain.csv are whole, an
-evaluation when every results.json of its grid is complete, a checkpoint when it is on disk and loadable. `work`
+evaluation when every results.json its grid needs is complete (a screened dataset's later seeds at the screen's
+chosen rate only: `required_results`), a checkpoint when it is on disk and loadable. `work`
 says what is still to do and why; `set_aside` renames the results of an evaluated model that lie outside its grid.
 """
 
@@ -12,7 +13,7 @@ from .. import locks
 from .. import runlog
 from ..paths import Paths, run_folder
 from ..evaluation.grid import OUTSIDE_GRID as ASIDE
-from ..evaluation.grid import grid_runs, plan_grid, result_fault, set_aside_outside
+from ..evaluation.grid import grid_runs, plan_grid, required_runs, result_fault, set_aside_outside
 from ..store import damage
 from .plan import Evaluation, Plan, Run
 
@@ -34,16 +35,22 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 
 def grid_results(e: Evaluation, cfg, root: Path) -> dict:
-    """The results.json files of `e`'s grid, each with its dataset's protocol (`cfg.results_dir` under the working
-    root `root`)."""
+    """The results.json files of every cell of `e`'s grid (every rate x seed), each with its dataset's protocol
+    (`cfg.results_dir` under the working root `root`): what lies inside the grid, never set aside."""
     tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
     return {tree / path: c for path, c in grid_runs(cfg).items()}
 
 
+def required_results(e: Evaluation, cfg, root: Path) -> dict:
+    """The results.json files `e`'s grid needs to be complete, each with its dataset's protocol: `grid_results`, but
+    for a screened dataset its later seeds at the screen's choice only (`grid.required_runs`)."""
+    return required_runs(cfg, run_folder(root / cfg.results_dir, cfg.scale, e.model))
+
+
 def result_faults(e: Evaluation, cfg, root: Path) -> dict[Path, str]:
-    """The results.json files of `e`'s grid not yet complete (missing, damaged or computed with other settings),
-    each with why (`grid.result_fault`)."""
-    faults = {p: result_fault(p, c) for p, c in grid_results(e, cfg, root).items()}
+    """The results.json files `e`'s grid needs (`required_results`) not yet complete (missing, damaged or computed
+    with other settings), each with why (`grid.result_fault`)."""
+    faults = {p: result_fault(p, c) for p, c in required_results(e, cfg, root).items()}
     return {p: f for p, f in faults.items() if f}
 
 
@@ -104,7 +111,7 @@ def work(plan: Plan, paths: Paths, grids: dict) -> Work:
     status, needs, missing = {}, {}, {}          # needs: (run_id, step) -> the work that needs that checkpoint
     for key, e in plan.evaluations.items():
         faults = result_faults(e, grids[e.grid], paths.root)
-        total = len(grid_results(e, grids[e.grid], paths.root))
+        total = len(required_results(e, grids[e.grid], paths.root))
         other = [f for f in faults.values() if f != "missing"]
         status[key] = (f"to run: {len(faults)} of {total} results missing" + (f" or incomplete ({other[0]})"
                                                                              if other else "")) if faults else COMPLETE

@@ -233,11 +233,14 @@ class Calibration:
 
 def _grid_text(grid) -> str:
     pairs, protocols = grid[:2]
-    lrs, seeds = sorted({lr for lr, _ in pairs}), sorted({sd for _, sd in pairs})
-    full = len(pairs) == len(lrs) * len(seeds)
+    later = sorted(sd for lr, sd in pairs if lr is None)  # seeds at one chosen rate each (`_grid_runs`)
+    lrs, seeds = sorted({lr for lr, _ in pairs if lr is not None}), sorted({sd for lr, sd in pairs if lr is not None})
+    full = len(pairs) - len(later) == len(lrs) * len(seeds)
     shown = "; ".join(p for p in sorted(protocols) if p)
     return (f"lr {', '.join(f'{lr:g}' for lr in lrs)} x seeds {', '.join(map(str, seeds))}"
-            + ("" if full else f" ({len(pairs)} runs, not every pair)") + (f" at {shown}" if shown else ""))
+            + ("" if full else f" ({len(pairs) - len(later)} runs, not every pair)")
+            + (f", seeds {', '.join(map(str, later))} at one chosen rate each" if later else "")
+            + (f" at {shown}" if shown else ""))
 
 
 def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +251,7 @@ def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["source", "scale", "task_group", "dataset"]
     runs = runs if "protocol" in runs else runs.assign(protocol="")
     grids = runs.groupby([*keys, "model"], sort=False).apply(
-        lambda r: (frozenset(zip(r["lr"], r["seed"])), frozenset(r["protocol"]), (r["objective"] == "random").all()),
+        lambda r: (_grid_runs(r), frozenset(r["protocol"]), (r["objective"] == "random").all()),
         include_groups=False).rename("runs").reset_index()
     rows = []
     for key, part in grids.groupby(keys, sort=False):
@@ -259,6 +262,14 @@ def _unequal_grids(runs: pd.DataFrame) -> pd.DataFrame:
             rows.append({**dict(zip(keys, key)), "model": r.model, "grid": _grid_text(r.runs),
                          "reference": _grid_text(reference)})
     return pd.DataFrame(rows, columns=[*keys, "model", "grid", "reference"])
+
+
+def _grid_runs(runs: pd.DataFrame) -> frozenset:
+    """A model's (lr, seed) runs on one dataset, a seed fine-tuned at one rate of the model's several (a screened
+    grid's later seed, at the rate its screen chose: `FinetuneConfig.screen_seeds`) as (None, seed): models whose
+    screens chose different rates ran the same grid."""
+    one_rate = (runs.groupby("seed")["lr"].transform("nunique") == 1) & (runs["lr"].nunique() > 1)
+    return frozenset((None if one else lr, sd) for lr, sd, one in zip(runs["lr"], runs["seed"], one_rate))
 
 
 def _same_grid(grid, reference) -> bool:

@@ -160,7 +160,8 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     a model of its own, centered on its own mean). ``lr_range`` applies to the paper's grid (sources at the
     ``paper`` scale); a scale of this repository spreads over its own stability grid (``stability_grid``: its default
     grid where it has none). Learning rates are those every model of the same source, size and dataset has (so that a
-    model is not judged on learning rates another lacks), and only where there are at least two of them.
+    model is not judged on learning rates another lacks), and only where there are at least two of them; at a scale
+    of ours, only the seeds fine-tuned at every one of them (a screened grid's screen, `FinetuneConfig.screen_seeds`).
     """
     models = _final(stability_grid(runs), every_seed)
     in_range = models["lr"].between(lr_range[0] * 0.999, lr_range[1] * 1.001) | (models["scale"] != "paper")
@@ -172,6 +173,10 @@ def centered_scores(runs: pd.DataFrame, lr_range=STABILITY_LRS, split: str = "te
     shared = df.groupby([*keys, "lr"])["model"].transform("nunique") == df.groupby(keys)["model"].transform("nunique")
     df = df[shared]
     df = df[df.groupby(keys)["lr"].transform("nunique") > 1]  # a spread over learning rates needs two of them
+    # a seed of ours at fewer of them (a screened grid's later seed, at its screen's choice) is no part of a spread
+    # over rates: the seeds at every rate (the screen) are
+    rates = df.groupby(keys)["lr"].transform("nunique")
+    df = df[(df.groupby([*keys, "model", "seed"])["lr"].transform("nunique") == rates) | (df["scale"] == "paper")]
     mean = df.groupby([*keys, "model"])[split].transform("mean")
     return df.assign(centered=df[split] - mean).reset_index(drop=True)
 
