@@ -527,7 +527,8 @@ def test_the_screen_chooses_the_best_mean_validation_ties_to_the_smaller_rate_as
 def test_a_screened_grid_trains_the_later_seeds_at_the_screens_choice_and_resumes(suite, tmp_path):
     """`screen_seeds` k (issue 60): k x rates + one training a later seed, each later seed's result only at the rate
     the screen's mean validation chose; a grid killed in its later stage trains only what is missing, and a later
-    seed's result at another rate (a full grid made before) is kept, never set aside."""
+    seed's result at another rate (a full grid made before) is kept, never set aside, and an older protocol's there
+    (which no run redoes) is set aside."""
     from mlmclm.evaluation.grid import best_lr
 
     root, ckpt = suite
@@ -545,7 +546,13 @@ def test_a_screened_grid_trains_the_later_seeds_at_the_screens_choice_and_resume
     kept = folder / f"lr{lr_text(other)}_sd2" / "results.json"  # a full grid's result at the other rate
     kept.parent.mkdir()
     kept.write_text(json.dumps({**docs[(other, 0)], "meta": {**docs[(other, 0)]["meta"], "seed": 2}}))
+    stale = folder / f"lr{lr_text(other)}_sd3" / "results.json"  # an older protocol's: no run redoes it
+    meta = docs[(other, 0)]["meta"]
+    stale.parent.mkdir()
+    stale.write_text(json.dumps({**docs[(other, 0)], "meta": {**meta, "seed": 3, "config": {**meta["config"],
+                                                                                              "epochs": 7}}}))
     out = run_grid(ckpt, cfg, progress=False, root=working_root(), own_grid=True)
     assert (out["runs"], out["trainings"], out["skipped"]) == (1, 1, 5)
     assert (folder / f"lr{lr_text(chosen)}_sd3" / "results.json").is_file() and kept.is_file()
+    assert not stale.exists() and stale.with_name("results.outside-grid.json").is_file()  # never read beside the grid
     assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 0

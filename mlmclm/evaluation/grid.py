@@ -128,6 +128,20 @@ def required_runs(cfg: FinetuneConfig, tree: Path) -> dict[Path, FinetuneConfig]
     return out
 
 
+def stale_runs(pairs: list[tuple[FinetuneConfig, Task, list[Task]]], tree: Path) -> set[Path]:
+    """The results.json in the model folder `tree` of a screened dataset's later seeds at a rate other than its
+    screen's choice (at any rate while the screen is not complete) that are no complete result of its protocol (an
+    older protocol's): no run of the grid redoes them, so they are set aside (`grid_cells`), never read beside it."""
+    out = set()
+    for c, _, evaluated in pairs:
+        later = screen_split(c)[1]
+        for t in evaluated if later else []:
+            chosen = screen_choice(tree, c, t)
+            paths = [tree / cell(t.group, t.name, lr, sd) / RESULTS for lr in c.lrs if lr != chosen for sd in later]
+            out.update(p for p in paths if p.is_file() and result_fault(p, c))
+    return out
+
+
 def context_length(cfg: FinetuneConfig, limit: int) -> int:
     """The tokens a sequence of `cfg`'s protocol holds on a model of context `limit`: cfg.max_length, or 0.99 x the
     context as EncodEval; never beyond the context."""
@@ -187,9 +201,12 @@ def set_aside_outside(tree: Path, wanted, datasets: set[tuple[str, str]] | None 
 def grid_cells(root: Path, model_id: str, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]
                ) -> tuple[set[Path], set[tuple[str, str]]]:
     """(the results.json of every cell of a grid's `pairs` (`plan_grid`) for `model_id`, each dataset under its own
-    protocol's rates and seeds; the (group, dataset) pairs they cover), under the working root `root`."""
+    protocol's rates and seeds, but a screened grid's older results it never redoes (`stale_runs`); the (group,
+    dataset) pairs they cover), under the working root `root`."""
     cells = {cell_dir(root, c, model_id, t, lr, sd) / RESULTS
              for c, _, evaluated in pairs for t in evaluated for lr in c.lrs for sd in c.seeds}
+    for c, _, _ in pairs[:1]:  # the protocols of one grid share its model folder
+        cells -= stale_runs(pairs, run_folder(root / c.results_dir, c.scale, model_id))
     return cells, {(t.group, t.name) for _, _, evaluated in pairs for t in evaluated}
 
 

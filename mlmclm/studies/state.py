@@ -13,7 +13,7 @@ from .. import locks
 from .. import runlog
 from ..paths import Paths, run_folder
 from ..evaluation.grid import OUTSIDE_GRID as ASIDE
-from ..evaluation.grid import grid_runs, plan_grid, required_runs, result_fault, set_aside_outside
+from ..evaluation.grid import grid_runs, plan_grid, required_runs, result_fault, set_aside_outside, stale_runs
 from ..store import damage
 from .plan import Evaluation, Plan, Run
 
@@ -36,9 +36,11 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 def grid_results(e: Evaluation, cfg, root: Path) -> dict:
     """The results.json files of every cell of `e`'s grid (every rate x seed), each with its dataset's protocol
-    (`cfg.results_dir` under the working root `root`): what lies inside the grid, never set aside."""
+    (`cfg.results_dir` under the working root `root`): what lies inside the grid, never set aside; but an older
+    protocol's result that a screened grid never redoes (`grid.stale_runs`) is not."""
     tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
-    return {tree / path: c for path, c in grid_runs(cfg).items()}
+    stale = stale_runs(plan_grid(cfg), tree)
+    return {tree / path: c for path, c in grid_runs(cfg).items() if tree / path not in stale}
 
 
 def required_results(e: Evaluation, cfg, root: Path) -> dict:
