@@ -550,8 +550,8 @@ def test_the_plateau_criterion_reads_the_trained_set_and_a_zero_shot_sets_drift_
     """IR: one training on squad_retrieval scores it and, zero-shot, vitaminc_retrieval. vitaminc still rising 3 points
     in the last epoch does not fail the plateau criterion (its curve follows squad's training, which plateaued); squad
     rising does. The zero-shot drift still weighs on a verdict: a difference below its own change over the last epoch
-    (one model's set drifting, the other's not) is unsettled, and so is an interval with an end nearer 0 than that change;
-    a precise difference near 0, its interval far on both sides, is not."""
+    (one model's set drifting, the other's not) is unsettled, and so is an interval that excludes 0 with its end nearer
+    0 than that change; an interval that holds 0 is not (it claims nothing that change could undo)."""
     def ir(root, squad_gain):
         for model, drift in (("m-clm-100", 0.03), ("m-mlm40-100", 0.0)):
             for lr in (1e-4, 1e-3, 1e-2):
@@ -572,11 +572,12 @@ def test_the_plateau_criterion_reads_the_trained_set_and_a_zero_shot_sets_drift_
         runs, pair, ["IR"], 0.5)
     assert evidence.unsettled(runs, pair, ["IR"], 3.0) == ""
     assert evidence.unsettled(runs, {"m-clm-100"}, ["IR"], 0.5) == ""  # one model: no difference to move
-    # with its interval: what counts is whether one more such epoch could move it across 0 or off it (issue 60)
-    assert evidence.unsettled(runs, pair, ["IR"], 0.05, interval=(-2.0, 2.1)) == ""  # precise near 0: settled
+    # with its interval: what counts is whether one more such epoch could move an interval that excludes 0 onto it
+    assert evidence.unsettled(runs, pair, ["IR"], 0.05, interval=(-0.2, 0.3)) == ""  # holds 0: claims nothing
     assert "its 95% interval [+1.00, +4.00] ends nearer 0 than the difference's own change" in evidence.unsettled(
         runs, pair, ["IR"], 2.5, interval=(1.0, 4.0))  # the difference exceeds the change, the interval's end not
-    assert "[-1.20, +2.00] ends nearer 0" in evidence.unsettled(runs, pair, ["IR"], 0.4, interval=(-1.2, 2.0))
+    assert "[-4.00, -1.20] ends nearer 0" in evidence.unsettled(runs, pair, ["IR"], -2.6, interval=(-4.0, -1.2))
+    assert evidence.unsettled(runs, pair, ["IR"], 2.5, interval=(1.6, 3.4)) == ""  # clear of 0 by more than 1.5
     rising = evidence.calibration_report(ir(tmp_path / "rising", 0.03))
     assert set(rising.unconverged["dataset"]) == {"squad_retrieval"} and not rising.passed
 

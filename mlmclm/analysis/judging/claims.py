@@ -26,8 +26,8 @@ from .comparisons import (CELL, base_runs, calls, chosen_models, compare, mean_d
 from .judge import TABLE_COLUMNS, Claim, verdict_table
 
 # The pretrained models each claim compares (in ``groups``, where the comparison picks models per group: only those
-# in the difference): the leading one must beat its size's random-init control, and both ends of the difference's interval
-# must lie farther from 0 than its own change over the last fine-tuning epoch (`evidence.signal`, `evidence.unsettled`). Claims 3 and 3b compare intermediate
+# in the difference): the leading one must beat its size's random-init control, and an interval that excludes 0
+# must do so by more than the difference's own change over the last fine-tuning epoch (`evidence.signal`, `evidence.unsettled`). Claims 3 and 3b compare intermediate
 # checkpoints: those checkpoints themselves (an early MLM checkpoint below the control while CLM's beats it is the
 # strong form of claim 3, and its row says so). Each claim as the paper states it (``paper``: its tables and figures,
 # the paper's words where the notes on the paper quote them, else a paraphrase; results/paper holds the numbers), and

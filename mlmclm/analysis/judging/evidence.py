@@ -136,28 +136,30 @@ def last_epoch_gains(runs: pd.DataFrame) -> pd.DataFrame:
 
 def unsettled(runs: pd.DataFrame, models, groups, difference: float, spread: bool = False,
               interval: tuple[float, float] = (np.nan, np.nan)) -> str:
-    """"" unless fine-tuning had not settled by as much as the verdict's margin: an end of the statistic's 95%
-    ``interval`` lies nearer 0 than the difference's own change over the last fine-tuning epoch, so one more such
-    epoch could move the interval across 0 or off it (without an interval: ``difference`` itself is smaller than
-    that change); the reason says so. A precise difference near 0, its interval far on both sides of 0, is settled.
-    The change is measured on validation scores at the selected learning rates (`last_epoch_gains`) in each of
-    ``groups``: for a difference of models, the largest gap between the last-epoch gains of two compared families
-    (``models``, seed-0 ids; of two families, the difference's own change); for claim 4's difference of spreads
-    (``spread``), the MLM-minus-CLM standard deviation of centered validation scores (`views.centered_scores`) at the
-    last epoch minus the same one epoch before. A gain that both models share moves neither difference."""
-    if np.isnan(difference):
+    """"" unless fine-tuning had not settled by as much as a verdict's margin: the statistic's 95% ``interval``
+    excludes 0 but its end nearer 0 lies within the difference's own change over the last fine-tuning epoch, so one
+    more such epoch could move it onto 0; the reason says so. An interval that holds 0 claims nothing such a change
+    could undo ("inconclusive" stays), and a precise difference near 0 is settled. Without an interval: ``difference``
+    itself smaller than that change. The change is measured on validation scores at the selected learning rates
+    (`last_epoch_gains`) in each of ``groups``: for a difference of models, the largest gap between the last-epoch
+    gains of two compared families (``models``, seed-0 ids; of two families, the difference's own change); for claim
+    4's difference of spreads (``spread``), the MLM-minus-CLM standard deviation of centered validation scores
+    (`views.centered_scores`) at the last epoch minus the same one epoch before. A gain that both models share moves
+    neither difference."""
+    low, high = interval
+    known = not (np.isnan(low) or np.isnan(high))
+    if np.isnan(difference) or (known and low <= 0 <= high):
         return ""
     change, where = (_spread_change(runs, groups) if spread else _difference_change(runs, models, groups))
-    low, high = interval
-    margin = abs(difference) if np.isnan(low) or np.isnan(high) else min(abs(low), abs(high))
+    margin = min(abs(low), abs(high)) if known else abs(difference)
     if np.isnan(change) or margin >= abs(change):
         return ""
-    if margin == abs(difference):
+    if not known:
         return (f"the difference ({difference:+.2f}) is smaller than its own change over the last fine-tuning epoch "
                 f"({change:+.2f}, {where}): fine-tuning had not settled by that much")
     return (f"its 95% interval [{low:+.2f}, {high:+.2f}] ends nearer 0 than the difference's own change over the last "
-            f"fine-tuning epoch ({change:+.2f}, {where}): one more such epoch could change the verdict, fine-tuning "
-            f"had not settled by that much")
+            f"fine-tuning epoch ({change:+.2f}, {where}): one more such epoch could move it onto 0, fine-tuning had "
+            f"not settled by that much")
 
 
 def _difference_change(runs: pd.DataFrame, models, groups) -> tuple[float, str]:

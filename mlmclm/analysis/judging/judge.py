@@ -19,8 +19,8 @@ checkable at this scale", with the reason.
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
 model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
-below it is named in the row, not a gate), both ends of the difference's interval must lie farther from 0 than
-its own change over the last fine-tuning epoch (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
+below it is named in the row, not a gate), an interval that excludes 0 must do so by
+more than the difference's own change over the last fine-tuning epoch (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
 with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
 paper's scores at the configuration our models stand for, through the same check and statistic), with what
 pretraining adds in its group and the pretraining-seed spread its interval used (`BESIDE_PAPER`). Cells with fewer
@@ -178,8 +178,8 @@ def _seeds(scores: pd.DataFrame, models: set, groups: list) -> tuple[str, str]:
 def _gates(c: Claim, src: _Source, models: set, groups: list, value: float, interval: tuple) -> list[str]:
     """Why a comparison of ours carries no signal ([] when it does): its leading model not beating the random-init
     control (`evidence.signal`: a trailing model below the control is reported, `evidence.below_control`, not a
-    gate), an end of its 95% ``interval`` nearer 0 than the difference's own change over the last fine-tuning epoch
-    (`evidence.unsettled`), or the fine-tuning of the compared models failing the calibration criteria."""
+    gate), a 95% ``interval`` that excludes 0 by less than the difference's own change over the last
+    fine-tuning epoch (`evidence.unsettled`), or the fine-tuning of the compared models failing the calibration criteria."""
     every_seed = set(src.seeds.loc[src.seeds["family"].isin(ids.families(src.seeds, models)), "model"])
     return [w for w in (evidence.signal(src.seeds, models, groups),
                         evidence.unsettled(src.runs, models, groups, value, spread=c.spread, interval=interval),
@@ -522,8 +522,8 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
     when the whole interval is above zero, "not reproduced" ("not supported") when it is below, else "inconclusive".
     A comparison of ours is "no signal" when its leading model does not beat the random-init control of its size
     beyond the combined half-width (`evidence.signal`; a trailing model below it is named in the row,
-    ``below_control``), when an end of its interval lies nearer 0 than the statistic's own change over the last
-    fine-tuning epoch (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
+    ``below_control``), when its interval excludes 0 by less than the statistic's own change over the
+    last fine-tuning epoch (`evidence.unsettled`), or when the fine-tuning of the compared models and their controls fails the calibration
     criteria (`evidence.calibration_report`), or when its interval cannot count pretraining-seed noise (no model of
     the scale with 2+ pretraining seeds); ``reason`` says which; a compared model that does not beat the control is
     named "below" it or "not clear of" it, as its score is. ``seed_term``: the pooled spread used (where it is);
