@@ -333,8 +333,7 @@ class FinetuneConfig:
     datasets: list[str] = field(default_factory=list)    # empty: every dataset of `groups`
     lrs: list[float] = field(default_factory=lambda: list(PAPER_LRS))
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
-    screen_seeds: int = 0              # k > 0: the first k seeds at every rate, each later seed at the rate their mean
-                                       # validation chose (`grid.screen_split`); 0, or k >= len(seeds): every seed
+    screen_seeds: int = 0              # k: first k seeds at every rate, others at their pick (`grid.screen_split`)
     batch_size: int = 32
     eval_batch_size: int = 64
     max_steps: int = 1000              # at most this many steps or `epochs` epochs, whichever comes first; -1: no cap
@@ -382,11 +381,9 @@ class FinetuneConfig:
         for name in ("batch_size", "eval_batch_size", "qa_max_answer_tokens", "qa_n_best"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.screen_seeds < 0:
-            raise ConfigError(f"screen_seeds must be 0 (every seed at every rate) or more (the first k seeds screen "
-                              f"the rates, the later ones train at the rate chosen), got {self.screen_seeds}")
-        if self.grid_workers < 0:
-            raise ConfigError(f"grid_workers must be 0 (one a torch thread) or more, got {self.grid_workers}")
+        for name, zero in (("screen_seeds", "every seed at every rate"), ("grid_workers", "one a torch thread")):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be 0 ({zero}) or more, got {getattr(self, name)}")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ConfigError(f"max_steps must be positive or -1 (no cap: `epochs` epochs), got {self.max_steps}")
         if self.epochs < 1:
