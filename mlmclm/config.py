@@ -1,7 +1,8 @@
 """The one config system: the typed dataclasses of pretraining runs (`PretrainConfig`), fine-tuning grids
 (`FinetuneConfig`) and scales (`ScaleConfig`), the paper's protocol numbers they default to, and where the shipped
-recipes and scale files are. Loading, overrides and dumping (`load_config`, `to_dict`, `to_yaml`) are
-`mlmclm.config_loader`'s, re-exported here: import every config name from this module.
+recipes and scale files are. Loading, overrides and dumping (`load_config`, `to_dict`, `to_yaml`) and the value
+checks (`check_name`, `check_range`, ...) are `mlmclm.config_loader`'s, re-exported here: import every config name
+from this module.
 
     cfg = load_config(PretrainConfig, "run.yaml", ["optim.lr=3e-4", "phases=[[clm, 100], [mlm, 200]]"])
 
@@ -11,62 +12,19 @@ Each dataclass's `validate(self)` raises `ConfigError` for its cross-field rules
 from __future__ import annotations
 
 import difflib
-import re
 import typing
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
 
-from .config_loader import (  # noqa: F401  (re-exported: check_value, load_config, read_yaml, to_yaml)
-    WRITTEN_WHEN_SET, check_value, from_dict, load_config, read_yaml, to_dict, to_yaml,
+from .config_loader import (  # noqa: F401  (re-exported: the checks, load_config, read_yaml, to_yaml)
+    WRITTEN_WHEN_SET, check_adam, check_name, check_range, check_seed, check_unique, check_value, from_dict,
+    load_config, read_yaml, to_dict, to_yaml,
 )
 from .errors import ConfigError
 from .schedule import Objective, Ramp, Schedule, parse_objective
 from .sizes import ATTENTION_BACKENDS, FIELDS, SIZES, shape
-
-
-# ---- names and numbers: each checked once, here, with the reason ----
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-SEED_LIMIT = 2 ** 32  # seeds are mixed with steps into 64-bit generator seeds
-
-
-def check_name(value, what: str) -> str:
-    """`value` as a name that becomes one folder (a scale, a run id, a model id): letters, digits, '.', '_' and '-',
-    starting with a letter or digit, so that it never names `.`, `..`, a hidden folder, an option or a subfolder."""
-    if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise ConfigError(f"{what} {value!r} must be one folder name: letters, digits, '.', '_' and '-', starting "
-                          f"with a letter or digit (it names a folder of results or checkpoints)")
-    return value
-
-
-def check_range(what: str, value, low=None, high=None, low_open=False, high_open=False, why: str = "") -> None:
-    """A `ConfigError` when `value` lies outside [low, high] (an open end excludes its bound), saying why."""
-    below = low is not None and (value <= low if low_open else value < low)
-    above = high is not None and (value >= high if high_open else value > high)
-    if below or above:
-        span = f"{'(' if low_open else '['}{'-inf' if low is None else low}, " \
-               f"{'inf' if high is None else high}{')' if high_open or high is None else ']'}"
-        raise ConfigError(f"{what} must be in {span}, got {value}" + (f": {why}" if why else ""))
-
-
-def check_unique(what: str, values: list) -> None:
-    """A `ConfigError` for a list that names one value twice (equal numbers count as one: 1e-3 and 0.001)."""
-    for i, value in enumerate(values):
-        if value in values[:i]:
-            raise ConfigError(f"{what} names {value!r} twice ({values}); list each once")
-
-
-def check_seed(what: str, value: int) -> None:
-    check_range(what, value, 0, SEED_LIMIT, high_open=True, why="a seed is a non-negative 32-bit integer")
-
-
-def check_adam(prefix: str, betas, eps: float, weight_decay: float) -> None:
-    """AdamW's hyperparameters, in pretraining and fine-tuning alike."""
-    for i, beta in enumerate(betas):
-        check_range(f"{prefix}betas[{i}]", beta, 0, 1, high_open=True, why="a moment's decay rate")
-    check_range(f"{prefix}eps", eps, 0, low_open=True, why="it keeps the update's division away from zero")
-    check_range(f"{prefix}weight_decay", weight_decay, 0, why="a decay rate (0: none)")
 
 
 # ---- pretraining ----

@@ -4,7 +4,8 @@ overrides, every field checked against its type with one clear line per bad fiel
     cfg = load_config(PretrainConfig, "run.yaml", ["optim.lr=3e-4", "phases=[[clm, 100], [mlm, 200]]"])
 
 A dataclass may define `validate(self)` that raises `ConfigError` for cross-field rules; it runs after loading and
-changes nothing. It knows no config of this package: those are `mlmclm.config`'s, which re-exports this loader.
+changes nothing. The value checks the configs' fields call (`check_name`, `check_range`, `check_seed`, ...) are here
+too. It knows no config of this package: those are `mlmclm.config`'s, which re-exports this module's names.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -20,6 +22,49 @@ from typing import Any, Literal, Union
 import yaml
 
 from .errors import ConfigError
+
+
+# ---- names and numbers: each checked once, with the reason; the configs' fields call these ----
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SEED_LIMIT = 2 ** 32  # seeds are mixed with steps into 64-bit generator seeds
+
+
+def check_name(value, what: str) -> str:
+    """`value` as a name that becomes one folder (a scale, a run id, a model id): letters, digits, '.', '_' and '-',
+    starting with a letter or digit, so that it never names `.`, `..`, a hidden folder, an option or a subfolder."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} must be one folder name: letters, digits, '.', '_' and '-', starting "
+                          f"with a letter or digit (it names a folder of results or checkpoints)")
+    return value
+
+
+def check_range(what: str, value, low=None, high=None, low_open=False, high_open=False, why: str = "") -> None:
+    """A `ConfigError` when `value` lies outside [low, high] (an open end excludes its bound), saying why."""
+    below = low is not None and (value <= low if low_open else value < low)
+    above = high is not None and (value >= high if high_open else value > high)
+    if below or above:
+        span = f"{'(' if low_open else '['}{'-inf' if low is None else low}, " \
+               f"{'inf' if high is None else high}{')' if high_open or high is None else ']'}"
+        raise ConfigError(f"{what} must be in {span}, got {value}" + (f": {why}" if why else ""))
+
+
+def check_unique(what: str, values: list) -> None:
+    """A `ConfigError` for a list that names one value twice (equal numbers count as one: 1e-3 and 0.001)."""
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            raise ConfigError(f"{what} names {value!r} twice ({values}); list each once")
+
+
+def check_seed(what: str, value: int) -> None:
+    check_range(what, value, 0, SEED_LIMIT, high_open=True, why="a seed is a non-negative 32-bit integer")
+
+
+def check_adam(prefix: str, betas, eps: float, weight_decay: float) -> None:
+    """AdamW's hyperparameters, in pretraining and fine-tuning alike."""
+    for i, beta in enumerate(betas):
+        check_range(f"{prefix}betas[{i}]", beta, 0, 1, high_open=True, why="a moment's decay rate")
+    check_range(f"{prefix}eps", eps, 0, low_open=True, why="it keeps the update's division away from zero")
+    check_range(f"{prefix}weight_decay", weight_decay, 0, why="a decay rate (0: none)")
 
 
 def load_config(cls, source: str | Path | dict | None = None, overrides: typing.Sequence[str] = ()):
