@@ -17,7 +17,7 @@ def main(scale: str, *dropped: str) -> None:
                                               runs[~runs["lr"].round(8).isin([round(float(x), 8) for x in dropped])])):
         v = claims.verdicts(scores, keep, ["4"], full=True).iloc[0]
         print(f"claim 4 at {scale}, {name}: {v['value']:+.2f} [{v['ci_low']:+.2f}, {v['ci_high']:+.2f}] "
-              f"{v['verdict']} (Welch on the seeds p {v['seed_means_p']:.4f}){'; ' + v['reason'] if v['reason'] else ''}")
+              f"{v['verdict']} (the test on the seeds p {v['seed_means_p']:.4f}){'; ' + v['reason'] if v['reason'] else ''}")
 
 
 if __name__ == "__main__":

@@ -892,10 +892,11 @@ def _spreads(root, spreads: dict):
     return results.aggregate(runs), runs
 
 
-def test_claim4_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_path):
+def test_claim4_reads_every_pretraining_seed_with_the_verdicts_test_over_them(tmp_path):
     """Claim 4's spread is each pretraining seed's sd of centered scores, a family's the mean over its seeds, and
-    its interval Welch's over the seeds' values (fine-tuning noise inside each, counted once); with one seed a family
-    the pretraining-seed noise is not estimable and a verdict of ours is "no signal"."""
+    its interval the verdicts' test over the seeds' values (fine-tuning noise inside each, counted once): paired by
+    seed where both families have the same seeds, Welch's where they do not; with one seed a family the
+    pretraining-seed noise is not estimable and a verdict of ours is "no signal"."""
     clm, mlm = [0.002, 0.003, 0.004], [0.006, 0.007, 0.009]
     scores, runs = _spreads(tmp_path / "three", {"mini-m-clm-400": clm, "mini-m-mlm40-400": mlm})
     v = claims.verdicts(scores, runs, ["4"], n_boot=200, full=True).iloc[0]
@@ -904,13 +905,20 @@ def test_claim4_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_
         x = np.array([[-0.01 + s * spread, -0.01 - s * spread, s * spread] for s in (-1, 1, -1, 1)]).ravel() * 100
         return float(np.std(x - x.mean(), ddof=1))
     a, b = np.array([value(s) for s in mlm]), np.array([value(s) for s in clm])
-    se2 = a.var(ddof=1) / 3 + b.var(ddof=1) / 3
-    dof = se2 ** 2 / ((a.var(ddof=1) / 3) ** 2 / 2 + (b.var(ddof=1) / 3) ** 2 / 2)
-    half = bootstrap.student_quantile(dof) * np.sqrt(se2)
+    half = bootstrap.student_quantile(2) * (a - b).std(ddof=1) / np.sqrt(3)  # paired: one t over the seeds' a - b
     assert np.isclose(v["value"], a.mean() - b.mean(), atol=0.01), v["evidence"]
-    assert np.isclose(v["ci_low"], a.mean() - b.mean() - half, atol=0.01) and v["ci_high"] > v["ci_low"]
+    assert np.isclose(v["ci_low"], a.mean() - b.mean() - half, atol=0.01), (v["ci_low"], half)
+    assert np.isclose(v["ci_high"], a.mean() - b.mean() + half, atol=0.01)
     assert v["pretrain_seeds"] == "3" and v["verdict"] == "reproduced", v["reason"]
-    assert v["seed_means_test"].startswith("Welch over the pretraining seeds' values (3 a family")
+    assert v["seed_means_test"].startswith("paired by pretraining seed over the seeds' values (3 seeds")
+    scores, runs = _spreads(tmp_path / "unequal", {"mini-m-clm-400": clm[:2], "mini-m-mlm40-400": mlm})
+    v = claims.verdicts(scores, runs, ["4"], n_boot=200, full=True).iloc[0]
+    se2 = a.var(ddof=1) / 3 + b[:2].var(ddof=1) / 2  # CLM on seeds 0, 1 only: Welch, a variance a family
+    dof = se2 ** 2 / ((a.var(ddof=1) / 3) ** 2 / 2 + (b[:2].var(ddof=1) / 2) ** 2 / 1)
+    half = bootstrap.student_quantile(dof) * np.sqrt(se2)
+    assert np.isclose(v["ci_low"], a.mean() - b[:2].mean() - half, atol=0.01), (v["ci_low"], half)
+    assert v["pretrain_seeds"] == "2-3" and v["seed_means_test"].startswith(
+        "Welch over the pretraining seeds' values (2-3 a family")
     scores, runs = _spreads(tmp_path / "one", {"mini-m-clm-400": clm[:1], "mini-m-mlm40-400": mlm[:1]})
     v = claims.verdicts(scores, runs, ["4"], n_boot=200, full=True).iloc[0]
     assert v["pretrain_seeds"] == "1" and v["verdict"] == "no signal"
@@ -939,10 +947,11 @@ def _ratio_sweep(root, amplitudes: dict):
     return results.aggregate(runs), runs
 
 
-def test_claim6_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_path):
+def test_claim6_reads_every_pretraining_seed_with_the_verdicts_test_over_them(tmp_path):
     """Claim 6 (issue 61): each pretraining seed's sd over masking ratios of its centered scores (the MLM-only runs
     of its data order, the CLM+MLM switches from its CLM run), a family's the mean over its seeds, the interval
-    Welch's over the seeds' values; with one seed a family, "no signal" for a scale of ours."""
+    the verdicts' test over the seeds' values (paired by seed: both families have seeds 0-2); with one seed a
+    family, "no signal" for a scale of ours."""
     mlm, two = [1.0, 1.4, 0.8], [0.2, 0.3, 0.25]
     scores, runs = _ratio_sweep(tmp_path / "three", {"MLM": mlm, "CLM+MLM": two})
     v = claims.verdicts(scores, runs, ["6"], n_boot=200, full=True).iloc[0]
@@ -951,12 +960,12 @@ def test_claim6_reads_every_pretraining_seed_with_welchs_interval_over_them(tmp_
         x = np.array([amp * (i - 1.5) + sign * 0.1 for i in range(4) for sign in (-1, 1, -1, 1)])
         return float(np.std(x - x.mean(), ddof=1))
     a, b = np.array([value(x) for x in mlm]), np.array([value(x) for x in two])
-    w = bootstrap.welch_interval(pd.DataFrame({"family": ["MLM"] * 3 + ["CLM+MLM"] * 3, "value": [*a, *b],
-                                               "coef": [1.0] * 3 + [-1.0] * 3}))
+    half = bootstrap.student_quantile(2) * (a - b).std(ddof=1) / np.sqrt(3)
     assert np.isclose(v["value"], a.mean() - b.mean(), atol=0.01), v["evidence"]
-    assert np.isclose(v["ci_low"], w["lo"], atol=0.01) and np.isclose(v["ci_high"], w["hi"], atol=0.01)
+    assert np.isclose(v["ci_low"], a.mean() - b.mean() - half, atol=0.01), (v["ci_low"], half)
+    assert np.isclose(v["ci_high"], a.mean() - b.mean() + half, atol=0.01)
     assert v["pretrain_seeds"] == "3" and v["verdict"] == "reproduced", v["reason"]
-    assert v["seed_means_test"].startswith("Welch over the pretraining seeds' values (3 a family")
+    assert v["seed_means_test"].startswith("paired by pretraining seed over the seeds' values (3 seeds")
     scores, runs = _ratio_sweep(tmp_path / "one", {"MLM": mlm[:1], "CLM+MLM": two[:1]})
     v = claims.verdicts(scores, runs, ["6"], n_boot=200, full=True).iloc[0]
     assert v["pretrain_seeds"] == "1" and v["verdict"] == "no signal"

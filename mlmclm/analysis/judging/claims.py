@@ -340,11 +340,13 @@ def _stability_models(scores, runs, groups=None) -> set:
 
 def _stability_seeds(runs: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Claim 4's statistic per pretraining seed: each model's sd of centered scores, mean over its datasets
-    (``value``), with its ``family`` and ``coef`` (+1 MLM, -1 CLM: the statistic is the difference of the families'
-    means)."""
+    (``value``), with its ``family``, pretraining ``seed`` and ``coef`` (+1 MLM, -1 CLM: the statistic is the
+    difference of the families' means)."""
     m = views.model_spreads(views.centered_scores(runs, split=split, every_seed=True))
     per = m.groupby(["family", "model"])["sd"].mean().rename("value").reset_index()
-    return per.assign(coef=np.where(per["family"] == "MLM", 1.0, -1.0))
+    seed = runs.drop_duplicates("model").set_index("model")["pretrain_seed"]
+    return per.assign(seed=per["model"].map(seed).fillna(0).astype(int),
+                      coef=np.where(per["family"] == "MLM", 1.0, -1.0))
 
 
 def _stability_runs(runs: pd.DataFrame) -> pd.DataFrame:

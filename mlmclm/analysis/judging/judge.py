@@ -1,16 +1,18 @@
 """How a claim (`Claim`) is judged on each source's results: the statistic with its 95% interval, the evidence, the
 verdict and the reason for it (`verdicts`; the claims themselves are `claims.CLAIMS`).
 
-The interval: for a source with per-run results (this repository's, EncodEval's) one rule
-(`bootstrap.replica_scores`, `bootstrap.percentile_interval`): a Student-t interval over the models'
-pretraining-seed means, their spread pooled over the scale's families with 2+ seeds, each seed mean carrying its
-fine-tuning, learning-rate and test noise once (`bootstrap.seed_mean_replicas`; `coverage` shows it covers); where
-no family has 2+ seeds, a hierarchical bootstrap with the pretraining seeds held fixed (a verdict of ours is then
-"no signal", the reason says why). Beside it, the Welch test on each compared family's own seed means (`_welch`),
-and where the two disagree. A per-run claim with values per pretraining seed (claim 4's spreads: ``seed_values``)
-gets Welch's interval over them (`_seed_welch`, `bootstrap.welch_interval`, which covers: tests/test_coverage.py),
-each value carrying its fine-tuning noise once; where a family has one seed, the hierarchical bootstrap over
-fine-tuning seeds and test instances (a verdict of ours is then "no signal"). For the paper, its printed half-widths
+The interval: for a source with per-run results (this repository's, EncodEval's), where every family in the
+statistic has 2+ pretraining seeds, the verdicts' test on them (`_seed_interval`, `bootstrap.seed_test`): paired by
+seed where the families have the same seeds (one-sample t over each seed's contribution), else Welch's with a
+variance a family, each seed mean carrying its fine-tuning, learning-rate and test noise once (`coverage` shows it
+covers under the scale's own seed structure). Where a family has one seed, a Student-t interval over the models'
+seed means with their spread pooled over the scale's families with 2+ seeds (`bootstrap.seed_mean_replicas`,
+`bootstrap.percentile_interval`), and where no family has 2+ seeds a hierarchical bootstrap with the pretraining seeds
+held fixed (a verdict of ours is then "no signal", the reason says why). Beside it, the Welch test on each compared
+family's own seed means (`_welch`), and where the two disagree. A per-run claim with values per pretraining seed
+(claim 4's spreads, claim 6's: ``seed_values``) gets the same test over them (`_seed_values_test`), each value
+carrying its fine-tuning noise once; where a family has one seed, the hierarchical bootstrap over fine-tuning seeds
+and test instances (a verdict of ours is then "no signal"). For the paper, its printed half-widths
 (a difference of two independent means gets sqrt(ci_a^2 + ci_b^2); a mean of k such values sqrt(sum of squares) / k;
 a minimum over values the minimum of their bounds). Task-group averages (``dataset == "Avg"``) are compared, as in
 the paper's figures, and models that differ only in their pretraining seed are compared by their mean. Where a
@@ -19,11 +21,12 @@ checkable at this scale", with the reason.
 
 Runs of this repository's scales also need evidence that the comparison measures pretraining: the leading compared
 model must beat the random-init control of its size beyond the combined half-width (`evidence.signal`; a trailing one
-below it is named in the row, not a gate), an interval that excludes 0 must do so by
-more than the difference's own change over the last fine-tuning epoch (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise the verdict is "no signal",
-with the reason. A row of ours also sits beside the paper's estimate of the same comparison (`matching.paper_at`: the
-paper's scores at the configuration our models stand for, through the same check and statistic), with what
-pretraining adds in its group and the pretraining-seed spread its interval used (`BESIDE_PAPER`). Cells with fewer
+below it is named in the row, not a gate), an interval that excludes 0 must do so by more than the difference's own
+change over the last fine-tuning epoch (`evidence.unsettled`) and the fine-tuning calibration must pass; otherwise
+the verdict is "no signal", with the reason. A row of ours also sits beside the paper's estimate of the same
+comparison (`matching.paper_at`: the paper's scores at the configuration our models stand for, through the same check
+and statistic), with what pretraining adds in its group and the pretraining-seed spread its interval used
+(`BESIDE_PAPER`). Cells with fewer
 fine-tuning seeds than their neighbours (``flag``) are left out, with their model's task group, and the evidence says
 so. No torch import here.
 """
@@ -62,8 +65,9 @@ class Claim:
     for it; ``spread``: its statistic is a difference of spreads over learning rates (claim 4), whose own change over
     the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`). ``seed_values`` (a per-run claim's):
     the statistic's part per pretraining seed (``family``, ``model``, ``value``, ``coef``: the statistic is the sum
-    over families of coef x the mean of its seeds' values); where every family has two seeds or more, the interval is
-    Welch's over them (`_seed_welch`), counting fine-tuning noise once, inside each seed's value.
+    over families of coef x the mean of its seeds' values, ``seed`` its pretraining seed); where every family has two
+    seeds or more, the interval is the verdicts' test over them (`_seed_values_test`: paired by seed where the
+    families have the same seeds), counting fine-tuning noise once, inside each seed's value.
     """
 
     key: str
@@ -215,7 +219,7 @@ def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
 def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str, welch: dict | None = None
                ) -> tuple[pd.DataFrame, str]:
     """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed: a per-run claim's Welch
-    interval over its pretraining seeds where it has one (``welch``: `_seed_welch`)."""
+    interval over its pretraining seeds where it has one (``welch``: `_seed_values_test`)."""
     table = c.measure(point)
     if not src.per_run:
         return table, "printed ± half-widths"
@@ -246,10 +250,11 @@ def _bounds(c: Claim, point: pd.DataFrame, src: _Source, split: str) -> pd.DataF
     return bootstrap.percentile_interval(dist, c.choices(point))
 
 
-def _seed_welch(c: Claim, src: _Source, split: str = "test") -> dict | None:
-    """A per-run claim's statistic over its pretraining seeds (``seed_values``): Welch's 95% interval (Satterthwaite's
-    degrees of freedom) and two-sided p, the seeds per family (``seeds``: "3", or "2-3") and how; ``lo`` NaN (with
-    ``why``) where a family has one seed; None for a claim without seed values or a source without runs."""
+def _seed_values_test(c: Claim, src: _Source, split: str = "test") -> dict | None:
+    """A per-run claim's statistic over its pretraining seeds (``seed_values``), judged by the verdicts' test
+    (`bootstrap.seed_test`: paired by seed where the families have the same seeds, else Welch's): its 95% interval,
+    two-sided p, the seeds per family (``seeds``: "3", or "2-3") and how; ``lo`` NaN (with ``why``) where a family has
+    one seed; None for a claim without seed values or a source without runs."""
     if c.seed_values is None or src.runs.empty:
         return None
     values = c.seed_values(src.runs, split).dropna(subset=["value"])
@@ -260,12 +265,14 @@ def _seed_welch(c: Claim, src: _Source, split: str = "test") -> dict | None:
     nan = {"lo": float("nan"), "hi": float("nan"), "p": float("nan"), "seeds": seeds, "how": ""}
     if k.min() < 2:
         return nan | {"why": f"pretraining-seed noise not estimable: {', '.join(k.index[k < 2])} has one seed"}
-    w = bootstrap.welch_interval(values)
-    if np.isnan(w["lo"]):
+    t = bootstrap.seed_test(values.assign(value=values["value"] * values["coef"]))
+    if np.isnan(t["lo"]):
         return nan | {"why": "the pretraining seeds' values do not vary"}
-    return {"lo": w["lo"], "hi": w["hi"], "p": w["p"], "seeds": seeds, "why": "",
-            "how": f"Welch over the pretraining seeds' values ({seeds} a family; {w['dof']:.1f} df; fine-tuning "
-                   f"noise inside each), t {w['t']:+.2f}, p {w['p']:.3f}"}
+    how = (f"paired by pretraining seed over the seeds' values ({seeds} seeds, the same for both families; "
+           f"{t['dof']:.0f} df" if t["paired"] else
+           f"Welch over the pretraining seeds' values ({seeds} a family; {t['dof']:.1f} df")
+    return {"lo": t["lo"], "hi": t["hi"], "p": t["p"], "seeds": seeds, "why": "",
+            "how": f"{how}; fine-tuning noise inside each), t {t['t']:+.2f}, p {t['p']:.3f}"}
 
 
 # a family's average raised by this many points to read the statistic's weight on it (`_contrasts`): the checks' last
@@ -446,7 +453,7 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     if reason:
         return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
                  "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
-    welch = _seed_welch(c, src, split) if c.per_run and src.per_run else None
+    welch = _seed_values_test(c, src, split) if c.per_run and src.per_run else None
     table, how = _intervals(c, src, point, split, welch)
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
