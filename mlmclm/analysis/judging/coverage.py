@@ -2,18 +2,22 @@
 (issues 45 and 60). No torch import here.
 
 The verdicts' test (`bootstrap.seed_test`, paired by pretraining seed) is checked by `simulate_designs`:
-`seed_structure` estimates, from a scale's seed group averages, a seed variance per stage (checkpoints, finals, splits, CPTs) and the
-correlation of two families' seed effects at one seed (sharing a base run, or only the seed); each claim's design
-(`judge.designs`) is drawn from it and judged. The pooled interval of the group averages is checked as follows.
+`seed_structure` estimates, from a scale's seed group averages, a seed variance per stage (checkpoints, finals,
+splits, CPTs) and the correlation of two families' seed effects at one seed (sharing a base run, or only the seed);
+each claim's design (`judge.designs`) is drawn from it and judged. It draws seed effects of group averages, not
+runs: how a grid chose its rates (every seed at every rate, or a screened grid's later seeds at the screen's choice)
+enters only through the spread of the scale's own seed averages. The pooled interval of the group averages is
+checked as follows.
 
 `components` estimates, from a scale's default-grid runs, per dataset the fine-tuning-seed noise of the test and
-validation scores and their correlation (one run's luck shows in both), the learning-rate profile (how much each rate
-of the grid scores below the others, on average over the models) and each family's level; per task group the
+validation scores and their correlation (one run's luck shows in both), the learning-rate profile (how much each
+rate of the grid scores below the others, on average over the models) and each family's level; per task group the
 pretraining-seed spread of group averages (beyond what the fine-tuning seeds explain). `synthetic_runs` draws the
-scale's own grid (every model, dataset, rate and seed it ran) again from them, with the families' levels as the true
-effects, and `simulate` runs the point estimates (`aggregation.select_lr`: the learning rate chosen on validation
-per seed) and the intervals (`bootstrap.seed_mean_replicas`, `bootstrap.percentile_bounds`) on each replica and
-counts how often the 95% interval of each difference of two families covers the true difference.
+scale's own grid (every model, dataset, rate and seed it ran; a screened grid's later seeds at the rate the real
+screen chose, not chosen again in each draw) again from them, with the families' levels as the true effects, and
+`simulate` runs the point estimates (`aggregation.select_lr`: the learning rate chosen on validation per seed) and
+the intervals (`bootstrap.seed_mean_replicas`, `bootstrap.percentile_bounds`) on each replica and counts how often
+the 95% interval of each difference of two families covers the true difference.
 """
 
 from __future__ import annotations
