@@ -216,15 +216,15 @@ def _seed_term(spread: pd.DataFrame, groups: list) -> tuple[str, str]:
     return "; ".join(filter(None, [*terms, reason])), reason
 
 
-def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str, welch: dict | None = None
+def _intervals(c: Claim, src: _Source, point: pd.DataFrame, split: str, seeded: dict | None = None
                ) -> tuple[pd.DataFrame, str]:
-    """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed: a per-run claim's Welch
-    interval over its pretraining seeds where it has one (``welch``: `_seed_values_test`)."""
+    """The statistic per scope with its interval (``lo``, ``hi``) and how it was computed: a per-run claim's
+    interval over its pretraining seeds where it has one (``seeded``: `_seed_values_test`)."""
     table = c.measure(point)
     if not src.per_run:
         return table, "printed ± half-widths"
-    if welch is not None and not np.isnan(welch["lo"]):
-        return table.drop(columns=["lo", "hi"]).assign(lo=welch["lo"], hi=welch["hi"]), welch["how"]
+    if seeded is not None and not np.isnan(seeded["lo"]):
+        return table.drop(columns=["lo", "hi"]).assign(lo=seeded["lo"], hi=seeded["hi"]), seeded["how"]
     table = table.drop(columns=["lo", "hi"]).merge(_bounds(c, point, src, split), on="scope", how="left")
     if c.per_run:
         how = (f"hierarchical bootstrap over fine-tuning seeds and test instances, the learning rate chosen again in "
@@ -453,8 +453,8 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     if reason:
         return [{"scope": "all", "evidence": "; ".join(filter(None, [reason, src.note])), "reason": reason,
                  "verdict": "not checkable at this scale" if src.controlled else "not checkable"}]
-    welch = _seed_values_test(c, src, split) if c.per_run and src.per_run else None
-    table, how = _intervals(c, src, point, split, welch)
+    seeded = _seed_values_test(c, src, split) if c.per_run and src.per_run else None
+    table, how = _intervals(c, src, point, split, seeded)
     if c.choices(point) > 1:
         how += f"; Bonferroni-widened for the best of {c.choices(point)} pairs"
     detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(c, src)
@@ -469,7 +469,7 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
         groups = [t.scope] if t.scope in ids.GROUPS else sorted(set(point["task_group"]))
         pretrain, finetune = _seeds(src.scores, models, groups)
         if c.per_run and pretrain:  # per-run claims read pretraining seed 0's runs, or every seed of seed_values
-            pretrain = welch["seeds"] if welch is not None else "1"
+            pretrain = seeded["seeds"] if seeded is not None else "1"
         if src.controlled:
             extra, verdict, why, more = _ours(c, src, t, groups, words, verdict, why)
             lo, hi = extra.pop("lo"), extra.pop("hi")
@@ -479,10 +479,10 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             p, test = _welch(src, coefs[coefs["scope"] == t.scope], t.value)
             extra |= {"seed_means_p": round(p, 4), "seed_means_test": test,
                       "tests_disagree": _disagreement(lo, hi, p, t.value, c.choices(point))}
-        if welch is not None:  # the interval is the test on the seeds (where a family has 2+)
-            extra |= {"seed_means_p": round(welch["p"], 4), "seed_means_test": welch["how"] or welch["why"]}
-            if welch["why"] and src.controlled and verdict != "no signal":  # an interval that leaves out a source
-                verdict, why = "no signal", welch["why"]                    # of noise is no evidence
+        if seeded is not None:  # the interval is the test on the seeds (where a family has 2+)
+            extra |= {"seed_means_p": round(seeded["p"], 4), "seed_means_test": seeded["how"] or seeded["why"]}
+            if seeded["why"] and src.controlled and verdict != "no signal":  # an interval that leaves out a source
+                verdict, why = "no signal", seeded["why"]                    # of noise is no evidence
         if src.per_run and not c.per_run and paired is None:
             seeds, fixed = _seed_term(src.spread, groups)
             notes.append(seeds)
