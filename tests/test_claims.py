@@ -629,16 +629,19 @@ def test_runs_trained_with_another_protocol_are_an_unequal_grid(tmp_path):
     assert report.unequal["reference"].iloc[0].endswith("at epochs 6, max_train 64")
 
 
-def test_a_protocol_field_added_later_at_its_old_value_is_the_same_grid(tmp_path):
-    """Results stored before `screen_seeds` was a field have none in their meta.config; later ones record 0, the way
-    the older ones ran (every seed at every rate): the same grid, as the runner reads them. A screen (2) is not."""
-    for model, extra in (("m-clm-100", {}), ("m-mlm40-100", {"screen_seeds": 0}), ("m-mlm20-100", {"screen_seeds": 2})):
+def test_a_protocol_setting_reads_at_its_default_where_a_result_lacks_it(tmp_path):
+    """A result whose meta.config predates a setting (no `max_steps`) ran at its default, as the runner reads it
+    (`grid.protocol`): the same grid as one recording the default (1000), and not one at another value. A screen
+    (`screen_seeds`, recorded by results stored since it exists) is no setting of a run: the same runs are the same
+    grid, whatever screen chose them."""
+    for model, extra in (("m-clm-100", {}), ("m-mlm40-100", {"max_steps": 1000, "screen_seeds": 0}),
+                         ("m-mlm30-100", {"screen_seeds": 2}), ("m-mlm20-100", {"max_steps": 500})):
         for lr in (1e-4, 1e-3, 1e-2):
             for seed in range(2):
                 write_run(tmp_path, model, "SC", "toy_sc", lr, seed, 0.7, 0.7,
                           meta={"config": {"epochs": 6, **extra}})
     runs = results.load_run_tree(tmp_path, "ours", "x")
-    assert set(runs["protocol"]) == {"epochs 6", "epochs 6, screen_seeds 2"}
+    assert set(runs["protocol"]) == {"epochs 6", "epochs 6, max_steps 500"}
     report = evidence.calibration_report(runs)
     assert report.unequal["model"].tolist() == ["m-mlm20-100"], report.unequal
 

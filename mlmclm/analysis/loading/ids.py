@@ -38,7 +38,8 @@ RUN_COLUMNS = ["source", "scale", "model", *ATTRIBUTES, "task_group", "dataset",
                "validation_w", "path"]
 # test_i / validation_i: a run's per-instance scores (arrays); test_w / validation_w: what each instance weighs in the
 # split's score (words for a tag accuracy, ``weights_i``), None where the score is the plain mean of the instances'.
-# protocol: the epochs and sizes a run was trained with (`run_tree.protocol_text`; "" where its results.json has none).
+# protocol: the epochs and sizes a run was trained with, where not the defaults (`run_tree.protocol_text`; "" where its
+# results.json has no config).
 GRIDS = ("default", "stability")
 SOURCES = ("paper", "ours", REFERENCE, "encodeval", "encodeval-sample")
 

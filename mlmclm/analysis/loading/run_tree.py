@@ -18,6 +18,7 @@ import pandas as pd
 
 from ...config import DatasetProtocol
 from ...errors import ConfigError, ResultFileError
+from ...evaluation.grid import GRID_FIELDS, protocol
 from ...io import load_result
 from ...paths import misplaced
 from ...locks import busy
@@ -71,21 +72,21 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
     return out
 
 
-# what a fine-tuning run's protocol sets beside its learning rate and seed: `config.DatasetProtocol`'s other fields
-PROTOCOL = tuple(f.name for f in dataclasses.fields(DatasetProtocol) if f.name not in ("lrs", "seeds"))
-# fields added to the protocol after results were stored, with the value those results ran under: at that value a
-# field says nothing (a results.json without it ran the same way, as `grid.result_fault` reads it too)
-ADDED_LATER = {"screen_seeds": 0}
+# what a fine-tuning run's protocol sets beside its grid: `config.DatasetProtocol`'s fields that change a run's result
+# (not `grid.GRID_FIELDS`: its rates, seeds and screen, which `evidence._grid_runs` reads from the runs themselves)
+PROTOCOL = tuple(f.name for f in dataclasses.fields(DatasetProtocol) if f.name not in GRID_FIELDS)
+_DEFAULTS = protocol({})
 
 
 def protocol_text(config) -> str:
-    """The `PROTOCOL` settings of a results.json's ``meta.config`` ("epochs 6, max_steps -1, ..."), a field of
-    `ADDED_LATER` at its old value left out; "" without one (EncodEval's runs): runs compared with each other must
-    share it (`evidence.calibration_report`)."""
+    """The `PROTOCOL` settings of a results.json's ``meta.config`` that differ from `FinetuneConfig`'s defaults
+    ("epochs 6, max_train 16384"), read as the runner reads them (`grid.protocol`: a field a config lacks, one it
+    predates, counts at its default); "" without a config (EncodEval's runs): runs compared with each other must share
+    it (`evidence.calibration_report`)."""
     if not isinstance(config, dict):
         return ""
-    return ", ".join(f"{k} {config[k]}" for k in PROTOCOL
-                     if k in config and not (k in ADDED_LATER and config[k] == ADDED_LATER[k]))
+    settings = protocol(config)
+    return ", ".join(f"{k} {settings[k]}" for k in PROTOCOL if settings[k] != _DEFAULTS[k])
 
 
 def load_run_tree(root: str | Path, source: str, scale: str, paper_datasets_only: bool = False,
