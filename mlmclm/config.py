@@ -12,6 +12,7 @@ Each dataclass's `validate(self)` raises `ConfigError` for its cross-field rules
 from __future__ import annotations
 
 import difflib
+import json
 import typing
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -367,6 +368,26 @@ class FinetuneConfig:
         check_range("ir_logit_scale", self.ir_logit_scale, 0, low_open=True,
                     why="InfoNCE's factor on the cosine similarity: 0 gives no gradient and one below 0 trains "
                         "toward dissimilarity (the default: 20)")
+
+
+
+# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
+# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
+GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "screen_seeds", "grid_workers", "data_dir", "results_dir",
+               "per_dataset")
+
+
+def finetune_protocol(config: dict) -> dict:
+    """The settings of a fine-tuning config (as `to_dict` writes it into a results.json's `meta.config`) that change a
+    run's result; fields it predates count at their defaults. The one reading of a stored protocol: the runner's
+    (`grid.result_fault`) and the analysis's (`run_tree.protocol_text`)."""
+    default = json.loads(json.dumps(to_dict(FinetuneConfig())))
+    out = {}
+    for key, value in default.items():
+        if key not in GRID_FIELDS:
+            got = config.get(key, value)
+            out[key] = {**value, **got} if isinstance(value, dict) and isinstance(got, dict) else got
+    return out
 
 
 # ---- scales ----

@@ -631,9 +631,9 @@ def test_runs_trained_with_another_protocol_are_an_unequal_grid(tmp_path):
 
 def test_a_protocol_setting_reads_at_its_default_where_a_result_lacks_it(tmp_path):
     """A result whose meta.config predates a setting (no `max_steps`) ran at its default, as the runner reads it
-    (`grid.protocol`): the same grid as one recording the default (1000), and not one at another value. A screen
-    (`screen_seeds`, recorded by results stored since it exists) is no setting of a run: the same runs are the same
-    grid, whatever screen chose them."""
+    (`config.finetune_protocol`): the same grid as one recording the default (1000), and not one at another value. A
+    screen (`screen_seeds`, recorded by results stored since it exists) is no setting of a run: the same runs are the
+    same grid, whatever screen chose them."""
     for model, extra in (("m-clm-100", {}), ("m-mlm40-100", {"max_steps": 1000, "screen_seeds": 0}),
                          ("m-mlm30-100", {"screen_seeds": 2}), ("m-mlm20-100", {"max_steps": 500})):
         for lr in (1e-4, 1e-3, 1e-2):

@@ -344,15 +344,15 @@ def test_a_dataset_sets_its_own_protocol_and_the_rest_keep_the_default():
 def test_screen_seeds_is_a_datasets_own_grid_field_and_never_negative():
     """`screen_seeds` (issue 60): settable per dataset like `seeds`, no part of a run's protocol (results of a full grid
     count in a screened one), and a negative value refused in one line naming it; the twin screens SC alone."""
-    from mlmclm.config import finetune_config, to_dict
-    from mlmclm.evaluation.grid import GRID_FIELDS, protocol, screen_split
+    from mlmclm.config import GRID_FIELDS, finetune_config, finetune_protocol, to_dict
+    from mlmclm.evaluation.grid import screen_split
 
     cfg = finetune_config(scale_config("tiny"), ["seeds=[0, 1, 2]", "per_dataset.multiemo_sentiment.screen_seeds=2"])
     sc, tc = cfg.for_dataset("multiemo_sentiment"), cfg.for_dataset("brown_upos")
     assert (sc.screen_seeds, tc.screen_seeds) == (2, 0) and "screen_seeds" in GRID_FIELDS
     assert screen_split(sc) == ([0, 1], [2]) and screen_split(tc) == ([0, 1, 2], [])
     assert screen_split(finetune_config(scale_config("tiny"), ["seeds=[0, 1]", "screen_seeds=2"])) == ([0, 1], [])
-    assert protocol({**to_dict(sc), "screen_seeds": 0}) == protocol(to_dict(sc))
+    assert finetune_protocol({**to_dict(sc), "screen_seeds": 0}) == finetune_protocol(to_dict(sc))
     for override in ("screen_seeds=-1", "per_dataset.multiemo_sentiment.screen_seeds=-1"):
         with pytest.raises(ConfigError, match=r"screen_seeds must be 0 \(every seed at every rate\) or more") as err:
             finetune_config(scale_config("tiny"), [override])

@@ -205,6 +205,27 @@ def test_fig4_scales_puts_every_source_on_each_axis_of_tokens_per_parameter(tmp_
     assert figures.fig4_scales(paper[paper["scale"] == "none"], tmp_path, arch) == []
 
 
+def test_fig3_scales_centers_each_ratio_line_and_puts_ours_beside_the_papers_sizes(tmp_path, monkeypatch):
+    runs_dir = tmp_path / "runs" / "mini"
+    write_synthetic_study(runs_dir, size="mini-m")
+    ours = results.aggregate(results.load_run_tree(runs_dir, "ours", "mini"))
+    paper = results.load(REPO / "results", sources=["paper"]).scores
+    assert figures.fig3_scales(paper, tmp_path) == []  # the paper alone: Fig. 3 itself
+    drawn = _capture(monkeypatch)
+    assert figures.fig3_scales(pd.concat([paper, ours], ignore_index=True), tmp_path) == [
+        tmp_path / "fig03_scales.png"]
+    panels = {ax.get_title(): ax for ax in drawn[0].axes}
+    assert list(panels) == ["SC", "TC", "QA", "IR"]
+    lines = {c.get_label(): c.lines[0] for c in panels["IR"].containers}  # error bars: one container a series
+    assert list(lines) == ["paper (210M)", "paper (610M)", "paper (1B)", "ours, mini (mini-m)"]
+    ir = ours[(ours["task_group"] == "IR") & (ours["dataset"] == "Avg")
+              & ours["model"].isin([f"mini-m-mlm{r}-400" for r in (20, 30, 40, 50)])].sort_values("model")
+    y = lines["ours, mini (mini-m)"].get_ydata()
+    assert [round(x, -1) for x in lines["ours, mini (mini-m)"].get_xdata()] == [20, 30, 40, 50]  # dodged
+    assert list(y) == pytest.approx(list(ir["score"] - ir["score"].mean()))
+    assert abs(sum(lines["paper (610M)"].get_ydata())) < 1e-9  # each line centered on its own mean
+
+
 def test_the_three_axes_count_more_parameters_in_turn():
     # Table 1's 610M: a body of 460,123,776, an input embedding of 128,256 x 1,152 = 147,750,912 and an untied output
     # layer as large (the released configs: tie_word_embeddings false): ~608M and ~756M, as the paper's model cards

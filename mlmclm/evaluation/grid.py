@@ -10,29 +10,11 @@ import json
 import math
 from pathlib import Path
 
-from ..config import FinetuneConfig, to_dict
+from ..config import FinetuneConfig, finetune_protocol, to_dict
 from ..errors import FinetuneError, ResultFileError
 from ..io import load_result
 from ..paths import RESULTS, cell, misplaced, run_folder
 from .tasks import GROUPS, Task, select_tasks
-
-
-# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
-# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
-GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "screen_seeds", "grid_workers", "data_dir", "results_dir",
-               "per_dataset")
-
-
-def protocol(config: dict) -> dict:
-    """The settings of a fine-tuning config (as `to_dict` writes it into `meta.config`) that change a run's result;
-    fields it predates count at their defaults."""
-    default = json.loads(json.dumps(to_dict(FinetuneConfig())))
-    out = {}
-    for key, value in default.items():
-        if key not in GRID_FIELDS:
-            got = config.get(key, value)
-            out[key] = {**value, **got} if isinstance(value, dict) and isinstance(got, dict) else got
-    return out
 
 
 def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
@@ -49,7 +31,7 @@ def result_fault(path: Path, cfg: FinetuneConfig) -> str | None:
     stored = (doc.get("meta") or {}).get("config")
     if not isinstance(stored, dict):
         return f"{path}: no meta.config (the settings it was computed with)"
-    ours, theirs = protocol(json.loads(json.dumps(to_dict(cfg)))), protocol(stored)
+    ours, theirs = finetune_protocol(json.loads(json.dumps(to_dict(cfg)))), finetune_protocol(stored)
     changed = [f"{k} {theirs[k]} -> {ours[k]}" for k in ours if theirs[k] != ours[k]]
     return f"{path}: computed with other settings ({', '.join(changed)})" if changed else None
 

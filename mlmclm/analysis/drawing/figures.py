@@ -101,6 +101,43 @@ def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
         reference=lambda ax, c, d: control_lines(ax, c, d, colors=colors[source_key(d)]))
 
 
+def fig3_scales(scores: pd.DataFrame, out_dir: str | Path) -> Drawn:
+    """Fig. 3 across scales: each MLM line of Fig. 3 (a source, scale and size with two masking ratios or more)
+    centered on its own mean over the ratios it ran, so that a scale of ours and the paper's sizes share one axis
+    per task group (their datasets differ: their shapes, which ratio is best and by how much, compare; their levels
+    do not). Bars: each point's 95% half-width before centering (ours over its pretraining seeds, `points.pool`;
+    the paper's printed ±). One figure for all (``figures/fig03_scales``), drawn only when a source of ours has a
+    ratio sweep; else an empty list. Notebook 01_scaling; reads results/paper/table02.csv ... table05.csv and
+    results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``)."""
+    v = ids.group_averages(views.scaling_view(pool(scores)))
+    v = v[(v["objective"] == "mlm") & v["mask_ratio"].notna()]
+    line = ["source", "scale", "size", "task_group"]
+    v = v[v.groupby(line)["mask_ratio"].transform("nunique") > 1]
+    if not (v["source"] != "paper").any():
+        return Drawn()
+    v = v.assign(score=v["score"] - v.groupby(line)["score"].transform("mean"),
+                 line=[("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
+                       for src, scale, z in zip(v["source"], v["scale"], v["size"])])
+    first = v.drop_duplicates("line")  # the paper's sizes from the smallest (Fig. 3's colours), then ours
+    lines = sorted(first["line"], key=dict(zip(first["line"], zip(
+        first["source"] != "paper", first["scale"], first["size"].map(ids.size_key)))).get)
+    paper = [line for line in lines if line.startswith("paper")]
+    colors = {**palette("crest", paper), **palette("flare", lines[len(paper):])}
+    groups = [g for g in ids.GROUPS if g in set(v["task_group"])]
+    with matplotlib.rc_context(STYLE):
+        fig, axes = panels(len(groups))
+        for ax, group in zip(axes, groups):
+            ax.axhline(0, color="0.3", lw=0.8)
+            plot_lines(ax, v[v["task_group"] == group], "mask_ratio", "line", colors, dodge=0.8)
+            ax.set_title(group)
+            ax.set_xlabel("masking ratio (%)")
+            ax.set_ylabel("centered score")
+        finish(fig, axes, "Fig. 3 across scales: MLM by masking ratio, each line minus its mean over the ratios",
+               None, "bars: 95% half-width before centering (ours: over pretraining seeds; the paper's: printed ±); "
+               "the datasets differ: compare shapes, not levels")
+    return Drawn([save(fig, out_dir, "fig03_scales")])
+
+
 def fig4(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 4: CLM vs MLM-40% task-group averages against the pretraining step (intermediate checkpoints). Notebook
     02_data_efficiency; reads results/paper/table06.csv ... table09.csv and
@@ -177,15 +214,16 @@ def _main_size(view: pd.DataFrame) -> np.ndarray:
 def fig7(runs: pd.DataFrame, out_dir: str | Path) -> Drawn:
     """Fig. 7: spread over masking ratios (and seeds) of centered scores, MLM-only vs CLM+MLM, mean +- sd; only for
     the sizes that have CLM+MLM runs (the comparison needs both families); every pretraining seed, each centered on
-    its own mean as claim 6 reads them. Notebook 04_biphasic; reads, through ``runs``,
-    results/runs/<scale>/*/*/*/lr*_sd*/results.json (the paper prints no numbers for it)."""
+    its own mean as claim 6 reads them; the note under the title gives the paper's finding in words (it prints no
+    numbers for it). Notebook 04_biphasic; reads, through ``runs``, results/runs/<scale>/*/*/*/lr*_sd*/results.json."""
     colors = {"MLM": OBJECTIVE_COLORS["MLM"], "CLM+MLM": OBJECTIVE_COLORS["CLM+MLM"]}
     spread = views.masking_ratio_spread(runs, every_seed=True)
     both = spread.groupby(["source", "scale", "size"])["family"].transform(lambda f: f.nunique() == 2)
     return draw_per_source(
         spread[both.astype(bool)], out_dir, "fig07_masking_robustness", "Fig. 7: sensitivity to the masking ratio",
         lambda ax, d: plot_spread(ax, d, "family", colors), "", "pretraining", ylabel="centered", per_size=True,
-        note=lambda d: f"bars: ±1 sd over {d['mask_ratio'].nunique()} masking ratios x seeds; dots: runs")
+        note=lambda d: f"bars: ±1 sd over {d['mask_ratio'].nunique()} masking ratios x seeds; dots: runs; the "
+                       "paper's Fig. 7 (610M, no numbers printed): CLM+MLM is less sensitive to the masking ratio")
 
 
 def fig8(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:

@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...config import DatasetProtocol
+from ...config import GRID_FIELDS, DatasetProtocol, finetune_protocol
 from ...errors import ConfigError, ResultFileError
-from ...evaluation.grid import GRID_FIELDS, protocol
 from ...io import load_result
 from ...paths import misplaced
 from ...locks import busy
@@ -73,19 +72,19 @@ def _read(path: str | Path, doc: dict | None = None) -> dict:
 
 
 # what a fine-tuning run's protocol sets beside its grid: `config.DatasetProtocol`'s fields that change a run's result
-# (not `grid.GRID_FIELDS`: its rates, seeds and screen, which `evidence._grid_runs` reads from the runs themselves)
+# (not `config.GRID_FIELDS`: its rates, seeds and screen, which `evidence._grid_runs` reads from the runs themselves)
 PROTOCOL = tuple(f.name for f in dataclasses.fields(DatasetProtocol) if f.name not in GRID_FIELDS)
-_DEFAULTS = protocol({})
+_DEFAULTS = finetune_protocol({})
 
 
 def protocol_text(config) -> str:
     """The `PROTOCOL` settings of a results.json's ``meta.config`` that differ from `FinetuneConfig`'s defaults
-    ("epochs 6, max_train 16384"), read as the runner reads them (`grid.protocol`: a field a config lacks, one it
-    predates, counts at its default); "" without a config (EncodEval's runs): runs compared with each other must share
-    it (`evidence.calibration_report`)."""
+    ("epochs 6, max_train 16384"), read as the runner reads them (`config.finetune_protocol`: a field a config lacks,
+    one it predates, counts at its default); "" without a config (EncodEval's runs): runs compared with each other must
+    share it (`evidence.calibration_report`)."""
     if not isinstance(config, dict):
         return ""
-    settings = protocol(config)
+    settings = finetune_protocol(config)
     return ", ".join(f"{k} {settings[k]}" for k in PROTOCOL if settings[k] != _DEFAULTS[k])
 
 
