@@ -82,6 +82,10 @@ def test_claim2_needs_two_cells_whose_different_best_ratios_win_beyond_their_int
     assert noise["verdict"] == "inconclusive"
     single = _verdict([c for c in _ratios({"SC": 20, "TC": 40}, sizes=("m",)) if c[1] == "SC"], "2")
     assert single["verdict"] == "not checkable" and "one size x task group cell" in single["evidence"]
+    assert held["claim"] == "2. No masking ratio is best for every size and task group"
+    one_size = _verdict(_ratios({"SC": 20, "TC": 40}, sizes=("m",)), "2")  # a claim across sizes, judged at one
+    assert one_size["verdict"] == "reproduced" and one_size["claim"] == (
+        "2. No masking ratio is best for every task group (at one size)")
 
 
 def _checkpoints(diffs: dict, ci: float = 0.5, groups=("SC",)):
@@ -182,6 +186,10 @@ def test_claim2b_the_highest_ratio_on_ir():
     assert _verdict(ir_low, "2b")["verdict"] == "not reproduced"
     none = _verdict(_ratios({"SC": 20, "TC": 40}), "2b")
     assert none["verdict"] == "not checkable" and "no IR task" in none["evidence"]
+    assert _verdict([c for c in ir if c[0].startswith("m-")], "2b")["claim"] == (
+        "2b. IR prefers the highest masking ratio (at one size)")
+    unswept = _verdict([c for c in ir if "mlm40" in c[0]], "2b")  # IR at one ratio: no sweep, not "no IR task"
+    assert unswept["verdict"] == "not checkable" and "two masking ratios" in unswept["evidence"]
 
 
 # ----------------------------------------------------------------------------------------------- controls, seeds, flags

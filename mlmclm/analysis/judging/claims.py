@@ -193,6 +193,8 @@ def _detail_ir(rows):
 
 
 def _no_ir(rows) -> str:
+    if rows.empty:
+        return "no size x task group cell with two masking ratios"
     return "no IR task" if (rows["task_group"] != "IR").all() else ""
 
 
@@ -201,13 +203,14 @@ NO_BEST_RATIO = Claim(
     statistic="the weaker margin of two cells' different best ratios over their runner-up, widened to "
               "Bonferroni's interval for the number of pairs chosen from (points)", measure=_stat_best_ratio,
     models=_mlm_models, unavailable=_one_cell, describe=_detail_best_ratio, table=ratio_margins,
-    choices=_claim2_choices,
+    choices=_claim2_choices, one_size="No masking ratio is best for every task group (at one size)",
     paper="Tables 2-5, Fig. 3 (§3), paraphrased: no masking ratio is universally best; the best differs by "
           "size and task group, larger models preferring higher ratios")
 IR_HIGHEST_RATIO = Claim(
     "2b", "IR prefers the highest masking ratio at every size", check_masking_ratio,
     statistic="smallest margin over sizes of the highest ratio over the best other on IR (points)",
     measure=_stat_ir_highest, models=_mlm_models, unavailable=_no_ir, describe=_detail_ir, table=ratio_margins,
+    one_size="IR prefers the highest masking ratio (at one size)",
     paper="Table 5, Fig. 3 (§3), paraphrased: IR prefers higher masking ratios at every size (50% best)")
 
 

@@ -63,7 +63,9 @@ class Claim:
     (the paper prints no numbers for it) is judged on run-level results only, its bootstrap replicas drawn from the
     runs ``replica_runs`` keeps; ``below_control`` says what a compared model below the random-init control means
     for it; ``spread``: its statistic is a difference of spreads over learning rates (claim 4), whose own change over
-    the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`). ``seed_values`` (a per-run claim's):
+    the last fine-tuning epoch the plateau gate reads (`evidence.unsettled`). ``one_size``: the claim's text where a
+    source's compared models are all of one size, for a claim the paper states across sizes (its row then judges one
+    size, and says so). ``seed_values`` (a per-run claim's):
     the statistic's part per pretraining seed (``family``, ``model``, ``value``, ``coef``: the statistic is the sum
     over families of coef x the mean of its seeds' values, ``seed`` its pretraining seed); where every family has two
     seeds or more, the interval is the verdicts' test over them (`_seed_values_test`: paired by seed where the
@@ -86,6 +88,7 @@ class Claim:
     paper: str = ""
     spread: bool = False
     seed_values: Callable[..., pd.DataFrame] | None = None
+    one_size: str = ""
 
     def rows(self, scores, runs=None, split: str = "test") -> pd.DataFrame:
         """The check's rows (or ``table``'s) of ``scores`` (and ``runs``, for a per-run claim)."""
@@ -440,6 +443,12 @@ def _sizes(extra: dict, value: float, paired: dict | None) -> dict:
                 "seed_term")}
 
 
+def _text(c: Claim, src: _Source, models: set) -> str:
+    """The claim's text on a source: `Claim.one_size` where its compared models are all of one size."""
+    sizes = set(src.scores.loc[src.scores["model"].isin(models), "size"])
+    return c.one_size if c.one_size and len(sizes) == 1 else c.text
+
+
 def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     """One claim on one source: a row per scope with the statistic, its interval, the seeds behind it, the evidence,
     the verdict and the reason for it; for a scale of ours also the paper's estimate of the same comparison and our
@@ -491,9 +500,10 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
         statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({paired['how'] if paired else how})"
-        out.append({"scope": t.scope, "evidence": "; ".join([statement, *filter(None, notes)]),
-                    "statistic": c.statistic, "value": round(t.value, 2), "ci_low": round(lo, 2),
-                    "ci_high": round(hi, 2), "pretrain_seeds": pretrain, "finetune_seeds": finetune,
+        out.append({"scope": t.scope, "text": _text(c, src, models),
+                    "evidence": "; ".join([statement, *filter(None, notes)]), "statistic": c.statistic,
+                    "value": round(t.value, 2), "ci_low": round(lo, 2), "ci_high": round(hi, 2),
+                    "pretrain_seeds": pretrain, "finetune_seeds": finetune,
                     "verdict": verdict, "reason": why, **extra})
     return out
 
@@ -552,7 +562,7 @@ def verdicts(scores: pd.DataFrame, runs: pd.DataFrame, claims: list[Claim], spli
             if source not in data:
                 data[source] = _source(scores, runs, source, paper, n_boot, seed, rule)
             for row in _judge(claim, data[source], source, split):
-                rows.append({"claim": f"{claim.key}. {claim.text}", "source": source, **row})
+                rows.append({"claim": f"{claim.key}. {row.pop('text', claim.text)}", "source": source, **row})
     numbered = ["value", "ci_low", "ci_high"] if numbers or full else []
     more = ["statistic", "pretrain_seeds", "finetune_seeds", "reason", *BESIDE_PAPER, *SEED_MEANS] if full else []
     return pd.DataFrame(rows, columns=["claim", "source", "scope", "evidence", *numbered, "verdict", *more])
