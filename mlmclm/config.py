@@ -298,6 +298,8 @@ class FinetuneConfig:
     max_steps: int = 1000              # at most this many steps or `epochs` epochs, whichever comes first; -1: no cap
     epochs: int = 1                    # passes over the (capped) training set, each in a new random order; with
                                        # more than one, validation is also scored after each epoch (the curve)
+    curve_epochs: int = 0              # k > 0: the curve scores validation after the last k epochs before the end
+                                       # only (the plateau gate reads the last epoch's gain: 1 suffices); 0: every
     max_length: int | None = None   # None: 0.99 x the model's context, as EncodEval
     max_train: int | None = None    # cap on training examples (a fixed random subset); None: all
     max_eval: int | None = None     # cap on validation and on test examples (IR: queries); None: all
@@ -340,7 +342,8 @@ class FinetuneConfig:
         for name in ("batch_size", "eval_batch_size", "qa_max_answer_tokens", "qa_n_best"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        for name, zero in (("screen_seeds", "every seed at every rate"), ("grid_workers", "one a torch thread")):
+        for name, zero in (("screen_seeds", "every seed at every rate"), ("grid_workers", "one a torch thread"),
+                           ("curve_epochs", "validation after every epoch")):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be 0 ({zero}) or more, got {getattr(self, name)}")
         if self.max_steps == 0 or self.max_steps < -1:
@@ -371,10 +374,11 @@ class FinetuneConfig:
 
 
 
-# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once
+# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once,
+# after which epochs validation is also scored (`curve_epochs`: the training is the same, tests/test_finetune.py)
 # (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
 GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "screen_seeds", "grid_workers", "data_dir", "results_dir",
-               "per_dataset")
+               "per_dataset", "curve_epochs")
 
 
 def finetune_protocol(config: dict) -> dict:

@@ -397,3 +397,16 @@ def test_a_config_resolves_its_folders_against_the_working_root_and_keeps_its_re
     assert (plain.data.corpus, plain.data.tokenizer, plain.init.path) == ("offline", "train", None)
     decoder = load_config(PretrainConfig, {"init": {"kind": "hf", "path": "owner/name"}}).resolved(tmp_path)
     assert decoder.init.path == "owner/name"
+
+
+def test_curve_epochs_is_no_setting_of_a_run_and_never_negative():
+    """`curve_epochs` (after which earlier epochs validation is scored) changes no result: not part of a run's
+    protocol; a negative value is refused in one line naming it. The twin scores the last earlier epoch only."""
+    from mlmclm.config import GRID_FIELDS, finetune_config, finetune_protocol, to_dict
+
+    cfg = finetune_config(scale_config("twin"))
+    assert cfg.curve_epochs == 1 and "curve_epochs" in GRID_FIELDS
+    assert finetune_protocol({**to_dict(cfg), "curve_epochs": 0}) == finetune_protocol(to_dict(cfg))
+    with pytest.raises(ConfigError, match=r"curve_epochs must be 0 \(validation after every epoch\) or more") as err:
+        finetune_config(scale_config("tiny"), ["curve_epochs=-1"])
+    assert "\n" not in str(err.value)

@@ -18,6 +18,7 @@ from mlmclm import MlmClmConfig, MlmClmForSequenceClassification, MlmClmModel
 from mlmclm.cli import main
 from mlmclm.config import finetune_config, scale_config
 from mlmclm.evaluation.checkpoint import open_checkpoint
+from mlmclm.evaluation import grid
 from mlmclm.evaluation.finetune import batch_plan, run_grid
 from mlmclm.evaluation.groups import collate, qa, tc
 from mlmclm.evaluation.groups.ir import info_nce
@@ -405,6 +406,15 @@ def test_several_epochs_reshuffle_and_record_a_validation_curve(suite, tmp_path)
     assert all(0 <= score <= 1 for _, score in curve)
     runs = load_run_tree(tmp_path / "tiny", "ours", "tiny")
     assert runs["last_gain"].iloc[0] == pytest.approx(100 * (curve[2][1] - curve[1][1]))
+    short = tmp_path / "short"  # validation after the last earlier epoch only: the same training, a shorter curve
+    cut = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={short}", "datasets=[brown_upos]",
+                                 "groups=[TC]", "lrs=[1e-3]", "seeds=[0]", "max_steps=-1", "epochs=3",
+                                 "max_train=20", "curve_epochs=1"])
+    assert run_grid(ckpt, cut, progress=False, root=working_root())["runs"] == 1
+    other = json.loads(next(short.rglob("results.json")).read_text())
+    assert other["validation"]["curve"] == curve[1:] and other["test"] == doc["test"]
+    assert other["meta"]["train_loss"] == doc["meta"]["train_loss"]
+    assert grid.result_fault(next(short.rglob("results.json")), cfg.for_dataset("brown_upos")) is None  # one protocol
     rng = np.random.default_rng(0)
     first, second = batch_plan([5] * 20, 8, rng), batch_plan([5] * 20, 8, rng)
     assert [list(b) for b in first] != [list(b) for b in second]  # the next epoch draws a new order

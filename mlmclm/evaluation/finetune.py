@@ -19,7 +19,8 @@ AdamW (0.9, 0.95, eps 1e-5, weight decay 0.1; fused), 10% warmup then linear dec
 clipping at 1.0, at most `max_steps` steps or `epochs` epochs (one by default). Batches group sequences of similar
 lengths and are padded to their own longest sequence. Evaluation runs after training, on validation and test; with
 several epochs validation is also scored after each earlier epoch (`validation.curve`: [step, score] pairs, the
-final one included), which is how a calibration shows that fine-tuning has plateaued.
+final one included), which is how a calibration shows that fine-tuning has plateaued; `curve_epochs` k keeps the last k
+earlier epochs only (the plateau gate reads the last epoch's gain; the training is the same).
 
 With `screen_seeds` k, a protocol's first k seeds are its screen, trained at every rate; each later seed is trained at
 the rate with the best mean validation over the screen only (`grid.screen_split`, `grid.screen_choice`).
@@ -89,16 +90,18 @@ def feature_length(f: dict) -> int:
 def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: float, seed: int, pad_id: int,
           device: torch.device, on_epoch=None) -> dict:
     """At most `max_steps` (task override first) steps or `cfg.epochs` epochs, each epoch in a new random order;
-    `on_epoch(step)` is called after every epoch but the last one trained. Returns steps, examples and mean loss."""
+    `on_epoch(step)` is called after every epoch but the last one trained (after the last `cfg.curve_epochs` of those
+    only, where set). Returns steps, examples and mean loss."""
     from transformers import get_linear_schedule_with_warmup
 
     rng = np.random.default_rng(seed)
     lengths = [feature_length(f) for f in features]
     plan = [b for _ in range(cfg.epochs) for b in batch_plan(lengths, cfg.batch_size, rng, cfg.length_grouping)]
     per_epoch = math.ceil(len(features) / cfg.batch_size)
-    epoch_ends = set(range(per_epoch, len(plan), per_epoch))
     max_steps = task.max_steps if task.max_steps is not None else cfg.max_steps
     plan = plan if max_steps == -1 else plan[:max_steps]
+    epoch_ends = list(range(per_epoch, len(plan), per_epoch))  # before the last step: the end scores it anyway
+    epoch_ends = set(epoch_ends[-cfg.curve_epochs:] if cfg.curve_epochs else epoch_ends)
     o = cfg.optim
     opt = build_optimizer(model, lr, o.betas, o.eps, o.weight_decay)
     sched = get_linear_schedule_with_warmup(opt, math.ceil(o.warmup_ratio * len(plan)), len(plan))
@@ -116,7 +119,7 @@ def train(model, task: Task, features: list[dict], cfg: FinetuneConfig, lr: floa
         sched.step()
         opt.zero_grad(set_to_none=True)
         loss_sum += loss.detach()
-        if on_epoch is not None and step in epoch_ends and step < len(plan):
+        if on_epoch is not None and step in epoch_ends:
             model.eval()
             on_epoch(step)
             model.train()

@@ -27,7 +27,8 @@ ft() {  # ft FOLDER GROUPS DATASETS LRS SEEDS EPOCHS TRAIN EVAL: one grid on eac
     esac
     [ -d "$dir" ] || { echo "missing $dir: train the calibration seed's runs first (see the top of this file)" >&2; exit 2; }
     $M finetune "$dir" --scale twin --model-id "$id" --groups "$2" --datasets "$3" --lrs "$4" --seeds "$5" \
-      --runs-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0}
+      --runs-dir $OUT/$1 --set epochs=$6 --set max_train=$7 --set max_eval=$8 --set grid_workers=${WORKERS:-0} \
+      --set curve_epochs=0
   done
 }
 protocol() {
