@@ -298,8 +298,8 @@ class FinetuneConfig:
     max_steps: int = 1000              # at most this many steps or `epochs` epochs, whichever comes first; -1: no cap
     epochs: int = 1                    # passes over the (capped) training set, each in a new random order; with
                                        # more than one, validation is also scored after each epoch (the curve)
-    curve_epochs: int = 0              # k > 0: the curve scores validation after the last k epochs before the end
-                                       # only (the plateau gate reads the last epoch's gain: 1 suffices); 0: every
+    curve_epochs: int = 0              # k > 0: the curve scores validation after the last k earlier epochs only (the
+                                       # plateau gate reads the last epoch's gain: 1 suffices); 0: after every epoch
     max_length: int | None = None   # None: 0.99 x the model's context, as EncodEval
     max_train: int | None = None    # cap on training examples (a fixed random subset); None: all
     max_eval: int | None = None     # cap on validation and on test examples (IR: queries); None: all
@@ -374,9 +374,9 @@ class FinetuneConfig:
 
 
 
-# FinetuneConfig fields that do not change a run's result: which runs a grid holds, where they go, how many at once,
-# after which epochs validation is also scored (`curve_epochs`: the training is the same, tests/test_finetune.py)
-# (`per_dataset`: a run records its dataset's resolved protocol, `FinetuneConfig.for_dataset`)
+# FinetuneConfig fields that do not change a run's result: which runs a grid holds (`per_dataset`: a run records its
+# dataset's resolved protocol, `FinetuneConfig.for_dataset`), where they go, how many at once, and after which earlier
+# epochs validation is also scored (`curve_epochs`: the same training, tests/test_finetune.py)
 GRID_FIELDS = ("scale", "groups", "datasets", "lrs", "seeds", "screen_seeds", "grid_workers", "data_dir", "results_dir",
                "per_dataset", "curve_epochs")
 
