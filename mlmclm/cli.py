@@ -177,7 +177,9 @@ def _on_signal(interrupted: list[int], stopping: list):
     """`main`'s handler of SIGINT and SIGTERM: each noted in `interrupted` (a library may swallow the
     KeyboardInterrupt and fail otherwise) and raised as KeyboardInterrupt, unless `main` is already `stopping` (a
     second signal while the first one's line is said, a launcher's, is noted, not raised); a forked worker ends as by
-    default on SIGTERM, and its parent reports."""
+    default on SIGTERM, and its parent reports. A first signal while torch is still importing waits for the import's
+    end (`_held`): a KeyboardInterrupt inside torch's initialization can abort the process (SIGABRT, with a dump of
+    Python frames: CI, Ctrl-C 1 s into `pretrain`); a second one is raised at once."""
     import os
 
     me = os.getpid()
@@ -188,9 +190,30 @@ def _on_signal(interrupted: list[int], stopping: list):
             os.kill(os.getpid(), signum)
             return
         interrupted.append(signum)
-        if not stopping:
+        if len(interrupted) == 1 and _importing_torch():
+            _held(signum)
+        elif not stopping:
             raise KeyboardInterrupt
     return on_signal
+
+
+def _importing_torch() -> bool:
+    """Whether torch or one of its modules is still executing its import (its spec marked `_initializing`)."""
+    return any(name.partition(".")[0] == "torch" and getattr(getattr(m, "__spec__", None), "_initializing", False)
+               for name, m in list(sys.modules.items()))
+
+
+def _held(signum: int) -> None:
+    """Send `signum` to this process again from another thread once no torch module is importing any more."""
+    import os
+    import threading
+    import time
+
+    def again():
+        while _importing_torch():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signum)
+    threading.Thread(target=again, daemon=True).start()
 
 
 def _signal_again(interrupted: list[int], previous):

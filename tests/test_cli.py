@@ -139,6 +139,44 @@ def test_ctrl_c_in_the_first_seconds_of_a_command_is_one_line_and_130(tmp_path, 
     assert "Traceback" not in err and err.strip().splitlines()[-1].endswith("re-run the same command to resume")
 
 
+def test_ctrl_c_while_torch_still_imports_is_raised_once_the_import_is_done():
+    """A KeyboardInterrupt inside torch's initialization can abort the process (SIGABRT, CI): the handler holds the
+    first signal until no torch module is importing, then it arrives; a second one is raised at once."""
+    import importlib.machinery
+    import signal
+    import time
+    import types
+
+    from mlmclm import cli
+
+    name = "torch._mlmclm_half_imported"
+    module = types.ModuleType(name)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    module.__spec__._initializing = True
+    interrupted = []
+    handler = cli._on_signal(interrupted, [])
+    previous = signal.signal(signal.SIGINT, handler)
+    sys.modules[name] = module
+    try:
+        try:
+            handler(signal.SIGINT, None)  # held: no KeyboardInterrupt while "torch" imports
+        except KeyboardInterrupt:
+            pytest.fail("Ctrl-C was raised inside torch's import")
+        assert interrupted == [signal.SIGINT]
+        time.sleep(0.2)
+        assert interrupted == [signal.SIGINT]  # still held
+        module.__spec__._initializing = False
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(30)  # the held signal arrives
+        assert interrupted == [signal.SIGINT, signal.SIGINT]
+        module.__spec__._initializing = True
+        with pytest.raises(KeyboardInterrupt):  # a second one while it imports: at once
+            handler(signal.SIGINT, None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        del sys.modules[name]
+
+
 def test_ctrl_c_that_lands_in_a_finalizer_still_stops_the_command():
     """A KeyboardInterrupt raised inside a `__del__` is swallowed by Python ("Exception ignored in ..."): the command
     must still stop (it once went on building its corpus when Ctrl-C met a library's finalizer under load)."""
