@@ -469,7 +469,7 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
     detail, models, paper = c.describe(point), c.models(src.scores, src.runs), _paper_side(c, src)
     tested = src.per_run and not c.per_run and not src.averages.empty
     coefs = _contrasts(c, src, point) if tested else pd.DataFrame(columns=["scope"])
-    out = []
+    out, text = [], _text(c, src, models)
     for t in table.itertuples():
         paired = _seed_interval(src, coefs[coefs["scope"] == t.scope], t.value, c.choices(point)) if tested else None
         t = t._replace(lo=paired["lo"], hi=paired["hi"]) if paired else t  # the test on the seeds, not pooled
@@ -500,7 +500,7 @@ def _judge(c: Claim, src: _Source, source: str, split: str) -> list[dict]:
             why = "; ".join(filter(None, [why, fixed]))
         notes.append(src.note)
         statement = f"{c.statistic}: {t.value:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] ({paired['how'] if paired else how})"
-        out.append({"scope": t.scope, "text": _text(c, src, models),
+        out.append({"scope": t.scope, "text": text,
                     "evidence": "; ".join([statement, *filter(None, notes)]), "statistic": c.statistic,
                     "value": round(t.value, 2), "ci_low": round(lo, 2), "ci_high": round(hi, 2),
                     "pretrain_seeds": pretrain, "finetune_seeds": finetune,
