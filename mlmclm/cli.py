@@ -177,9 +177,9 @@ def _on_signal(interrupted: list[int], stopping: list):
     """`main`'s handler of SIGINT and SIGTERM: each noted in `interrupted` (a library may swallow the
     KeyboardInterrupt and fail otherwise) and raised as KeyboardInterrupt, unless `main` is already `stopping` (a
     second signal while the first one's line is said, a launcher's, is noted, not raised); a forked worker ends as by
-    default on SIGTERM, and its parent reports. A first signal while torch is still importing waits for the import's
-    end (`_held`): a KeyboardInterrupt inside torch's initialization can abort the process (SIGABRT, with a dump of
-    Python frames: CI, Ctrl-C 1 s into `pretrain`); a second one is raised at once."""
+    default on SIGTERM, and its parent reports. A first signal while torch is still importing is sent again once the
+    import has ended (`_signal_later`): a KeyboardInterrupt inside torch's initialization can abort the process
+    (SIGABRT, with a dump of Python frames: CI, Ctrl-C 1 s into `pretrain`); a second one is raised at once."""
     import os
 
     me = os.getpid()
@@ -191,7 +191,7 @@ def _on_signal(interrupted: list[int], stopping: list):
             return
         interrupted.append(signum)
         if len(interrupted) == 1 and _importing_torch():
-            _held(signum)
+            _signal_later(signum, busy=_importing_torch)
         elif not stopping:
             raise KeyboardInterrupt
     return on_signal
@@ -203,14 +203,16 @@ def _importing_torch() -> bool:
                for name, m in list(sys.modules.items()))
 
 
-def _held(signum: int) -> None:
-    """Send `signum` to this process again from another thread once no torch module is importing any more."""
+def _signal_later(signum: int, busy=lambda: False) -> None:
+    """Send `signum` to this process again from another thread, once `busy()` is false (it reaches the main thread,
+    where Python runs signal handlers, at its next bytecode)."""
     import os
     import threading
     import time
 
     def again():
-        while _importing_torch():
+        time.sleep(0.01)
+        while busy():
             time.sleep(0.02)
         os.kill(os.getpid(), signum)
     threading.Thread(target=again, daemon=True).start()
@@ -219,12 +221,9 @@ def _held(signum: int) -> None:
 def _signal_again(interrupted: list[int], previous):
     """An unraisable hook: a KeyboardInterrupt of `main`'s that landed in a finalizer (`__del__`), which swallows it,
     is signalled again from another thread, so that it reaches the main thread once the finalizer is left."""
-    import os
-    import threading
-
     def hook(unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and interrupted:
-            threading.Timer(0.01, os.kill, (os.getpid(), interrupted[-1])).start()
+            _signal_later(interrupted[-1])
         else:
             previous(unraisable)
     return hook
