@@ -2,8 +2,9 @@
 
 It writes `OUT/gpu.csv`, one row a measurement with its own time (`elapsed_s`: the seconds of the fresh process that
 measured it, start-up included; `at_s`: when it ended, from the check's start) and the device, torch and commit, and
-prints each row as it writes it. The rows no run has measured yet come first (`results/bench/gpu.csv` holds the last
-run's), then the cheap measurements, the compiled ones last:
+prints each row as it writes it. The rows no run had measured when the plan was written come first (the H200 run
+at 373a46f measured them; `results/bench/gpu.csv` holds each row's latest measurement), then the cheap measurements,
+the compiled ones last:
 1. the seconds `checkpoints.write_state` takes to record the sha256 of a checkpoint's files, a checkpoint of the last
    FSDP size (1B) written as a pretraining run writes it (accelerate's state after one AdamW step, `hf/` weights) into
    a temporary folder removed after;
@@ -134,7 +135,7 @@ def parity(size: str, seq_len: int, device: str) -> list[dict]:
 def plan(device: str, peak: float, size: str = "210m", seq_len: int = 2048, batches=(8, 16),
          chunks=(1 << 25, 1 << 29), fsdp_sizes=("610m", "1b"), small: bool = True, steps: int = 10,
          compiled: bool = True, max_micro: int = 256, scratch: str = "") -> list[tuple[str, dict]]:
-    """The check's measurements in order (a key of `MEASURES`, its arguments): those no run has measured yet first
+    """The check's measurements in order (a key of `MEASURES`, its arguments): those no run had measured first
     (the hash of a checkpoint of the last FSDP size, written under `scratch`; the compiled CLM step at the other
     micro-batches; FSDP compiled), then the others, cheap first, compiled last."""
     def step(objective, backend, batch, chunk=None, compile_model=False):
