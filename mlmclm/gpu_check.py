@@ -363,23 +363,27 @@ def run(out: Path, device: str = "cuda", budget: float = 480.0, peak: float | No
     if peak is None:
         raise SystemExit(f"no known bf16 peak for {name!r}: pass --peak-tflops")
     check = Check(Path(out), budget, echo or (lambda text: None))
-    with tempfile.TemporaryDirectory(prefix="mlmclm-gpu-check-") as scratch:  # what a stopped measurement left
+    # every file a measurement writes (the hashed checkpoint, a compile's cache and the compiler's temporary files, also
+    # those of a measurement stopped at the budget) goes in one folder, removed at the end
+    with tempfile.TemporaryDirectory(prefix="mlmclm-gpu-check-") as scratch:
         for kind, args in plan(device, peak, scratch=scratch, **options):
             left = check.left()
             if left <= 0:
                 check.add([{**describe(kind, args), "note": f"not measured: the {budget:.0f} s budget was spent"}], 0)
                 continue
-            check.add(*in_child(kind, args, left))
+            check.add(*in_child(kind, args, left, tmp=scratch))
     return check.out / "gpu.csv"
 
 
-def in_child(kind: str, args: dict, limit: float) -> tuple[list[dict], float]:
-    """`MEASURES[kind](**args)` in a fresh python process (this one's, with its -S), stopped with every process it
-    started (a compile's workers) after `limit` seconds; its rows (one saying why where it gave none) and its wall
-    time."""
+def in_child(kind: str, args: dict, limit: float, tmp: str = "") -> tuple[list[dict], float]:
+    """`MEASURES[kind](**args)` in a fresh python process (this one's, with its -S), its temporary files and compile
+    cache in `tmp` where given (each measurement compiles from an empty cache), stopped with every process it started
+    (a compile's workers) after `limit` seconds; its rows (one saying why where it gave none) and its wall time."""
     command = [sys.executable, *(["-S"] if sys.flags.no_site else []), "-c",
                "import sys; from mlmclm.gpu_check import _child; _child(sys.argv[1])", json.dumps([kind, args])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    if tmp:  # importing torch set TORCHINDUCTOR_CACHE_DIR in this process's environment to a folder of its TMPDIR
+        env.update(TMPDIR=tmp, TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "torchinductor"))
     started = time.perf_counter()
     # its own process group, to be stopped with whatever it starts, in this session (whatever ends the session's
     # processes, as a lent machine's command limit does, ends it too); python 3.10 has no `process_group`

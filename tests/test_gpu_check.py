@@ -179,7 +179,8 @@ def test_the_check_on_cpu_ends_within_its_budget_with_every_row_written_as_it_go
     """`mlmclm bench gpu` in its CPU mode (tiny, fp32), compiled variants included, in the GPU image's python, with a
     budget shorter than the whole: the rows in the planned order, what no run measured first, each printed when it is
     written with its own time; the measurement running at the budget stopped, the later ones said not measured, FSDP
-    said to need a GPU; no row past the budget, every planned row in OUT/gpu.csv, the checkpoint it hashed removed."""
+    said to need a GPU; no row past the budget, every planned row in OUT/gpu.csv, nothing left in TMPDIR (the
+    checkpoint it hashed, the compiles' caches and the compiler's files of the one stopped: CI once found them)."""
     budget, out, scratch = 40, tmp_path / "out", tmp_path / "tmp"
     python, env = _image_python(tmp_path)
     scratch.mkdir()
