@@ -18,6 +18,14 @@ pre() {  # pre MODEL...: train the runs these models need into $RETRAIN, keeping
   echo "== pretrain $* $(date -u +%H:%M)"
   $M study run all --scale twin --runs-dir "$RETRAIN" --pretrain-only $(printf -- '--model %s ' "$@")
 }
+adopt() {  # adopt RUN...: a new run (issue 61's switches) trained beside the runs made again, complete in $RETRAIN and
+           # without a folder in results/runs/twin, gets its folder copied there, as if trained there (checkpoints in place)
+  for r in "$@"; do
+    if [ ! -e "results/runs/twin/$r" ] && grep -qs '"status": "complete"' "$RETRAIN/twin/$r/meta.json"; then
+      cp -r "$RETRAIN/twin/$r" results/runs/twin/ && echo "== $r: a new run, its folder moved into results/runs/twin"
+    fi
+  done
+}
 ft() {  # ft MODEL: fine-tune what its grid misses, only where its checkpoint is on disk
   if $M study plan all --scale twin --model "$1" 2>&1 | grep -q "to retrain"; then
     echo "== $1: its checkpoint is not on disk (its run failed?); skipped"; return
@@ -35,6 +43,7 @@ seed() {  # seed S: the five runs of claim seed S (0, 1, 2 or 5), each model fin
   esac
   fts=$ck; [ "$s" = 5 ] && fts=""                                          # seed 5's checkpoints: kept, not fine-tuned yet
   pre $c $(printf "$c-%s " $ck) $more_c
+  [ "$s" = 1 ] || [ "$s" = 2 ] && adopt $more_c
   ft $c
   pre $m $(printf "$m-%s " $ck) $more_m
   ft $m
