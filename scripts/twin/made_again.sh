@@ -22,7 +22,7 @@ adopt() {  # adopt RUN...: a new run (issue 61's switches) trained beside the ru
            # without a folder in results/runs/twin, gets its folder copied there, as if trained there (checkpoints in place)
   for r in "$@"; do
     if [ ! -e "results/runs/twin/$r" ] && grep -qs '"status": "complete"' "$RETRAIN/twin/$r/meta.json"; then
-      cp -r "$RETRAIN/twin/$r" results/runs/twin/ && echo "== $r: a new run, its folder moved into results/runs/twin"
+      cp -r "$RETRAIN/twin/$r" results/runs/twin/ && echo "== $r: a new run, its folder copied into results/runs/twin"
     fi
   done
 }
