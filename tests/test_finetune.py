@@ -537,8 +537,9 @@ def test_the_screen_chooses_the_best_mean_validation_ties_to_the_smaller_rate_as
 def test_a_screened_grid_trains_the_later_seeds_at_the_screens_choice_and_resumes(suite, tmp_path):
     """`screen_seeds` k (issue 60): k x rates + one training a later seed, each later seed's result only at the rate
     the screen's mean validation chose; a grid killed in its later stage trains only what is missing, and a later
-    seed's result at another rate (a full grid made before) is kept, never set aside, and an older protocol's there
-    (which no run redoes) is set aside."""
+    seed's result at another rate (a full grid made before) and an older protocol's there (which no run redoes) are
+    set aside, so that every model is selected from the same grid; a rate added to the grid leaves them aside unless
+    its screen chooses their rate."""
     from mlmclm.evaluation.grid import best_lr
 
     root, ckpt = suite
@@ -563,6 +564,17 @@ def test_a_screened_grid_trains_the_later_seeds_at_the_screens_choice_and_resume
                                                                                               "epochs": 7}}}))
     out = run_grid(ckpt, cfg, progress=False, root=working_root(), own_grid=True)
     assert (out["runs"], out["trainings"], out["skipped"]) == (1, 1, 5)
-    assert (folder / f"lr{lr_text(chosen)}_sd3" / "results.json").is_file() and kept.is_file()
-    assert not stale.exists() and stale.with_name("results.outside-grid.json").is_file()  # never read beside the grid
+    assert (folder / f"lr{lr_text(chosen)}_sd3" / "results.json").is_file()
+    for aside in (kept, stale):  # never read beside the grid
+        assert not aside.exists() and aside.with_name("results.outside-grid.json").is_file()
     assert run_grid(ckpt, cfg, progress=False, root=working_root())["runs"] == 0
+    wider = finetune_config(TINY, [f"data_dir={root / 'tasks'}", f"results_dir={tmp_path}", "grid_workers=1",
+                                   "datasets=[multiemo_sentiment]", "lrs=[1e-4, 1e-3, 3e-2]", "seeds=[0, 1, 2, 3]",
+                                   "screen_seeds=2"])  # a rate added: the screen is not complete when the run starts
+    run_grid(ckpt, wider, progress=False, root=working_root(), own_grid=True)
+    protocol = grid.plan_grid(wider)[0][0]
+    task = next(t for t in grid.plan_grid(wider)[0][2] if t.name == "multiemo_sentiment")
+    if grid.screen_choice(folder.parent.parent, protocol, task) == other:  # their rate chosen: the grid's again,
+        assert kept.is_file() and grid.result_fault(stale, protocol) is None  # the older protocol's trained anew
+    else:
+        assert not kept.exists() and not stale.exists()

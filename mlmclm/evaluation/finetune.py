@@ -150,14 +150,22 @@ def run_grid(model_dir: str | Path, cfg: FinetuneConfig, model_id: str | None = 
     _check_fits(ckpt, cfg, pairs)
     out = collections.Counter()
     with locks.hold(tree := run_folder(root / cfg.results_dir, cfg.scale, ckpt.model_id)):  # what is done: read here
-        if own_grid and (aside := set_aside_outside(tree, *grid_cells(root, ckpt.model_id, pairs))):
-            print(f"{len(aside)} results.json of {ckpt.model_id} outside this grid (its datasets' other rates or "
-                  f"seeds) set aside as {OUTSIDE_GRID}, put back when a grid holds them again, e.g. {shown(aside[0])}",
-                  flush=True)
+        if own_grid:
+            _set_aside(tree, root, ckpt.model_id, pairs)
         for c, group in _by_protocol(pairs):
             out.update(_run_protocol(ckpt, c, group, progress, report_to, root))
+        if own_grid:  # a screen completed here: its later seeds' results at the other rates (a full grid's) go aside
+            _set_aside(tree, root, ckpt.model_id, pairs)
     return {"runs": out["runs"], "trainings": out["trainings"], "skipped": out["skipped"],
             "seconds": time.perf_counter() - start, "model_id": ckpt.model_id, "workers": max(out["workers"], 1)}
+
+
+def _set_aside(tree: Path, root: Path, model_id: str, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]) -> None:
+    """Set aside the results.json of the model folder `tree` outside its grid (`grid.set_aside_outside`), put back
+    those it holds again, and say so in one line."""
+    if aside := set_aside_outside(tree, *grid_cells(root, model_id, pairs)):
+        print(f"{len(aside)} results.json of {model_id} outside this grid (its datasets' other rates or seeds) set "
+              f"aside as {OUTSIDE_GRID}, put back when a grid holds them again, e.g. {shown(aside[0])}", flush=True)
 
 
 def _check_fits(ckpt: Checkpoint, cfg: FinetuneConfig, pairs: list[tuple[FinetuneConfig, Task, list[Task]]]) -> None:

@@ -59,9 +59,10 @@ def grid_runs(cfg: FinetuneConfig) -> dict[Path, FinetuneConfig]:
 
 # ---- screening seeds (`FinetuneConfig.screen_seeds`) ----
 # A screened protocol trains its first k seeds at every rate (the screen), each later seed only at the rate the
-# screen chose for each evaluated dataset: the best mean validation score over the screen's seeds. The grid's cells
-# stay every rate x seed (`grid_runs`, `grid_cells`: results there are kept, never set aside); the results required
-# for it to be complete are the screen's and the later seeds' at the chosen rates (`required_runs`).
+# screen chose for each evaluated dataset: the best mean validation score over the screen's seeds. Its cells, and the
+# results required for it to be complete, are the screen's and the later seeds' at the chosen rates (`required_runs`);
+# a later seed's result at another rate (a full grid's, made before) is set aside once the screen is complete
+# (`stale_runs`), so that every model of a comparison is selected from the same grid.
 UNCHOSEN = "lr-chosen-by-screen"  # the cell folder prefix of a later seed's result while the screen is not complete
 
 
@@ -111,16 +112,20 @@ def required_runs(cfg: FinetuneConfig, tree: Path) -> dict[Path, FinetuneConfig]
 
 
 def stale_runs(pairs: list[tuple[FinetuneConfig, Task, list[Task]]], tree: Path) -> set[Path]:
-    """The results.json in the model folder `tree` of a screened dataset's later seeds at a rate other than its
-    screen's choice (at any rate while the screen is not complete) that are no complete result of its protocol (an
-    older protocol's): no run of the grid redoes them, so they are set aside (`grid_cells`), never read beside it."""
+    """The results.json in the model folder `tree` of a screened dataset's later seeds that its grid does not hold:
+    once the screen is complete, those at every rate but its choice (a full grid's, made before the screen, so that
+    every model is selected from the same grid); while it is not, those that are no complete result of its protocol
+    (an older protocol's), or would not be one if put back from `OUTSIDE_GRID`. No run of the grid redoes them, so
+    they are set aside (`grid_cells`) or left aside, never read beside it."""
     out = set()
     for c, _, evaluated in pairs:
         later = screen_split(c)[1]
         for t in evaluated if later else []:
             chosen = screen_choice(tree, c, t)
-            paths = [tree / cell(t.group, t.name, lr, sd) / RESULTS for lr in c.lrs if lr != chosen for sd in later]
-            out.update(p for p in paths if p.is_file() and result_fault(p, c))
+            for p in (tree / cell(t.group, t.name, lr, sd) / RESULTS for lr in c.lrs if lr != chosen for sd in later):
+                held = p if p.is_file() else p.with_name(OUTSIDE_GRID)
+                if chosen is not None or (held.is_file() and result_fault(held, c)):
+                    out.add(p)
     return out
 
 

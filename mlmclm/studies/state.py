@@ -36,8 +36,9 @@ def has_checkpoint(plan: Plan, paths: Paths, run_id: str, step: int) -> bool:
 
 def grid_results(e: Evaluation, cfg, root: Path) -> dict:
     """The results.json files of every cell of `e`'s grid (every rate x seed), each with its dataset's protocol
-    (`cfg.results_dir` under the working root `root`): what lies inside the grid, never set aside; but an older
-    protocol's result that a screened grid never redoes (`grid.stale_runs`) is not."""
+    (`cfg.results_dir` under the working root `root`): what lies inside the grid, never set aside; but a screened
+    grid's later seed at a rate other than its screen's choice, or an older protocol's result it never redoes
+    (`grid.stale_runs`), is not."""
     tree = run_folder(root / cfg.results_dir, cfg.scale, e.model)
     stale = stale_runs(plan_grid(cfg), tree)
     return {tree / path: c for path, c in grid_runs(cfg).items() if tree / path not in stale}
