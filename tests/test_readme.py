@@ -166,6 +166,43 @@ def test_the_answer_comes_from_the_twin_and_leaves_no_verdict_out():
         ("3 IR", "+1.00"), ("3 IR", "inconclusive"), ("3 IR", "IR")]]
 
 
+PLAIN = {"What holds": {"reproduced"}, "What does not": {"not reproduced"},
+         "What cannot be told": {"inconclusive", "no signal"}}  # the plain-words answer's bullets, by verdict
+TAG = re.compile(r"(?:\(|;\s)claim\s(\w+)(?::\s+([A-Z]{2}(?:,\s+[A-Z]{2})*))?(?=[;)])")  # "(claim 5: SC, TC)", "; claim 5b)"
+
+
+def plain_gaps(readme: str, verdicts: pd.DataFrame) -> list[str]:
+    """Where the README's answer in plain words (its bullets "**What holds:**", "**What does not:**", "**What cannot
+    be told:**") and the verdicts disagree: each verdict of a claim judged at the twin names its claim and group in its
+    bullet ("(claim 5: SC, TC)"; a claim judged on all groups at once, "(claim 5b)"), and in no other."""
+    said = {}
+    for head in PLAIN:
+        m = re.search(rf"^- \*\*{head}:\*\*(.*?)(?=^- \*\*|^$)", readme, re.M | re.S)
+        for claim, groups in TAG.findall(m[1] if m else ""):
+            for group in re.split(r",\s+", groups) if groups else ["all"]:
+                said.setdefault((claim, group), []).append(head)
+    gaps = []
+    for r in verdicts.dropna(subset=["estimate"]).itertuples():
+        key, want = (r.claim.split(".")[0], r.group), next(h for h, v in PLAIN.items() if r.verdict in v)
+        if said.pop(key, None) != [want]:
+            gaps.append(f"claim {key[0]} {key[1]} ({r.verdict}) is not said under {want!r} alone")
+    return gaps + [f"claim {c} {g} is said under {h} but has no verdict there" for (c, g), h in said.items()]
+
+
+def test_the_plain_words_say_each_verdict_where_it_belongs():
+    readme = (REPO / "README.md").read_text()
+    verdicts = pd.read_csv(_folder(ANSWER) / "verdicts.csv", dtype={"claim": str})
+    gaps = plain_gaps(readme, verdicts)
+    assert not gaps, "the README's answer in plain words and the verdicts of " + ANSWER + " differ:\n" + "\n".join(gaps)
+    text = ("- **What holds:** the split wins (claim 5: SC, TC).\n- **What does not:** none.\n"
+            "- **What cannot be told:** the rest (claim 1: SC; claim 5b).\n\n")
+    one = pd.DataFrame({"claim": ["5. x", "5. x", "1. y", "5b. z", "3. w"], "group": ["SC", "TC", "SC", "all", "IR"],
+                        "estimate": [1.0] * 5,
+                        "verdict": ["reproduced", "inconclusive", "inconclusive", "no signal", "not reproduced"]})
+    assert plain_gaps(text, one) == ["claim 5 TC (inconclusive) is not said under 'What cannot be told' alone",
+                                     "claim 3 IR (not reproduced) is not said under 'What does not' alone"]
+
+
 def _slug(heading: str) -> str:
     """A heading's #anchor as GitHub writes it: lower case, code marks and punctuation dropped, spaces to hyphens."""
     text = unicodedata.normalize("NFC", heading.strip().lower())
