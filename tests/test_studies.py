@@ -569,8 +569,9 @@ def test_plan_marks_each_run_and_grid_complete_to_run_or_to_retrain(tmp_path, ca
 def test_a_screened_grid_is_complete_with_its_later_seeds_at_the_screens_rate_only(tmp_path, capsys):
     """`screen_seeds` (issue 60): `study plan`'s counts, `study run`'s skip and the estimate's results count the
     screen's cells and each later seed once, at the rate the screen's mean validation chose (ties to the smaller
-    rate); a later seed's result at another rate (a full grid made before) neither completes the grid nor is set
-    aside; the plan's FLOPs count k x rates + the later seeds' trainings."""
+    rate); a later seed's result at another rate (a full grid made before) does not complete the grid and is set
+    aside, so that every model is selected from the same grid; the plan's FLOPs count k x rates + the later seeds'
+    trainings."""
     from mlmclm.config import to_dict
     from helpers import write_run
 
@@ -596,10 +597,12 @@ def test_a_screened_grid_is_complete_with_its_later_seeds_at_the_screens_rate_on
     assert status() == "to run: 1 of 5 results missing"
     other = write_run(runs, e.model_id, "SC", "multiemo_sentiment", 1e-2, 2, 0.9, 0.9, meta=meta)
     assert status() == "to run: 1 of 5 results missing"
-    assert studies.set_aside(plan, grids, paths.root) == [] and other.is_file()  # inside the grid: kept
+    assert other not in studies.grid_results(e, cfg, paths.root)
+    assert studies.set_aside(plan, grids, paths.root) == [other] and not other.is_file()  # outside the grid: aside
+    assert other.with_name("results.outside-grid.json").is_file()
     chosen = write_run(runs, e.model_id, "SC", "multiemo_sentiment", 1e-3, 2, 0.6, 0.5, meta=meta)
     assert status() == "complete" and set(studies.required_results(e, cfg, paths.root)) >= {chosen}
-    assert other not in studies.required_results(e, cfg, paths.root) and other in studies.grid_results(e, cfg, paths.root)
+    assert other not in studies.required_results(e, cfg, paths.root)
     twin = studies.build_plan(scale_config("twin")).for_studies(["scaling"])
     c = studies.compute(twin, studies.grid_configs(twin, paths))
     model = next(k for k, e in twin.evaluations.items() if e.grid == "default")
