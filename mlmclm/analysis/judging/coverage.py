@@ -13,8 +13,10 @@ checked as follows.
 validation scores and their correlation (one run's luck shows in both), the learning-rate profile (how much each
 rate of the grid scores below the others, on average over the models) and each family's level; per task group the
 pretraining-seed spread of group averages (beyond what the fine-tuning seeds explain). `synthetic_runs` draws the
-scale's own grid (every model, dataset, rate and seed it ran; a screened grid's later seeds at the rate the real
-screen chose, not chosen again in each draw) again from them, with the families' levels as the true effects, and
+scale's own grid (every model, dataset, rate and seed it ran; a screened grid's later seeds at the rate each draw's
+own screen chooses, as the runner chooses it: a real screen's choice, fixed, would put one family's later seeds at
+a rate the shared profile scores lower, a bias no interval is meant to cover) again from them, with the families'
+levels as the true effects, and
 `simulate` runs the point estimates (`aggregation.select_lr`: the learning rate chosen on validation per seed) and
 the intervals (`bootstrap.seed_mean_replicas`, `bootstrap.percentile_bounds`) on each replica and counts how often
 the 95% interval of each difference of two families covers the true difference.
@@ -98,11 +100,39 @@ def _pretraining_sd(means: pd.DataFrame, noise: pd.DataFrame, runs: pd.DataFrame
     return np.sqrt((pooled["ss"] / pooled["dof"].where(pooled["dof"] > 0) - finetune).clip(lower=0)).rename("sd")
 
 
-def synthetic_runs(c: Components, replicas: int, rng: np.random.Generator, first: int = 0) -> pd.DataFrame:
+def _every_rate(runs: pd.DataFrame) -> pd.DataFrame:
+    """The grid of ``runs`` with each screened dataset's later seeds (a seed at one rate of its model's several) at
+    every rate of the model's, flagged ``later``."""
+    rates = runs.groupby(["model", "dataset"])["lr"].transform("nunique")
+    later = (runs.groupby(["model", "dataset", "seed"])["lr"].transform("nunique") == 1) & (rates > 1)
+    if not later.any():
+        return runs.assign(later=False)
+    grid = runs.loc[~later, ["model", "dataset", "lr"]].drop_duplicates()
+    extra = runs.loc[later].drop(columns="lr").merge(grid, on=["model", "dataset"])
+    return pd.concat([runs[~later].assign(later=False), extra.assign(later=True)], ignore_index=True)
+
+
+def _screen(sim: pd.DataFrame) -> pd.DataFrame:
+    """Each draw's later seeds at the rate its screen chose (the best mean validation of the other seeds, ties to the
+    smaller rate, as `mlmclm.evaluation.grid.best_lr`), the later seeds' other rates dropped."""
+    if not sim["later"].any():
+        return sim.drop(columns="later")
+    keys = ["source", "model", "dataset"]
+    mean = sim[~sim["later"]].groupby([*keys, "lr"], as_index=False)["validation"].mean()
+    mean = mean.sort_values([*keys, "validation", "lr"], ascending=[True, True, True, False, True])
+    chosen = mean.drop_duplicates(keys)[[*keys, "lr"]].assign(chosen=True)
+    sim = sim.merge(chosen, on=[*keys, "lr"], how="left")
+    return sim[~sim["later"] | sim["chosen"].eq(True)].drop(columns=["later", "chosen"]).reset_index(drop=True)
+
+
+def synthetic_runs(c: Components, replicas: int, rng: np.random.Generator, first: int = 0,
+                   screen: bool = True) -> pd.DataFrame:
     """``replicas`` draws of the scale's grid (``source`` "sim<i>", from ``first``), scores from the components:
     level + the rate's effect + the model's pretraining-seed effect in its group (shared by validation and test) + a
-    run's fine-tuning noise (validation and test correlated as in the runs)."""
-    r, n = c.runs, len(c.runs)
+    run's fine-tuning noise (validation and test correlated as in the runs); a screened dataset's later seeds at the
+    rate each draw's screen chose (`_screen`; ``screen`` False: at the real screen's choice in every draw)."""
+    r = _every_rate(c.runs) if screen else c.runs.assign(later=False)
+    n = len(r)
     effect = c.profile.loc[list(zip(r["dataset"], r["lr"]))].to_numpy()
     level = c.levels.loc[list(zip(r["family"], r["task_group"], r["dataset"]))].to_numpy()
     noise = c.noise.loc[r["dataset"]]
@@ -115,9 +145,9 @@ def synthetic_runs(c: Components, replicas: int, rng: np.random.Generator, first
     e_val = (rho * z1 + np.sqrt(1 - rho ** 2) * z2) * noise["sd_validation"].to_numpy()
     shared = a[:, code.ravel()]
     out = pd.concat([r] * replicas, ignore_index=True)
-    return out.assign(source=np.repeat([f"sim{first + i}" for i in range(replicas)], n), scale="sim",
-                      test=(level[:, 0] + effect[:, 0] + shared + e_test).ravel(),
-                      validation=(level[:, 1] + effect[:, 1] + shared + e_val).ravel())
+    return _screen(out.assign(source=np.repeat([f"sim{first + i}" for i in range(replicas)], n), scale="sim",
+                              test=(level[:, 0] + effect[:, 0] + shared + e_test).ravel(),
+                              validation=(level[:, 1] + effect[:, 1] + shared + e_val).ravel()))
 
 
 def synthetic_averages(sim: pd.DataFrame, rule: str = "per_seed") -> pd.DataFrame:
@@ -130,16 +160,17 @@ def synthetic_averages(sim: pd.DataFrame, rule: str = "per_seed") -> pd.DataFram
 
 
 def simulate(runs: pd.DataFrame, replicas: int = 1000, n_boot: int = 2000, seed: int = 0, batch: int = 50,
-             spread=None) -> pd.DataFrame:
+             spread=None, screen: bool = True) -> pd.DataFrame:
     """Coverage of the 95% intervals of every difference of two families in each task group of one scale's runs,
     over ``replicas`` draws of the scale (`synthetic_runs`), each judged with ``n_boot`` replicas of
     `bootstrap.seed_mean_replicas`: one row per task group and pair (``covered``: the share of draws whose interval
     holds the true difference; ``width``: the mean width). ``spread``: a function of a batch's averages giving the
-    spread the intervals use (default: theirs, `bootstrap.pretraining_seed_spread`; a test passes a wrong one)."""
+    spread the intervals use (default: theirs, `bootstrap.pretraining_seed_spread`; a test passes a wrong one);
+    ``screen``: `synthetic_runs`'s."""
     c = components(runs)
     truth, rng, hits, widths = c.truth(), np.random.default_rng(seed), {}, {}
     for first in range(0, replicas, batch):
-        avg = synthetic_averages(synthetic_runs(c, min(batch, replicas - first), rng, first))
+        avg = synthetic_averages(synthetic_runs(c, min(batch, replicas - first), rng, first, screen))
         fams, draws = bootstrap.seed_mean_replicas(avg, n_boot, seed, spread(avg) if spread else None)
         col = {k: i for i, k in enumerate(zip(fams["source"], fams["task_group"], fams["model"]))}
         for group, part in truth.groupby(level=0):
