@@ -606,7 +606,7 @@ def test_a_screened_grid_is_complete_with_its_later_seeds_at_the_screens_rate_on
     twin = studies.build_plan(scale_config("twin")).for_studies(["scaling"])
     c = studies.compute(twin, studies.grid_configs(twin, paths))
     model = next(k for k, e in twin.evaluations.items() if e.grid == "default")
-    assert sum(k == model and trainer == "multiemo_sentiment" for k, trainer, *_ in c["trainings"]) == 3 * 2 + 4
+    assert sum(k == model and trainer == "multiemo_sentiment" for k, trainer, *_ in c["trainings"]) == 4 * 2 + 4
 
 
 def test_committed_long_plan_has_nothing_to_do(capsys):
