@@ -224,6 +224,8 @@ def test_fig3_scales_centers_each_ratio_line_and_puts_ours_beside_the_papers_siz
     assert [round(x, -1) for x in lines["ours, mini (mini-m)"].get_xdata()] == [20, 30, 40, 50]  # dodged
     assert list(y) == pytest.approx(list(ir["score"] - ir["score"].mean()))
     assert abs(sum(lines["paper (610M)"].get_ydata())) < 1e-9  # each line centered on its own mean
+    twin = pd.DataFrame({"source": ["ours", "paper"], "scale": ["twin", "paper"], "size": ["twin", "610M"]})
+    assert figures._scale_lines(twin) == ["ours, twin", "paper (610M)"]  # a scale named as its one size: once
 
 
 def test_the_three_axes_count_more_parameters_in_turn():

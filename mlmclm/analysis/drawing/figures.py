@@ -87,6 +87,13 @@ def fig2(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | Non
         x=lambda d: "Objective" if source_key(d) in single else "size")
 
 
+def _scale_lines(frame: pd.DataFrame) -> list[str]:
+    """The legend label of each row's line in a figure across scales: "paper (610M)", "ours, mini (mini-m)"; a scale
+    whose one size bears its name (the twin) once: "ours, twin"."""
+    return [("paper" if src == "paper" else f"ours, {scale}") + ("" if z == scale else f" ({z})")
+            for src, scale, z in zip(frame["source"], frame["scale"], frame["size"])]
+
+
 def fig3(scores: pd.DataFrame, out_dir: str | Path, controls: pd.DataFrame | None = None) -> Drawn:
     """Fig. 3: MLM task-group averages against the masking ratio, one line per model size. Notebook 01_scaling;
     reads results/paper/table02.csv ... table05.csv and results/runs/<scale>/*/*/*/lr*_sd*/results.json (``scores``,
@@ -116,8 +123,7 @@ def fig3_scales(scores: pd.DataFrame, out_dir: str | Path) -> Drawn:
     if not (v["source"] != "paper").any():
         return Drawn()
     v = v.assign(score=v["score"] - v.groupby(line)["score"].transform("mean"),
-                 line=[("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
-                       for src, scale, z in zip(v["source"], v["scale"], v["size"])])
+                 line=_scale_lines(v))
     first = v.drop_duplicates("line")  # the paper's sizes from the smallest (Fig. 3's colours), then ours
     lines = sorted(first["line"], key=dict(zip(first["line"], zip(
         first["source"] != "paper", first["scale"], first["size"].map(ids.size_key)))).get)
@@ -318,8 +324,7 @@ def fig4_scales(scores: pd.DataFrame, out_dir: str | Path, architecture: dict) -
         return Drawn()
     rows = rows.assign(**{axis: [s * per_axis[axis][z] for s, z in zip(rows["steps"], rows["size"])]
                           for axis in AXES})
-    rows["line"] = [("paper" if src == "paper" else f"ours, {scale}") + f" ({z})"
-                    for src, scale, z in zip(rows["source"], rows["scale"], rows["size"])]
+    rows["line"] = _scale_lines(rows)
     colors = palette("colorblind", list(dict.fromkeys(rows.sort_values("body")["line"])))
     groups = [g for g in ids.GROUPS if g in set(rows["task_group"])]
     axes_drawn = [axis for axis in AXES if rows[axis].notna().any()]
